@@ -1,0 +1,260 @@
+//! The core's inputs, outputs, effects, timers and configuration.
+
+use serde::{Deserialize, Serialize};
+
+use crate::conversation::{Message, ModelRequest, ToolSchema};
+use crate::permissions::Permissions;
+use crate::provider::{ProviderItem, RequestFailure, RequestId};
+use crate::record::Record;
+use crate::tool::{ToolOutcome, ToolPlan};
+use crate::wire::{Event, Mode};
+
+/// A stdin framing fault the shell detected before the core could see a line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FramingFault {
+    /// The line was longer than [`crate::wire::MAX_LINE_BYTES`]; `len` bytes were skipped.
+    TooLong { len: u64 },
+    /// The line was not valid UTF-8.
+    NotUtf8,
+}
+
+/// Everything that can happen to the core. Feed with [`super::Core::handle`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// One raw stdin line (without its newline). The core parses it.
+    Line(String),
+    /// A line the shell could not frame.
+    Framing(FramingFault),
+    /// stdin reached EOF: behaves like `quit`.
+    EndOfInput,
+    /// An item of a model request's stream (attempt identifies which send it belongs to).
+    Provider {
+        request: RequestId,
+        attempt: u32,
+        item: ProviderItem,
+    },
+    /// A model request attempt failed before a stream started.
+    RequestFailed {
+        request: RequestId,
+        attempt: u32,
+        failure: RequestFailure,
+    },
+    /// The shell inspected a tool call.
+    ToolPlanned { call_id: String, plan: ToolPlan },
+    /// A tool call finished (or was killed).
+    ToolDone {
+        call_id: String,
+        outcome: ToolOutcome,
+    },
+    /// A hook finished.
+    HookDone { hook_run: u64, outcome: HookOutcome },
+    /// Records of a [`Effect::Persist`] are on disk.
+    Persisted { ticket: u64 },
+    /// Records of a [`Effect::Persist`] could not be written.
+    PersistFailed { ticket: u64, message: String },
+    /// The approval mode was saved.
+    ModeSaved { mode: Mode },
+    /// The approval mode could not be saved (the mode stays as it was).
+    ModeSaveFailed { mode: Mode, message: String },
+    /// A new freeze snapshot, answering [`Effect::Refreeze`].
+    Frozen { snapshot: Box<Freeze> },
+    /// The turn's task died unexpectedly (a bug or panic in the shell's effect runner):
+    /// reported as `error` then `done` `error`.
+    Crashed { message: String },
+}
+
+/// What a hook run reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum HookOutcome {
+    /// Ran and let the action proceed.
+    Pass,
+    /// Ran and refused (exit 2 with stderr, or `{"decision":"refuse"}`), with the reason.
+    Refuse { reason: String },
+    /// Did not run properly: crashed, timed out, could not start, not loaded.
+    Failed { detail: String },
+}
+
+/// One output of the core. Drain with [`super::Core::poll`] after every `handle`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// A line for the client (the shell adds the session id via [`crate::wire::Line`]).
+    Event(Event),
+    /// Work for the shell.
+    Effect(Effect),
+}
+
+/// Work the shell carries out, answering with the matching [`Input`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Send one attempt of a model request. Answer with `Provider` items or `RequestFailed`.
+    SendRequest {
+        request: RequestId,
+        attempt: u32,
+        body: Box<ModelRequest>,
+    },
+    /// Abort an in-flight request (cancel, idle timeout, turn end). No further input for it is
+    /// expected; any that still arrives is ignored by the core.
+    CancelRequest { request: RequestId },
+    /// Inspect a tool call before running it. Answer with `ToolPlanned`.
+    PlanTool {
+        call_id: String,
+        name: String,
+        args: serde_json::Value,
+    },
+    /// Run a tool call. Answer with `ToolDone`.
+    RunTool {
+        call_id: String,
+        name: String,
+        args: serde_json::Value,
+    },
+    /// Kill a running tool (its whole process group). A `ToolDone` still follows.
+    CancelTool { call_id: String },
+    /// Run a hook with a JSON payload. Answer with `HookDone`.
+    RunHook {
+        hook_run: u64,
+        hook: String,
+        event: String,
+        payload: serde_json::Value,
+    },
+    /// Append records to the session record. Answer with `Persisted` or `PersistFailed`.
+    Persist { ticket: u64, records: Vec<Record> },
+    /// Save the approval mode for the project. Answer with `ModeSaved` or `ModeSaveFailed`.
+    SaveMode { mode: Mode },
+    /// Record a human's approval (over the wire) of a source's exact bytes. No answer.
+    ApproveSource {
+        source_path: String,
+        source_sha: String,
+    },
+    /// Re-read tools, skills, prompt and hooks. Answer with `Frozen`.
+    Refreeze,
+    /// The session is over: flush stdout and exit with this code.
+    Exit { code: i32 },
+}
+
+/// Why a timer is set. Every timeout carries one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TimerReason {
+    /// The backoff before the next attempt of a model request.
+    RetryBackoff,
+    /// The stream has been silent for `stream_idle_timeout_s`.
+    StreamIdle,
+    /// A pending approval reached `approval_timeout_s`.
+    ApprovalTimeout,
+}
+
+/// Retry and timeout settings (`[provider]` in config).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetrySettings {
+    /// Model-request attempt budget (first attempt included).
+    pub max_attempts: u32,
+    /// Exponential backoff base in ms (attempt n waits base * 2^(n-2), plus jitter up to 25%).
+    pub retry_base_ms: u64,
+    /// The largest backoff, in ms.
+    pub retry_max_ms: u64,
+    /// A stream silent this long is treated as dropped; 0 disables.
+    pub stream_idle_timeout_ms: u64,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        RetrySettings {
+            max_attempts: 5,
+            retry_base_ms: 1000,
+            retry_max_ms: 30_000,
+            stream_idle_timeout_ms: 300_000,
+        }
+    }
+}
+
+/// Per-turn limits (`[limits]` in config).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Tool-call rounds per turn before `max_iterations`.
+    pub max_iterations: u32,
+    /// Per-turn token cap, 0 = none.
+    pub max_agent_tokens: u64,
+    /// Approval timeout in ms, 0 = wait until answered or cancelled.
+    pub approval_timeout_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_iterations: 50,
+            max_agent_tokens: 0,
+            approval_timeout_ms: 0,
+        }
+    }
+}
+
+/// A hook as frozen (`[[hooks]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookSpec {
+    /// A label for events (`hook_failed.hook`, `turn_refused.hook`): the command's first word.
+    pub name: String,
+    /// `session_start`, `user_prompt_submit`, `tool_start`, `tool_end`, `turn_end`, `compacted`.
+    pub event: String,
+    pub blocking: bool,
+    /// Why it will not run, when its file is unapproved or changed since the freeze.
+    pub not_loaded: Option<String>,
+}
+
+/// What the model sees, read once per session (and again on `reload`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Freeze {
+    pub system: String,
+    pub tools: Vec<ToolSchema>,
+    pub skills: Vec<String>,
+    #[serde(default)]
+    pub hooks: Vec<HookSpec>,
+    /// The receipt of this refreeze (empty on the first freeze).
+    #[serde(default)]
+    pub changes: Vec<crate::wire::event::FreezeChange>,
+    /// Manifest problems etc. to tell the model and client as harness notes.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Everything the core is constructed with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreConfig {
+    pub session_id: String,
+    /// Seeds ids and jitter.
+    pub seed: u64,
+    pub trusted: bool,
+    /// Started by an agent (`OPENMAX_AGENT_SESSION` set): cannot change the mode.
+    pub agent_spawned: bool,
+    pub mode: Mode,
+    pub permissions: Permissions,
+    pub retry: RetrySettings,
+    pub limits: Limits,
+    /// The model's context window in tokens.
+    pub context_tokens: u64,
+    pub freeze: Freeze,
+    /// The conversation carried over by `--continue` (from the last compaction point on).
+    pub history: Vec<Message>,
+    /// `-p` mode: approval requests are declined at once (the shell prints why).
+    pub non_interactive: bool,
+}
+
+impl CoreConfig {
+    /// A configuration with defaults, for tests and the simulator.
+    pub fn new(session_id: &str, freeze: Freeze) -> CoreConfig {
+        CoreConfig {
+            session_id: session_id.to_string(),
+            seed: 0,
+            trusted: true,
+            agent_spawned: false,
+            mode: Mode::Ask,
+            permissions: Permissions::default(),
+            retry: RetrySettings::default(),
+            limits: Limits::default(),
+            context_tokens: 200_000,
+            freeze,
+            history: Vec::new(),
+            non_interactive: false,
+        }
+    }
+}

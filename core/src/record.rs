@@ -1,0 +1,68 @@
+//! Session record lines: the append-only, self-describing, versioned JSONL a session is kept as.
+//!
+//! The core asks for records to be persisted with [`crate::machine::Effect::Persist`] and, where
+//! the contract says an event follows persistence, emits that event only after the ack. The shell
+//! appends each record as one line `{"v":1,"rec":"<kind>",…}`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::conversation::{Message, ToolSchema};
+use crate::wire::Mode;
+
+/// The record format version written in every line's `v`.
+pub const RECORD_VERSION: u32 = 1;
+
+/// One record line's payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "rec", rename_all = "snake_case")]
+pub enum Record {
+    /// The session's first line: what the model was given.
+    Session {
+        session_id: String,
+        project: String,
+        system: String,
+        tools: Vec<ToolSchema>,
+    },
+    /// A message added to the conversation (user prompt, assistant reply, tool results,
+    /// a harness note, a hook's refusal reason).
+    Message { message: Message },
+    /// A forced compaction: the conversation from here on is `messages` (replacing all earlier
+    /// ones), with the receipt's figures.
+    Compaction {
+        messages: Vec<Message>,
+        tokens_before: u64,
+        tokens_after: u64,
+        compacted_messages: u64,
+    },
+    /// The approval mode changed.
+    ModeChanged { mode: Mode },
+    /// A refreeze: the new prompt and schemas in force from here on.
+    Refrozen {
+        system: String,
+        tools: Vec<ToolSchema>,
+    },
+    /// A turn ended (stop reason), so a resume knows turn boundaries.
+    TurnEnd { stop_reason: String },
+}
+
+/// A record with its version, as one line is written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordLine {
+    pub v: u32,
+    #[serde(flatten)]
+    pub record: Record,
+}
+
+impl RecordLine {
+    pub fn new(record: Record) -> RecordLine {
+        RecordLine {
+            v: RECORD_VERSION,
+            record,
+        }
+    }
+
+    /// One JSON line, no newline.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("record serializes")
+    }
+}

@@ -1,0 +1,56 @@
+//! Tool calls as the core sees them: the plan the shell reports before running a call (what
+//! it would touch, how to show it to a human), and the outcome after.
+//!
+//! Policy (deny rules, modes, `ask` rules, approvals, the unapproved-source gate) is decided in
+//! the core from the plan; the shell only inspects and executes.
+
+use serde::{Deserialize, Serialize};
+
+/// What the shell found when it inspected a call before running it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolPlan {
+    /// Whether the call changes anything (write, edit, shell, a mutating external tool).
+    pub mutating: bool,
+    /// What permission rules match against: the path(s) for file tools, each part of a compound
+    /// command for `shell` (`a && b; c | d` gives three), the tool name alone when nothing else.
+    pub targets: Vec<String>,
+    /// A one-line description for an approval card (`write src/a.rs (+3 -1)`).
+    pub summary: String,
+    /// The full diff or command for the approval card.
+    pub detail: String,
+    /// Set for external code: the file whose exact bytes need a human's approval.
+    pub source: Option<SourceGate>,
+    /// The call cannot run at all (unknown tool, bad arguments, path escape): this message is
+    /// the failed `tool_end`'s output, and nothing is asked or run.
+    pub invalid: Option<String>,
+}
+
+/// The unapproved-source gate of one external tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceGate {
+    /// Project-relative path of the manifest (or hook file).
+    pub source_path: String,
+    /// First 12 lowercase hex of the sha256 over the source bytes.
+    pub source_sha: String,
+    /// The env allowlist the tool would receive (the credential grant).
+    pub env: Vec<String>,
+    /// Whether these exact bytes are already approved under `$OPENMAX_HOME`.
+    pub approved: bool,
+}
+
+/// A diff a file tool produced, emitted as a `diff` event before its `tool_end`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileDiff {
+    pub path: String,
+    pub diff: String,
+    pub added: u64,
+    pub removed: u64,
+}
+
+/// How a call that ran ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOutcome {
+    pub ok: bool,
+    pub output: String,
+    pub diffs: Vec<FileDiff>,
+}

@@ -1,0 +1,144 @@
+//! Client commands: one JSON object per stdin line, discriminated by `cmd`.
+//!
+//! Parsing rules from the contract: unknown `cmd` values are errors that name the legal ones;
+//! extra fields on a known command are ignored; blank lines are skipped (the caller sees
+//! `Ok(None)`). A missing or mistyped field is an error naming the field.
+
+use serde::{Deserialize, Serialize};
+
+/// An execution mode for a trusted project (`approval_mode` command and acknowledgement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Gate nothing (deny rules and validation still apply).
+    Auto,
+    /// Gate every mutating call and every `ask` rule match (the default).
+    Ask,
+    /// Refuse mutating calls without asking.
+    Readonly,
+}
+
+impl Mode {
+    /// The legal wire values, in the contract's order.
+    pub const ALL: [&'static str; 3] = ["auto", "ask", "readonly"];
+
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Auto => "auto",
+            Mode::Ask => "ask",
+            Mode::Readonly => "readonly",
+        }
+    }
+
+    /// Parse a wire spelling.
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "auto" => Some(Mode::Auto),
+            "ask" => Some(Mode::Ask),
+            "readonly" => Some(Mode::Readonly),
+            _ => None,
+        }
+    }
+}
+
+/// One client command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+pub enum Command {
+    /// Start a turn with the text.
+    User { text: String },
+    /// Answer a pending approval.
+    Approve { approval_id: String, approved: bool },
+    /// Save the execution mode for this trusted project. The mode stays a string here so that
+    /// an illegal value reaches the core, which answers it with a `protocol_error` naming the
+    /// legal values.
+    ApprovalMode { mode: String },
+    /// Re-freeze tools, skills and prompt.
+    Reload,
+    /// Cancel the running turn.
+    Cancel,
+    /// Drain the in-flight turn, then exit.
+    Quit,
+}
+
+/// The legal `cmd` values, in the contract's order.
+pub const COMMAND_NAMES: [&str; 6] = [
+    "user",
+    "approve",
+    "approval_mode",
+    "reload",
+    "cancel",
+    "quit",
+];
+
+/// Why a command line did not parse. `Display` is the `protocol_error` message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandError {
+    /// Not a JSON value at all.
+    NotJson(String),
+    /// JSON, but not an object.
+    NotObject,
+    /// No `cmd` field, or it is not a string.
+    MissingCmd,
+    /// A `cmd` the contract does not define.
+    UnknownCmd(String),
+    /// A known command with a missing or mistyped field.
+    BadField { cmd: String, detail: String },
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommandError::NotJson(e) => write!(f, "command line is not valid JSON: {e}"),
+            CommandError::NotObject => {
+                write!(f, "command line must be a JSON object with a \"cmd\" field")
+            }
+            CommandError::MissingCmd => write!(
+                f,
+                "command object has no string \"cmd\" field; legal values: {}",
+                COMMAND_NAMES.join(", ")
+            ),
+            CommandError::UnknownCmd(c) => write!(
+                f,
+                "unknown cmd {c:?}; legal values: {}",
+                COMMAND_NAMES.join(", ")
+            ),
+            CommandError::BadField { cmd, detail } => write!(f, "bad {cmd:?} command: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for CommandError {}
+
+impl Command {
+    /// Parse one stdin line. `Ok(None)` for a blank line (only ASCII whitespace).
+    pub fn parse_line(line: &str) -> Result<Option<Command>, CommandError> {
+        if line.trim_ascii().is_empty() {
+            return Ok(None);
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| CommandError::NotJson(e.to_string()))?;
+        let obj = value.as_object().ok_or(CommandError::NotObject)?;
+        let cmd = obj
+            .get("cmd")
+            .and_then(|c| c.as_str())
+            .ok_or(CommandError::MissingCmd)?;
+        if !COMMAND_NAMES.contains(&cmd) {
+            return Err(CommandError::UnknownCmd(cmd.to_string()));
+        }
+        let cmd = cmd.to_string();
+        serde_json::from_value::<Command>(value)
+            .map(Some)
+            .map_err(|e| CommandError::BadField {
+                cmd,
+                detail: e.to_string(),
+            })
+    }
+
+    /// The command as one JSON line (no newline), as a client would write it.
+    pub fn to_line(&self) -> String {
+        // Serializing a plain enum of strings and bools cannot fail.
+        serde_json::to_string(self).expect("command serializes")
+    }
+}

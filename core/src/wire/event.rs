@@ -1,0 +1,488 @@
+//! Events: what openmax writes on stdout, one JSON object per line.
+//!
+//! [`Event`] is internally tagged by `type`; [`Line`] pairs an event with its session id and
+//! serializes `session_id` first, then `type`, then the fields in the contract's order. The two
+//! session-less lines (`protocol_error` and the `approval_mode` acknowledgement) serialize with
+//! no `session_id`, whatever the `Line` holds.
+//!
+//! [`EVENT_FIELDS`] is the field table of every event type. The validator and the JSON Schema
+//! are generated from it; a unit test proves it matches what serde writes.
+
+use serde::{Deserialize, Serialize};
+
+use super::command::Mode;
+
+/// Why an `approval_request` was raised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalReason {
+    /// A mutating call or an `ask` rule match in `ask` mode.
+    Gate,
+    /// The first call of external code whose exact bytes no human approved.
+    UnapprovedSource,
+}
+
+/// How an approval ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalOutcome {
+    Approved,
+    Declined,
+    TimedOut,
+    Cancelled,
+}
+
+/// One entry of a `refrozen` receipt: what changed and who changed it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FreezeChange {
+    /// `tool`, `skill`, `prompt` or `hook`.
+    pub kind: String,
+    /// The tool or skill name, or the prompt/hook file's label.
+    pub name: String,
+    /// `added`, `removed` or `changed`.
+    pub change: String,
+    /// The file behind it, project-relative where possible.
+    pub path: String,
+    /// `agent` when this session's own write or edit tool last wrote the file, else `outside`.
+    pub by: String,
+}
+
+/// One stdout event. Field order is wire order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    Token {
+        text: String,
+    },
+    Thinking {
+        text: String,
+    },
+    MessageDone {
+        text: String,
+    },
+    Budget {
+        used_tokens: u64,
+        context_tokens: u64,
+    },
+    Usage {
+        prompt_tokens: u64,
+        completion_tokens: u64,
+        cached_tokens: Option<u64>,
+    },
+    ToolStart {
+        call_id: String,
+        name: String,
+        args: serde_json::Map<String, serde_json::Value>,
+    },
+    ToolEnd {
+        call_id: String,
+        ok: bool,
+        output: String,
+    },
+    HarnessNote {
+        call_id: String,
+        text: String,
+    },
+    Retry {
+        attempt: u32,
+        max_attempts: u32,
+        reason: String,
+    },
+    Diff {
+        call_id: String,
+        path: String,
+        diff: String,
+        added: u64,
+        removed: u64,
+    },
+    ApprovalRequest {
+        approval_id: String,
+        name: String,
+        summary: String,
+        detail: String,
+        reason: ApprovalReason,
+        source_path: String,
+        source_sha: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        env: Vec<String>,
+    },
+    ApprovalSettled {
+        approval_id: String,
+        outcome: ApprovalOutcome,
+    },
+    Refrozen {
+        tools: Vec<String>,
+        skills: Vec<String>,
+        changes: Vec<FreezeChange>,
+    },
+    SchemasOverBudget {
+        schema_tokens: u64,
+        budget_tokens: u64,
+    },
+    Compacted {
+        tokens_before: u64,
+        tokens_after: u64,
+        compacted_messages: u64,
+    },
+    HookFailed {
+        hook: String,
+        event: String,
+        detail: String,
+    },
+    TurnRefused {
+        hook: String,
+        reason: String,
+        continuation: u32,
+        continuations_left: u32,
+    },
+    Done {
+        stop_reason: String,
+    },
+    Error {
+        message: String,
+    },
+    /// Session-less: a command or input line the core could not accept.
+    ProtocolError {
+        message: String,
+    },
+    /// Session-less: acknowledgement of a persisted `approval_mode` command.
+    ApprovalMode {
+        mode: Mode,
+    },
+}
+
+impl Event {
+    /// The `type` discriminator as written on the wire.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::Token { .. } => "token",
+            Event::Thinking { .. } => "thinking",
+            Event::MessageDone { .. } => "message_done",
+            Event::Budget { .. } => "budget",
+            Event::Usage { .. } => "usage",
+            Event::ToolStart { .. } => "tool_start",
+            Event::ToolEnd { .. } => "tool_end",
+            Event::HarnessNote { .. } => "harness_note",
+            Event::Retry { .. } => "retry",
+            Event::Diff { .. } => "diff",
+            Event::ApprovalRequest { .. } => "approval_request",
+            Event::ApprovalSettled { .. } => "approval_settled",
+            Event::Refrozen { .. } => "refrozen",
+            Event::SchemasOverBudget { .. } => "schemas_over_budget",
+            Event::Compacted { .. } => "compacted",
+            Event::HookFailed { .. } => "hook_failed",
+            Event::TurnRefused { .. } => "turn_refused",
+            Event::Done { .. } => "done",
+            Event::Error { .. } => "error",
+            Event::ProtocolError { .. } => "protocol_error",
+            Event::ApprovalMode { .. } => "approval_mode",
+        }
+    }
+
+    /// Whether the line carries `session_id` (all but `protocol_error` and `approval_mode`).
+    pub fn has_session_id(&self) -> bool {
+        !matches!(
+            self,
+            Event::ProtocolError { .. } | Event::ApprovalMode { .. }
+        )
+    }
+}
+
+/// An event with the session it belongs to: the unit written to stdout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    pub session_id: String,
+    pub event: Event,
+}
+
+impl Line {
+    /// Serialize as one JSON line (no trailing newline).
+    pub fn to_json(&self) -> String {
+        let mut out = Vec::with_capacity(64);
+        self.write_json(&mut out);
+        // serde_json writes UTF-8 only.
+        String::from_utf8(out).expect("serde_json writes UTF-8")
+    }
+
+    /// Append the JSON form (no trailing newline) to `out`. The hot path: no intermediate
+    /// `String` per event.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        // Serializing these types into a Vec cannot fail (no maps with non-string keys, no I/O).
+        if self.event.has_session_id() {
+            out.extend_from_slice(b"{\"session_id\":");
+            serde_json::to_writer(&mut *out, &self.session_id).expect("string serializes");
+            out.push(b',');
+            let start = out.len();
+            serde_json::to_writer(&mut *out, &self.event).expect("event serializes");
+            // Drop the event object's own opening brace: its fields follow session_id.
+            out.remove(start);
+        } else {
+            serde_json::to_writer(&mut *out, &self.event).expect("event serializes");
+        }
+    }
+
+    /// Parse one stdout line back into a `Line` (tests, the sim, clients written in Rust).
+    /// A session-less line gets an empty `session_id`.
+    pub fn parse(line: &str) -> Result<Line, String> {
+        let mut value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+        let obj = value.as_object_mut().ok_or("not a JSON object")?;
+        let session_id = match obj.remove("session_id") {
+            Some(serde_json::Value::String(s)) => s,
+            Some(_) => return Err("session_id is not a string".into()),
+            None => String::new(),
+        };
+        let event: Event = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        Ok(Line { session_id, event })
+    }
+}
+
+/// The JSON type of one field, as the validator checks it and the schema states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    String,
+    Bool,
+    /// A non-negative integer.
+    UInt,
+    /// A non-negative integer or `null`.
+    UIntOrNull,
+    Object,
+    StringArray,
+    /// An array of [`FreezeChange`] objects.
+    ChangeArray,
+}
+
+/// One field of an event type.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldSpec {
+    pub name: &'static str,
+    pub ty: FieldType,
+    pub required: bool,
+    /// Legal values for an enumerated string field (empty: any string).
+    pub values: &'static [&'static str],
+}
+
+const fn f(name: &'static str, ty: FieldType) -> FieldSpec {
+    FieldSpec {
+        name,
+        ty,
+        required: true,
+        values: &[],
+    }
+}
+
+const fn e(name: &'static str, values: &'static [&'static str]) -> FieldSpec {
+    FieldSpec {
+        name,
+        ty: FieldType::String,
+        required: true,
+        values,
+    }
+}
+
+const fn opt(name: &'static str, ty: FieldType) -> FieldSpec {
+    FieldSpec {
+        name,
+        ty,
+        required: false,
+        values: &[],
+    }
+}
+
+/// One event type's shape.
+#[derive(Debug, Clone, Copy)]
+pub struct EventSpec {
+    pub type_name: &'static str,
+    pub has_session_id: bool,
+    pub fields: &'static [FieldSpec],
+}
+
+/// Every event type, in the contract's order, with its fields in wire order.
+pub const EVENT_FIELDS: &[EventSpec] = &[
+    EventSpec {
+        type_name: "token",
+        has_session_id: true,
+        fields: &[f("text", FieldType::String)],
+    },
+    EventSpec {
+        type_name: "thinking",
+        has_session_id: true,
+        fields: &[f("text", FieldType::String)],
+    },
+    EventSpec {
+        type_name: "message_done",
+        has_session_id: true,
+        fields: &[f("text", FieldType::String)],
+    },
+    EventSpec {
+        type_name: "budget",
+        has_session_id: true,
+        fields: &[
+            f("used_tokens", FieldType::UInt),
+            f("context_tokens", FieldType::UInt),
+        ],
+    },
+    EventSpec {
+        type_name: "usage",
+        has_session_id: true,
+        fields: &[
+            f("prompt_tokens", FieldType::UInt),
+            f("completion_tokens", FieldType::UInt),
+            f("cached_tokens", FieldType::UIntOrNull),
+        ],
+    },
+    EventSpec {
+        type_name: "tool_start",
+        has_session_id: true,
+        fields: &[
+            f("call_id", FieldType::String),
+            f("name", FieldType::String),
+            f("args", FieldType::Object),
+        ],
+    },
+    EventSpec {
+        type_name: "tool_end",
+        has_session_id: true,
+        fields: &[
+            f("call_id", FieldType::String),
+            f("ok", FieldType::Bool),
+            f("output", FieldType::String),
+        ],
+    },
+    EventSpec {
+        type_name: "harness_note",
+        has_session_id: true,
+        fields: &[
+            f("call_id", FieldType::String),
+            f("text", FieldType::String),
+        ],
+    },
+    EventSpec {
+        type_name: "retry",
+        has_session_id: true,
+        fields: &[
+            f("attempt", FieldType::UInt),
+            f("max_attempts", FieldType::UInt),
+            f("reason", FieldType::String),
+        ],
+    },
+    EventSpec {
+        type_name: "diff",
+        has_session_id: true,
+        fields: &[
+            f("call_id", FieldType::String),
+            f("path", FieldType::String),
+            f("diff", FieldType::String),
+            f("added", FieldType::UInt),
+            f("removed", FieldType::UInt),
+        ],
+    },
+    EventSpec {
+        type_name: "approval_request",
+        has_session_id: true,
+        fields: &[
+            f("approval_id", FieldType::String),
+            f("name", FieldType::String),
+            f("summary", FieldType::String),
+            f("detail", FieldType::String),
+            e("reason", &["gate", "unapproved_source"]),
+            f("source_path", FieldType::String),
+            f("source_sha", FieldType::String),
+            opt("env", FieldType::StringArray),
+        ],
+    },
+    EventSpec {
+        type_name: "approval_settled",
+        has_session_id: true,
+        fields: &[
+            f("approval_id", FieldType::String),
+            e(
+                "outcome",
+                &["approved", "declined", "timed_out", "cancelled"],
+            ),
+        ],
+    },
+    EventSpec {
+        type_name: "refrozen",
+        has_session_id: true,
+        fields: &[
+            f("tools", FieldType::StringArray),
+            f("skills", FieldType::StringArray),
+            f("changes", FieldType::ChangeArray),
+        ],
+    },
+    EventSpec {
+        type_name: "schemas_over_budget",
+        has_session_id: true,
+        fields: &[
+            f("schema_tokens", FieldType::UInt),
+            f("budget_tokens", FieldType::UInt),
+        ],
+    },
+    EventSpec {
+        type_name: "compacted",
+        has_session_id: true,
+        fields: &[
+            f("tokens_before", FieldType::UInt),
+            f("tokens_after", FieldType::UInt),
+            f("compacted_messages", FieldType::UInt),
+        ],
+    },
+    EventSpec {
+        type_name: "hook_failed",
+        has_session_id: true,
+        fields: &[
+            f("hook", FieldType::String),
+            f("event", FieldType::String),
+            f("detail", FieldType::String),
+        ],
+    },
+    EventSpec {
+        type_name: "turn_refused",
+        has_session_id: true,
+        fields: &[
+            f("hook", FieldType::String),
+            f("reason", FieldType::String),
+            f("continuation", FieldType::UInt),
+            f("continuations_left", FieldType::UInt),
+        ],
+    },
+    EventSpec {
+        type_name: "done",
+        has_session_id: true,
+        fields: &[f("stop_reason", FieldType::String)],
+    },
+    EventSpec {
+        type_name: "error",
+        has_session_id: true,
+        fields: &[f("message", FieldType::String)],
+    },
+    EventSpec {
+        type_name: "protocol_error",
+        has_session_id: false,
+        fields: &[f("message", FieldType::String)],
+    },
+    EventSpec {
+        type_name: "approval_mode",
+        has_session_id: false,
+        fields: &[e("mode", &["auto", "ask", "readonly"])],
+    },
+];
+
+/// The stop reasons the contract names. Any other non-empty value is a provider finish reason
+/// passed through verbatim (a normal end).
+pub const STOP_REASONS: [&str; 8] = [
+    "truncated",
+    "max_iterations",
+    "budget_exhausted",
+    "unverified",
+    "blocked",
+    "cancelled",
+    "error",
+    "refused",
+];
+
+/// Look up an event type's spec by its wire name.
+pub fn event_spec(type_name: &str) -> Option<&'static EventSpec> {
+    EVENT_FIELDS.iter().find(|s| s.type_name == type_name)
+}

@@ -1,0 +1,8 @@
+//! openmax-shell: the `openmax` binary's library. A thin tokio shell around the pure
+//! [`openmax_core`] machine: it frames stdin, writes events to stdout, and performs the core's
+//! effects (model requests over hyper + rustls, tools, hooks, the session store, config).
+//!
+//! It must never decide policy (retries, approvals, turn endings): the core decides, the shell
+//! carries out. It must never write user state into the project (the project is agent-writable).
+
+pub use openmax_core as core;

@@ -1,0 +1,3 @@
+//! The `openmax-sim` binary: `run FILE...` and `explore --seed S --cases N`.
+
+fn main() {}
