@@ -6,3 +6,9 @@
 //! carries out. It must never write user state into the project (the project is agent-writable).
 
 pub use openmax_core as core;
+
+pub mod check;
+pub mod provider;
+pub mod session;
+pub mod spec;
+pub mod tools;

@@ -4,3 +4,6 @@
 //!
 //! It must never let wall-clock time or scheduling change what a scenario produces: the same
 //! scenario run twice gives byte-identical output. The mock server binds loopback only.
+
+pub mod mock;
+pub mod script;
