@@ -137,8 +137,9 @@ impl std::fmt::Display for ProviderKind {
     }
 }
 
-/// Everything a provider needs, resolved by the runtime from config, env and flags.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Everything a provider needs, resolved by the runtime from config, env and flags. Its
+/// `Debug` output redacts the key.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
     /// See [`ProviderKind::default_base_url`] for the convention (`/v1` or not).
@@ -150,6 +151,19 @@ pub struct ProviderConfig {
     pub max_output_tokens: u32,
     /// TCP connect timeout; 0 = none.
     pub connect_timeout_ms: u64,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("model", &self.model)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .finish()
+    }
 }
 
 impl ProviderConfig {
@@ -445,6 +459,7 @@ mod tests {
     fn bad_key_is_rejected_up_front() {
         let mut cfg = ProviderConfig::defaults(ProviderKind::Anthropic);
         cfg.api_key = Some("bad\nkey".into());
+        assert!(!format!("{cfg:?}").contains("bad"));
         assert!(Provider::new(cfg).unwrap_err().contains("API key"));
     }
 }
