@@ -127,6 +127,9 @@ pub struct Core {
     mode_saves: VecDeque<Mode>,
     /// A `Refreeze` is in flight.
     refreezing: bool,
+    /// A snapshot that arrived during a turn; applied right after that turn's `done`
+    /// (`refrozen` only appears between turns).
+    deferred_freeze: Option<Box<Freeze>>,
     /// `quit` or end of input arrived: finish the turn, decline approvals, then exit.
     draining: bool,
     /// Startup outputs (freeze notes, session_start hooks) were emitted.
@@ -159,6 +162,7 @@ impl Core {
             observe_runs: BTreeMap::new(),
             mode_saves: VecDeque::new(),
             refreezing: false,
+            deferred_freeze: None,
             draining: false,
             started: false,
             last_stop: None,
@@ -306,12 +310,13 @@ impl Core {
         ticket
     }
 
-    /// Persist records of the running turn that no event waits on; a failure fails the turn.
+    /// Persist records no event waits on; a failure of one written during the running turn
+    /// fails that turn.
     fn persist_background(&mut self, records: Vec<Record>) {
         let ticket = self.persist(records);
-        if self.in_turn() {
-            self.turn.background.insert(ticket);
-        }
+        // Outside a turn the set is cleared at the next admission, so an idle-time ticket
+        // never fails a later turn.
+        self.turn.background.insert(ticket);
     }
 
     /// Append a message to the conversation and return the record persisting it.
@@ -375,6 +380,9 @@ impl Core {
         self.ev(Event::Done {
             stop_reason: stop_reason.to_string(),
         });
+        if let Some(snapshot) = self.deferred_freeze.take() {
+            self.apply_freeze(*snapshot);
+        }
         if self.draining {
             self.exit();
         }
@@ -457,7 +465,8 @@ impl Core {
                 ticket: t,
                 text,
                 message,
-            } if t == ticket => self.finish_truncated(text, message),
+                stop,
+            } if t == ticket => self.finish_partial(text, message, stop),
             Phase::PersistResult {
                 call,
                 ticket: t,
