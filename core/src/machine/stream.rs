@@ -204,6 +204,10 @@ impl Core {
         unreachable: bool,
         truncate_on_last: bool,
     ) {
+        if !a.text.is_empty() {
+            // Never retry once reply text streamed (a failure the shell reports late).
+            return self.fail_turn(format!("the reply stream failed: {reason}"));
+        }
         if unreachable {
             self.turn.unreachable += 1;
         } else {
