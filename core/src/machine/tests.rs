@@ -1969,10 +1969,10 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
     let mut c = config();
     c.retry.stream_idle_timeout_ms = 5_000;
     c.retry.max_attempts = 3;
-    c.limits.approval_timeout_ms = if seed % 3 == 0 { 7_000 } else { 0 };
+    c.limits.approval_timeout_ms = if seed.is_multiple_of(3) { 7_000 } else { 0 };
     c.limits.max_iterations = 3;
-    c.limits.max_agent_tokens = if seed % 4 == 0 { 500 } else { 0 };
-    c.non_interactive = seed % 7 == 0;
+    c.limits.max_agent_tokens = if seed.is_multiple_of(4) { 500 } else { 0 };
+    c.non_interactive = seed.is_multiple_of(7);
     c.mode = [Mode::Ask, Mode::Auto, Mode::Readonly][(seed % 3) as usize];
     c.freeze.hooks = vec![
         hook("v", "turn_end", true),
@@ -2017,7 +2017,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                 7 | 8 => approvals.get(pick(approvals.len(), r)).map(|id| {
                     Input::Line(format!(
                         r#"{{"cmd":"approve","approval_id":"{id}","approved":{}}}"#,
-                        r % 3 != 0
+                        !r.is_multiple_of(3)
                     ))
                 }),
                 9 => Some(Input::Line(
@@ -2039,7 +2039,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                         },
                         6 => ProviderItem::ToolCallArgs {
                             index: ((r >> 16) % 2) as u32,
-                            json: if r % 5 == 0 { "[".into() } else { "{}".into() },
+                            json: if r.is_multiple_of(5) { "[".into() } else { "{}".into() },
                         },
                         7 => ProviderItem::Usage {
                             prompt_tokens: 200,
@@ -2051,7 +2051,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                         },
                         10 => ProviderItem::EndedWithoutCompletion { detail: "x".into() },
                         _ => ProviderItem::Failed {
-                            kind: if r % 2 == 0 {
+                            kind: if r.is_multiple_of(2) {
                                 FailureKind::Overloaded
                             } else {
                                 FailureKind::Other
@@ -2084,7 +2084,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                         None
                     } else {
                         let o = owed.remove(pick(owed.len(), r));
-                        let fail = (r >> 8) % 25 == 0;
+                        let fail = (r >> 8).is_multiple_of(25);
                         Some(match o {
                             Owed::Persist(ticket) if fail => Input::PersistFailed {
                                 ticket,
@@ -2093,7 +2093,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                             Owed::Persist(ticket) => Input::Persisted { ticket },
                             Owed::Plan(call_id) => Input::ToolPlanned {
                                 call_id,
-                                plan: plan((r >> 9) % 2 == 0),
+                                plan: plan((r >> 9).is_multiple_of(2)),
                             },
                             Owed::Tool(call_id) => Input::ToolDone {
                                 call_id,
