@@ -56,7 +56,10 @@ pub fn stdio_schema() -> Value {
         json!({ "description": "One stdin line.", "oneOf": commands }),
     );
 
-    let mut lines = vec![json!({"$ref": "#/$defs/hello"}), json!({"$ref": "#/$defs/transcript"})];
+    let mut lines = vec![
+        json!({"$ref": "#/$defs/hello"}),
+        json!({"$ref": "#/$defs/transcript"}),
+    ];
     defs.insert("hello".into(), hello_schema());
     defs.insert("transcript".into(), transcript_schema());
     defs.insert("freeze_change".into(), freeze_change_schema());
@@ -162,10 +165,8 @@ pub fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<()
                 }
             }
             "const" if value != arg => return Err(format!("{at}: is not {arg}")),
-            "enum" => {
-                if !arg.as_array().is_some_and(|a| a.contains(value)) {
-                    return Err(format!("{at}: is not one of {arg}"));
-                }
+            "enum" if !arg.as_array().is_some_and(|a| a.contains(value)) => {
+                return Err(format!("{at}: is not one of {arg}"));
             }
             "properties" => {
                 if let (Some(props), Some(obj)) = (arg.as_object(), value.as_object()) {

@@ -120,7 +120,8 @@ impl StreamValidator {
                 return self.report(n, out);
             }
         };
-        if self.is_plain_token(raw) {
+        // Line 2 of a continued session must be the transcript: leave it to the full check.
+        if !(n == 2 && self.continued) && self.is_plain_token(raw) {
             self.on_token(n, &mut out);
             self.prev_type = Some("token");
             return self.report(n, out);
@@ -156,8 +157,7 @@ impl StreamValidator {
         if self.continued && self.line == 1 {
             // Contract: continued ... "the next line is then one transcript object".
             out.push(
-                "hello said continued: true but the stream ended before the transcript line"
-                    .into(),
+                "hello said continued: true but the stream ended before the transcript line".into(),
             );
         }
         self.close_turn_checks("the stream ended", &mut out);
@@ -459,8 +459,7 @@ impl StreamValidator {
             Event::ApprovalSettled { approval_id, .. } => {
                 self.open_turn(n);
                 // Contract: approval_settled answers an approval_request; an id settles once.
-                if self.approvals.remove(&id_key(approval_id)).is_none() && !self.approvals_capped
-                {
+                if self.approvals.remove(&id_key(approval_id)).is_none() && !self.approvals_capped {
                     out.push(format!(
                         "approval_settled names approval_id {:?} that no approval_request issued (or that already settled)",
                         clip(approval_id)
@@ -545,12 +544,10 @@ impl StreamValidator {
             }
             // Contract: "error: The turn failed; an error line precedes it"; "truncated: ...
             // an error line precedes it".
-            "error" | "truncated" => {
-                if self.turn.error_at.is_none() {
-                    out.push(format!(
-                        "done with stop_reason {stop_reason} has no error line before it in this turn"
-                    ));
-                }
+            "error" | "truncated" if self.turn.error_at.is_none() => {
+                out.push(format!(
+                    "done with stop_reason {stop_reason} has no error line before it in this turn"
+                ));
             }
             _ => {}
         }
