@@ -2079,6 +2079,27 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                         _ => http(400, None, FailureKind::Other),
                     },
                 }),
+                51 => Some(match (r >> 8) % 5 {
+                    0 => Input::Persisted { ticket: 10_000 },
+                    1 => Input::ToolDone {
+                        call_id: "ghost".into(),
+                        outcome: ToolOutcome {
+                            ok: true,
+                            output: String::new(),
+                            diffs: vec![],
+                        },
+                    },
+                    2 => Input::HookDone {
+                        hook_run: 10_000,
+                        outcome: HookOutcome::Failed { detail: "x".into() },
+                    },
+                    3 => Input::Provider {
+                        request: 10_000,
+                        attempt: 1,
+                        item: text_d("ghost"),
+                    },
+                    _ => Input::Timeout,
+                }),
                 45..=50 | 104..=105 => core.poll_timeout().map(|(at, _)| {
                     now = now.max(at.0);
                     Input::Timeout
@@ -2088,6 +2109,10 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                         None
                     } else {
                         let o = owed.remove(pick(owed.len(), r));
+                        // Now and then the same answer is delivered twice (a late duplicate).
+                        if (r >> 14).is_multiple_of(17) {
+                            owed.push(o.clone());
+                        }
                         let fail = (r >> 8).is_multiple_of(25);
                         Some(match o {
                             Owed::Persist(ticket) if fail => Input::PersistFailed {
