@@ -8,6 +8,7 @@
 pub use openmax_core as core;
 
 pub mod check;
+pub mod extensions;
 pub mod provider;
 pub mod session;
 pub mod spec;
