@@ -91,14 +91,10 @@ pub fn freeze(inputs: &FreezeInputs<'_>) -> Frozen {
 
     let (external, mut problems) = manifest::load_all(project, inputs.is_builtin);
     for t in &external {
-        for (i, f) in t.source_files.iter().enumerate() {
-            let sha = if i == 0 {
-                t.sha256.clone()
-            } else {
-                std::fs::read(project.join(f))
-                    .map(|b| sha256_hex(&b))
-                    .unwrap_or_default()
-            };
+        for f in &t.source_files {
+            let sha = std::fs::read(project.join(f))
+                .map(|b| sha256_hex(&b))
+                .unwrap_or_default();
             snapshot.files.insert(
                 f.clone(),
                 Entry {
