@@ -8,6 +8,7 @@
 //! [`openmax_core::tool::SourceGate`]). A broken manifest never stops the others from loading: it
 //! becomes a note for the model and a line on stderr.
 
+pub mod approve;
 pub mod external;
 pub mod freeze;
 pub mod manifest;
