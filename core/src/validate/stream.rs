@@ -612,3 +612,107 @@ fn clip(s: &str) -> String {
     }
     format!("{}…", &s[..end])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quickcheck::{QuickCheck, TestResult};
+
+    const HELLO: &[u8] = br#"{"type":"hello","proto":"openmax-stdio/6","protocol_version":6,"session_id":"s1","version":"0.2.0","project":"/p","continued":false}"#;
+
+    fn after_hello() -> StreamValidator {
+        let mut v = StreamValidator::new();
+        assert!(v.feed(HELLO).is_ok());
+        v
+    }
+
+    /// Whatever the token fast path accepts, the full check accepts as the same token line.
+    fn fast_path_agrees(raw: &[u8]) -> bool {
+        let v = after_hello();
+        if !v.is_plain_token(raw) {
+            return true;
+        }
+        let Ok(text) = std::str::from_utf8(raw) else {
+            return true; // feed rejects non-UTF-8 before the fast path
+        };
+        matches!(
+            check_line(text),
+            Ok(Parsed::Event { session_id: Some(ref s), event: Event::Token { .. } }) if s == "s1"
+        )
+    }
+
+    #[test]
+    fn the_token_fast_path_accepts_only_what_the_full_check_accepts() {
+        fn prop(text: String, raw_tail: Vec<u8>) -> TestResult {
+            let good = format!(
+                r#"{{"session_id":"s1","type":"token","text":{}}}"#,
+                serde_json::to_string(&text).expect("string serializes")
+            );
+            let mut raw = br#"{"session_id":"s1","type":"token","text":""#.to_vec();
+            raw.extend_from_slice(&raw_tail);
+            TestResult::from_bool(fast_path_agrees(good.as_bytes()) && fast_path_agrees(&raw))
+        }
+        QuickCheck::new()
+            .tests(2000)
+            .quickcheck(prop as fn(String, Vec<u8>) -> TestResult);
+        for tail in [
+            &br#"a\"}"#[..],
+            br#"a\\"}"#,
+            br#"a\u0041"}"#,
+            br#"a\x"}"#,
+            br#"a"} "#,
+            br#"a","x":1}"#,
+            b"a\t\"}",
+            br#"a\"#,
+            br#"a"}}"#,
+        ] {
+            let mut raw = br#"{"session_id":"s1","type":"token","text":""#.to_vec();
+            raw.extend_from_slice(tail);
+            assert!(fast_path_agrees(&raw), "{}", String::from_utf8_lossy(&raw));
+        }
+    }
+
+    #[test]
+    fn the_fast_path_takes_plain_token_lines() {
+        let v = after_hello();
+        let plain = r#"{"session_id":"s1","type":"token","text":"a \"b\" \\ \n é"}"#;
+        assert!(v.is_plain_token(plain.as_bytes()));
+        assert!(!v.is_plain_token(br#"{"session_id":"s2","type":"token","text":"a"}"#));
+    }
+
+    #[test]
+    fn open_ids_are_capped_with_one_violation() {
+        let mut v = after_hello();
+        let mut capped = 0;
+        for i in 0..MAX_OPEN_IDS + 10 {
+            let line = format!(
+                r#"{{"session_id":"s1","type":"tool_start","call_id":"c{i}","name":"n","args":{{}}}}"#
+            );
+            let r = v.feed(line.as_bytes());
+            capped += r
+                .violations
+                .iter()
+                .filter(|x| x.message.contains("stops tracking"))
+                .count();
+        }
+        assert_eq!(capped, 1);
+        assert_eq!(v.turn.calls.len(), MAX_OPEN_IDS);
+    }
+
+    #[test]
+    fn long_ids_are_stored_as_digests() {
+        let long = "x".repeat(10_000);
+        assert!(id_key(&long).starts_with("sha256:"));
+        assert_eq!(id_key(&long).len(), "sha256:".len() + 64);
+        assert_eq!(id_key("c1"), "c1");
+        let mut v = after_hello();
+        let start = format!(
+            r#"{{"session_id":"s1","type":"tool_start","call_id":"{long}","name":"n","args":{{}}}}"#
+        );
+        let end = format!(
+            r#"{{"session_id":"s1","type":"tool_end","call_id":"{long}","ok":true,"output":""}}"#
+        );
+        assert!(v.feed(start.as_bytes()).is_ok());
+        assert!(v.feed(end.as_bytes()).is_ok());
+    }
+}
