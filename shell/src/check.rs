@@ -249,6 +249,45 @@ mod tests {
         }
     }
 
+    fn corpus(dir: &str) -> Vec<std::path::PathBuf> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../core/tests/corpus")
+            .join(dir);
+        let mut v: Vec<_> = std::fs::read_dir(root)
+            .expect("the corpus exists")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_corpus_through_check_exits_as_expected_and_names_line_and_rule() {
+        let valid = corpus("valid");
+        assert!(valid.len() >= 10);
+        for path in valid {
+            let (code, report) = check(&std::fs::read(&path).expect("readable"));
+            assert_eq!(code, 0, "{}: {report}", path.display());
+        }
+        let invalid = corpus("invalid");
+        assert!(invalid.len() >= 40);
+        for path in invalid {
+            let expect = std::fs::read_to_string(path.with_extension("expect")).expect("sidecar");
+            let (at, rule) = expect.trim().split_once(": ").expect("`<line>: <rule>`");
+            let (code, report) = check(&std::fs::read(&path).expect("readable"));
+            assert_eq!(code, 1, "{}: {report}", path.display());
+            let prefix = format!("{at}: ");
+            assert!(
+                report
+                    .lines()
+                    .any(|l| l.starts_with(&prefix) && l.contains(rule)),
+                "{}: wanted {expect:?} in\n{report}",
+                path.display()
+            );
+        }
+    }
+
     #[test]
     fn a_valid_stream_reports_ok_per_line_and_exits_zero() {
         let input = format!(
