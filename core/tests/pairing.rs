@@ -104,9 +104,19 @@ fn a_full_session_pairs_cleanly() {
         ev("refrozen", r#""tools":[],"skills":[],"changes":[]"#),
         c("   "),
         c(r#"{"cmd":"cancel"}"#),
+        pe(),
         c(r#"{"cmd":"quit"}"#),
         Step::EndOfInput,
     ]);
+}
+
+#[test]
+fn cancel_with_no_turn_is_owed_a_protocol_error() {
+    assert_violation(
+        &[e(HELLO), c(r#"{"cmd":"cancel"}"#)],
+        Where::End,
+        "cancel with no turn running",
+    );
 }
 
 #[test]

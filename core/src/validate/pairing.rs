@@ -18,6 +18,9 @@
 //!   protocol_error": an `approve` whose id is not pending (or was already answered) expects one.
 //!   An `approve` of a pending id must settle it `approved`/`declined` as it said (or
 //!   `cancelled`/`timed_out` if that won the race).
+//! - A `cancel` with no turn in flight is answered by a `protocol_error` (openmax's choice: the
+//!   contract only says cancel cancels the running turn; a client should learn its picture of the
+//!   session was wrong).
 //! - "Unknown cmd values are protocol errors": any command line that does not parse expects a
 //!   `protocol_error`; blank lines expect nothing.
 //! - `approval_mode` is "answered by an approval_mode line, or a protocol_error"; the
@@ -230,7 +233,15 @@ impl PairingChecker {
                     self.expect(ExpectKind::Refrozen, "reload".into());
                 }
             }
-            Command::Cancel => {}
+            Command::Cancel => {
+                if !in_flight {
+                    // The machine answers a cancel with no turn running with a protocol_error.
+                    self.expect(
+                        ExpectKind::ProtocolError,
+                        "cancel with no turn running".into(),
+                    );
+                }
+            }
             Command::Quit => self.draining = true,
         }
     }
