@@ -108,10 +108,12 @@ pub fn read_index(sessions_dir: &Path) -> Result<Index, IndexError> {
     })?;
     match value.get("v").and_then(|v| v.as_u64()) {
         Some(v) if v == u64::from(INDEX_VERSION) => {}
-        Some(v) => return Err(IndexError::Corrupt(format!(
+        Some(v) => {
+            return Err(IndexError::Corrupt(format!(
             "session index {} has unknown version {v} (this openmax reads version {INDEX_VERSION})",
             path.display()
-        ))),
+        )))
+        }
         None => {
             return Err(IndexError::Corrupt(format!(
                 "session index {} is corrupt: no version field",

@@ -77,10 +77,20 @@ impl TranscriptTail {
     /// Read the record backwards from `end` down to `floor` (both on line boundaries), adding
     /// older messages until full, the floor, or the byte budget. Errors name the byte offset.
     pub fn read_backwards(&mut self, file: &File, floor: u64, end: u64) -> Result<(), String> {
+        self.read_backwards_with(file, floor, end, CHUNK, BACKWARD_BUDGET)
+    }
+
+    fn read_backwards_with(
+        &mut self,
+        file: &File,
+        floor: u64,
+        end: u64,
+        chunk: usize,
+        mut budget: u64,
+    ) -> Result<(), String> {
         let mut read_pos = end;
         // Bytes region[read_pos .. unprocessed end], always ending in a newline or empty.
         let mut tail: Vec<u8> = Vec::new();
-        let mut budget = BACKWARD_BUDGET;
         while !self.full() {
             if read_pos == floor {
                 // What is left is the region's first line.
@@ -93,7 +103,10 @@ impl TranscriptTail {
                 self.incomplete = true;
                 return Ok(());
             }
-            let n = (read_pos - floor).min(CHUNK as u64).min(budget) as usize;
+            // A line longer than a chunk grows the read geometrically (linear time overall).
+            let n = (read_pos - floor)
+                .min(chunk.max(tail.len()) as u64)
+                .min(budget) as usize;
             let mut buf = vec![0u8; n + tail.len()];
             let start = read_pos - n as u64;
             file.read_exact_at(&mut buf[..n], start)
@@ -169,5 +182,89 @@ fn cut_at_chars(s: &str, chars: usize) -> &str {
     match s.char_indices().nth(chars) {
         Some((cut, _)) => &s[..cut],
         None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openmax_core::record::RecordLine;
+    use std::io::Write;
+
+    /// Reading backwards in any chunk size keeps exactly what reading forward keeps.
+    #[test]
+    fn backwards_equals_forwards_for_every_chunk_size() {
+        let mut messages = Vec::new();
+        let mut seed = 7u64;
+        for i in 0..300 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = (seed >> 33) as usize % 3000;
+            let text = format!("{i}:{}", "é".repeat(len));
+            messages.push(match i % 3 {
+                0 => Message::user_text(text),
+                1 => Message::assistant_text(text),
+                _ => Message {
+                    role: Role::User,
+                    content: vec![Block::ToolResult {
+                        id: "c".into(),
+                        ok: true,
+                        output: text,
+                    }],
+                },
+            });
+        }
+        let path = std::env::temp_dir().join(format!("openmax-tail-{}", std::process::id()));
+        let mut f = File::create(&path).expect("temp file");
+        let prefix = b"{\"header\":1}\n";
+        f.write_all(prefix).expect("write");
+        for m in &messages {
+            let line = RecordLine::new(Record::Message { message: m.clone() }).to_json();
+            writeln!(f, "{line}").expect("write");
+        }
+        drop(f);
+        let file = File::open(&path).expect("open");
+        let end = file.metadata().expect("meta").len();
+        let mut forward = TranscriptTail::default();
+        for m in &messages {
+            forward.push_newer(m);
+        }
+        let expect = forward.finish("s");
+        assert!(expect.truncated);
+        for chunk in [1, 2, 3, 7, 64, 1000, 4096, 100_000, 1 << 20] {
+            let mut back = TranscriptTail::default();
+            back.read_backwards_with(&file, prefix.len() as u64, end, chunk, u64::MAX)
+                .expect("reads");
+            assert_eq!(back.finish("s"), expect, "chunk {chunk}");
+        }
+        // A small prefix of everything: all messages, nothing truncated.
+        let mut small = TranscriptTail::default();
+        let tenth_end = {
+            let bytes = std::fs::read(&path).expect("read");
+            let mut n = 0;
+            let mut pos = 0;
+            for (i, b) in bytes.iter().enumerate() {
+                if *b == b'\n' {
+                    n += 1;
+                    if n == 11 {
+                        pos = i + 1;
+                        break;
+                    }
+                }
+            }
+            pos as u64
+        };
+        small
+            .read_backwards_with(&file, prefix.len() as u64, tenth_end, 5, u64::MAX)
+            .expect("reads");
+        let t = small.finish("s");
+        assert_eq!(t.messages.len(), 7);
+        // Out of budget before the floor: truncated.
+        let mut cut = TranscriptTail::default();
+        cut.read_backwards_with(&file, prefix.len() as u64, tenth_end, 5, 100)
+            .expect("reads");
+        assert!(cut.finish("s").truncated);
+        let _ = std::fs::remove_file(&path);
     }
 }
