@@ -5,7 +5,8 @@
 //! endings removed, `^`/`$` anchor at line bounds); results are sorted by path then line; a
 //! shown line is cut at [`MAX_LINE_CHARS`]; the output holds at most `output_cap_bytes` bytes
 //! with a notice giving the totals when cut. At most [`MAX_STORED_BYTES`] of matched text is
-//! kept in memory (the counts stay exact beyond it).
+//! kept in memory (the counts stay exact beyond it); files over 8 MiB are read in line-aligned
+//! chunks rather than whole.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
