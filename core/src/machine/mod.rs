@@ -102,6 +102,7 @@
 mod approval;
 pub mod budget;
 mod commands;
+mod context;
 mod hooks;
 mod io;
 pub mod retry;
@@ -169,6 +170,8 @@ pub struct Core {
     exit_code: Option<i32>,
     /// The budget scale learned from the last request.
     scale: Option<Scale>,
+    /// `schemas_over_budget` was emitted (at most once per session).
+    schemas_advised: bool,
 }
 
 impl Core {
@@ -200,6 +203,7 @@ impl Core {
             last_stop: None,
             exit_code: None,
             scale: None,
+            schemas_advised: false,
         }
     }
 
@@ -233,7 +237,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. } => true,
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. } => true,
         }
     }
 
@@ -349,7 +354,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. } => None,
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. } => None,
         }
     }
 
@@ -513,7 +519,8 @@ impl Core {
             | Phase::PersistReply { .. }
             | Phase::PersistPartial { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. } => {}
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. } => {}
         }
         self.ev(Event::Error { message });
         self.end_turn("error");
@@ -551,6 +558,11 @@ impl Core {
                 hook,
                 reason,
             } if t == ticket => self.after_refusal(hook, reason),
+            Phase::PersistCompaction {
+                ticket: t,
+                receipt,
+                next,
+            } if t == ticket => self.after_compaction(receipt, next),
             other @ (Phase::Idle
             | Phase::Closed
             | Phase::PromptHooks { .. }
@@ -563,7 +575,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }) => {
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => {
                 self.phase = other;
                 self.turn.background.remove(&ticket);
             }
@@ -580,7 +593,8 @@ impl Core {
             }
             other @ (Phase::PersistReply { ticket: t, .. }
             | Phase::PersistPartial { ticket: t, .. }
-            | Phase::PersistResult { ticket: t, .. })
+            | Phase::PersistResult { ticket: t, .. }
+            | Phase::PersistCompaction { ticket: t, .. })
                 if t == ticket =>
             {
                 self.phase = other;
@@ -598,7 +612,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }) => {
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => {
                 self.phase = other;
                 if self.turn.background.remove(&ticket) && self.in_turn() {
                     self.abort_turn(error);
@@ -646,7 +661,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }) => self.phase = other,
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => self.phase = other,
         }
     }
 }

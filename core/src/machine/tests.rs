@@ -1152,12 +1152,22 @@ fn non_retryable_stream_failure_before_text_fails() {
 }
 
 #[test]
-fn context_length_failure_names_the_window() {
+fn context_length_failure_with_nothing_to_cut_gives_the_no_op_receipt() {
     let mut h = H::new();
     h.user("hi");
     h.fail(http(400, None, FailureKind::ContextLength));
-    assert_eq!(h.take(), s(&["error", "done error"]));
-    assert!(h.messages("error")[0].contains("context"));
+    assert_eq!(h.take(), s(&["compacted", "error", "done error"]));
+    assert!(h.messages("error")[0].contains("context window"));
+    let Some(Event::Compacted {
+        tokens_before,
+        tokens_after,
+        compacted_messages,
+    }) = h.events.first().cloned()
+    else {
+        panic!("a receipt first")
+    };
+    assert_eq!((compacted_messages, tokens_after), (0, tokens_before));
+    assert_eq!(h.sends(), 1, "an identical body is not re-sent");
 }
 
 // ----- stream endings after text --------------------------------------------------------------
