@@ -8,6 +8,6 @@
 
 pub use crate::compaction::{
     estimate_block, estimate_body, estimate_fixed, estimate_json, estimate_message,
-    estimate_messages, estimate_request, estimate_schemas, estimate_text, Scale,
-    BLOCK_OVERHEAD, MESSAGE_OVERHEAD,
+    estimate_messages, estimate_request, estimate_schemas, estimate_text, Scale, BLOCK_OVERHEAD,
+    MESSAGE_OVERHEAD,
 };

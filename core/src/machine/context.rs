@@ -145,7 +145,10 @@ impl Core {
     /// The scaled system prompt and schemas.
     fn fixed_scaled(&self) -> (u64, u64) {
         (
-            Scale::apply(self.scale, budget::estimate_text(&self.config.freeze.system)),
+            Scale::apply(
+                self.scale,
+                budget::estimate_text(&self.config.freeze.system),
+            ),
             Scale::apply(
                 self.scale,
                 budget::estimate_schemas(&self.config.freeze.tools),

@@ -30,6 +30,8 @@ struct H {
     auto_ack: bool,
     steps: Vec<Step>,
     checked: bool,
+    /// Every output, events and effects interleaved in order.
+    log: Vec<Output>,
 }
 
 fn freeze() -> Freeze {
@@ -70,6 +72,7 @@ impl H {
             auto_ack: true,
             steps: vec![Step::Event(hello)],
             checked: false,
+            log: Vec::new(),
         }
     }
 
@@ -86,6 +89,7 @@ impl H {
     fn drain(&mut self) {
         let mut acks = Vec::new();
         while let Some(out) = self.core.poll() {
+            self.log.push(out.clone());
             match out {
                 Output::Event(e) => {
                     let line = Line {
@@ -2363,3 +2367,6 @@ fn late_and_unknown_inputs_are_ignored() {
     assert_eq!(h.core.mode(), Mode::Ask);
     assert!(h.effects.is_empty());
 }
+
+// Context budget, compaction and long sessions: see `tests/context.rs`.
+mod context;
