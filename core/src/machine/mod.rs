@@ -42,8 +42,19 @@
 //! - A `RequestFailed` (or any failure) after reply text is never retried.
 //! - Tool results and harness notes are appended as they happen; request bodies merge
 //!   consecutive messages of one role and put tool results first in a user message.
-//! - Persistence the client waits on (`message_done`, `tool_end`, `turn_refused`) is awaited in
-//!   its own phase; other records (prompt, mode change, refreeze, turn end) are written in the
+//! - The context budget (`context`, with the estimator and pruning in [`crate::compaction`]):
+//!   `budget` after every completed model request is the scaled estimate of what the
+//!   conversation would send next; before each request, `schemas_over_budget` may be advised
+//!   (once per session) and a compaction forced when the scaled estimate crosses the trigger.
+//!   A compaction that changed something is written as `Record::Compaction` and awaited
+//!   (`PersistCompaction`) before its `compacted` receipt, the `compacted` hooks and the
+//!   request, whose scaled estimate is exactly the receipt's `tokens_after`. A provider
+//!   context-length refusal before any reply text forces one compaction and one re-send of
+//!   the same request as its next attempt (no `retry` line); a second refusal ends the turn
+//!   `error`. `max_agent_tokens` refuses at admission once the turn's requests spent the cap
+//!   (reported usage, or the estimate when none was reported).
+//! - Persistence the client waits on (`message_done`, `tool_end`, `turn_refused`, a
+//!   compaction point) is awaited in its own phase; other records (prompt, mode change, refreeze, turn end) are written in the
 //!   background, and a background write that fails during a turn fails that turn.
 //!
 //! ```

@@ -1,6 +1,7 @@
-//! The model request loop: admitting a request (iteration and token caps), sending attempts,
-//! folding stream items, retries with backoff, and the three ways a stream ends (completed,
-//! failed, ended without completion).
+//! The model request loop: admitting a request (the token cap; the context budget is
+//! `machine::context`'s), sending attempts, folding stream items, retries with backoff, and
+//! the three ways a stream ends (completed, failed, ended without completion). A completed
+//! request teaches the budget its [`Scale`] and emits `budget`.
 //!
 //! Invariants: a `token` is emitted only for the current attempt, and once one is, that
 //! request is never retried; tool calls are dispatched only from a stream that completed; a

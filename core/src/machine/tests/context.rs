@@ -726,3 +726,43 @@ fn three_hundred_turns_with_large_outputs_stay_inside_a_small_window() {
     r.reply("ok");
     assert_eq!(r.take().last().unwrap(), "done stop");
 }
+
+#[test]
+fn the_estimate_of_a_conversation_is_the_estimate_of_its_request_body() {
+    let mut rng = retry::SplitMix64::new(9);
+    for _ in 0..200 {
+        let n = (rng.next_u64() % 12) as usize;
+        let conv: Vec<Message> = (0..n)
+            .map(|i| {
+                let r = rng.next_u64();
+                let role = if r % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                };
+                let content = (0..(r >> 8) % 3)
+                    .map(|k| match (r >> (12 + k)) % 3 {
+                        0 => Block::text("t".repeat((r % 37) as usize)),
+                        1 if role == Role::User => Block::ToolResult {
+                            id: format!("c{i}"),
+                            ok: true,
+                            output: "o".repeat((r % 53) as usize),
+                        },
+                        _ => Block::ToolUse {
+                            id: format!("c{i}"),
+                            name: "read_file".into(),
+                            input: json!({"k": i}),
+                        },
+                    })
+                    .collect();
+                Message { role, content }
+            })
+            .collect();
+        let body = turn::build_request(&freeze(), &conv);
+        assert_eq!(
+            budget::estimate_request(&freeze().system, &freeze().tools, &conv),
+            budget::estimate_body(&body),
+            "{conv:#?}"
+        );
+    }
+}
