@@ -735,7 +735,7 @@ fn the_estimate_of_a_conversation_is_the_estimate_of_its_request_body() {
         let conv: Vec<Message> = (0..n)
             .map(|i| {
                 let r = rng.next_u64();
-                let role = if r % 2 == 0 {
+                let role = if r.is_multiple_of(2) {
                     Role::User
                 } else {
                     Role::Assistant
