@@ -78,6 +78,7 @@ impl Core {
             .map(|n| Block::text(format!("[openmax note] {n}")))
             .collect();
         content.push(Block::text(text));
+        self.turn.start = self.conversation.len();
         let record = self.push_message(Message {
             role: Role::User,
             content,
@@ -109,7 +110,8 @@ impl Core {
             }
             p @ (Phase::PersistReply { .. }
             | Phase::PersistResult { .. }
-            | Phase::PersistRefusal { .. }) => {
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => {
                 self.phase = p;
                 self.turn.ending = Some("cancelled".into());
             }
@@ -179,7 +181,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }) => self.phase = p,
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => self.phase = p,
         }
     }
 

@@ -219,7 +219,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }) => {
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => {
                 self.phase = other;
                 if let Some((hook, event)) = self.observe_runs.remove(&run) {
                     if let HookOutcome::Failed { detail } = outcome {

@@ -42,8 +42,19 @@
 //! - A `RequestFailed` (or any failure) after reply text is never retried.
 //! - Tool results and harness notes are appended as they happen; request bodies merge
 //!   consecutive messages of one role and put tool results first in a user message.
-//! - Persistence the client waits on (`message_done`, `tool_end`, `turn_refused`) is awaited in
-//!   its own phase; other records (prompt, mode change, refreeze, turn end) are written in the
+//! - The context budget (`context`, with the estimator and pruning in [`crate::compaction`]):
+//!   `budget` after every completed model request is the scaled estimate of what the
+//!   conversation would send next; before each request, `schemas_over_budget` may be advised
+//!   (once per session) and a compaction forced when the scaled estimate crosses the trigger.
+//!   A compaction that changed something is written as `Record::Compaction` and awaited
+//!   (`PersistCompaction`) before its `compacted` receipt, the `compacted` hooks and the
+//!   request, whose scaled estimate is exactly the receipt's `tokens_after`. A provider
+//!   context-length refusal before any reply text forces one compaction and one re-send of
+//!   the same request as its next attempt (no `retry` line); a second refusal ends the turn
+//!   `error`. `max_agent_tokens` refuses at admission once the turn's requests spent the cap
+//!   (reported usage, or the estimate when none was reported).
+//! - Persistence the client waits on (`message_done`, `tool_end`, `turn_refused`, a
+//!   compaction point) is awaited in its own phase; other records (prompt, mode change, refreeze, turn end) are written in the
 //!   background, and a background write that fails during a turn fails that turn.
 //!
 //! ```
@@ -102,6 +113,7 @@
 mod approval;
 pub mod budget;
 mod commands;
+mod context;
 mod hooks;
 mod io;
 pub mod retry;
@@ -169,6 +181,8 @@ pub struct Core {
     exit_code: Option<i32>,
     /// The budget scale learned from the last request.
     scale: Option<Scale>,
+    /// `schemas_over_budget` was emitted (at most once per session).
+    schemas_advised: bool,
 }
 
 impl Core {
@@ -200,6 +214,7 @@ impl Core {
             last_stop: None,
             exit_code: None,
             scale: None,
+            schemas_advised: false,
         }
     }
 
@@ -233,7 +248,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. } => true,
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. } => true,
         }
     }
 
@@ -349,7 +365,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. } => None,
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. } => None,
         }
     }
 
@@ -513,7 +530,8 @@ impl Core {
             | Phase::PersistReply { .. }
             | Phase::PersistPartial { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. } => {}
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. } => {}
         }
         self.ev(Event::Error { message });
         self.end_turn("error");
@@ -551,6 +569,11 @@ impl Core {
                 hook,
                 reason,
             } if t == ticket => self.after_refusal(hook, reason),
+            Phase::PersistCompaction {
+                ticket: t,
+                receipt,
+                next,
+            } if t == ticket => self.after_compaction(receipt, next),
             other @ (Phase::Idle
             | Phase::Closed
             | Phase::PromptHooks { .. }
@@ -563,7 +586,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }) => {
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => {
                 self.phase = other;
                 self.turn.background.remove(&ticket);
             }
@@ -580,7 +604,8 @@ impl Core {
             }
             other @ (Phase::PersistReply { ticket: t, .. }
             | Phase::PersistPartial { ticket: t, .. }
-            | Phase::PersistResult { ticket: t, .. })
+            | Phase::PersistResult { ticket: t, .. }
+            | Phase::PersistCompaction { ticket: t, .. })
                 if t == ticket =>
             {
                 self.phase = other;
@@ -598,7 +623,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }) => {
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => {
                 self.phase = other;
                 if self.turn.background.remove(&ticket) && self.in_turn() {
                     self.abort_turn(error);
@@ -646,7 +672,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }) => self.phase = other,
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => self.phase = other,
         }
     }
 }

@@ -1,6 +1,7 @@
-//! The model request loop: admitting a request (iteration and token caps), sending attempts,
-//! folding stream items, retries with backoff, and the three ways a stream ends (completed,
-//! failed, ended without completion).
+//! The model request loop: admitting a request (the token cap; the context budget is
+//! `machine::context`'s), sending attempts, folding stream items, retries with backoff, and
+//! the three ways a stream ends (completed, failed, ended without completion). A completed
+//! request teaches the budget its [`Scale`] and emits `budget`.
 //!
 //! Invariants: a `token` is emitted only for the current attempt, and once one is, that
 //! request is never retried; tool calls are dispatched only from a stream that completed; a
@@ -13,11 +14,14 @@ use crate::wire::Event;
 
 use super::budget::{self, Scale};
 use super::retry::{self, Verdict};
-use super::turn::{self, Attempt, Call, Phase, Reply, Usage};
+use super::turn::{Attempt, Call, Phase, Reply, Usage};
 use super::{Core, Effect};
 
 impl Core {
-    /// Admit the next model request of the turn, or end the turn at the token cap.
+    /// Admit the next model request of the turn, or end the turn at the token cap: the cap
+    /// refuses at admission only once the turn's requests have spent it (reported prompt plus
+    /// completion tokens, or the estimate when the provider reported no usage), so a turn
+    /// always sends at least one request and resubmitting continues the work.
     pub(super) fn start_request(&mut self) {
         let cap = self.config.limits.max_agent_tokens;
         if cap > 0 && self.turn.tokens >= cap {
@@ -27,10 +31,14 @@ impl Core {
         if let Some(r) = self.flush_notes() {
             self.persist_background(vec![r]);
         }
-        let body = turn::build_request(&self.config.freeze, &self.conversation);
-        self.turn.body_estimate = budget::estimate_body(&body);
-        self.turn.body = Some(Box::new(body));
+        self.admit_request();
+    }
+
+    /// Build the body from the conversation as it is now and send its first attempt.
+    pub(super) fn send_new_request(&mut self) {
+        self.set_body();
         self.turn.unreachable = 0;
+        self.turn.context_retried = false;
         let request = self.next_request;
         self.next_request += 1;
         self.send_attempt(request, 1);
@@ -40,7 +48,11 @@ impl Core {
     pub(super) fn send_attempt(&mut self, request: RequestId, attempt: u32) {
         let body = match self.turn.body.clone() {
             Some(b) => b,
-            None => Box::new(turn::build_request(&self.config.freeze, &self.conversation)),
+            None => {
+                self.set_body();
+                // `set_body` just stored it.
+                self.turn.body.clone().expect("the body was just set")
+            }
         };
         self.eff(Effect::SendRequest {
             request,
@@ -74,7 +86,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }) => {
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => {
                 self.phase = other;
                 None
             }
@@ -178,20 +191,12 @@ impl Core {
                 unreachable,
             } => self.retry_or_give_up(a, reason, min_wait_ms, unreachable, false),
             Verdict::Fail { message } => self.fail_turn(message),
-            Verdict::ContextExceeded { message } => self.context_exceeded(message),
+            Verdict::ContextExceeded { message } => self.context_exceeded(a, message),
         }
     }
 
-    /// The prompt does not fit the model's window. Compaction (issue 9) hooks in here: compact,
-    /// then re-send once. For now the turn fails.
-    fn context_exceeded(&mut self, message: String) {
-        self.fail_turn(format!(
-            "the prompt exceeded the model's context window: {message}"
-        ));
-    }
-
     /// `error` then `done error` (nothing is in flight: the attempt is over).
-    fn fail_turn(&mut self, message: String) {
+    pub(super) fn fail_turn(&mut self, message: String) {
         self.ev(Event::Error { message });
         self.end_turn("error");
     }
@@ -313,14 +318,20 @@ impl Core {
                 resolved: false,
             });
         }
-        if let Some(u) = a.usage {
-            self.turn.tokens = self
-                .turn
-                .tokens
-                .saturating_add(u.prompt_tokens)
-                .saturating_add(u.completion_tokens);
-            self.scale = Scale::learn(u.prompt_tokens, self.turn.body_estimate);
-        }
+        let spent = match a.usage {
+            Some(u) => {
+                self.scale = Scale::learn(u.prompt_tokens, self.turn.body_estimate);
+                u.prompt_tokens.saturating_add(u.completion_tokens)
+            }
+            // No usage reported: the cap counts the estimate of the body and of the reply.
+            None => Scale::apply(self.scale, self.turn.body_estimate).saturating_add(
+                budget::estimate_message(&Message {
+                    role: Role::Assistant,
+                    content: content.clone(),
+                }),
+            ),
+        };
+        self.turn.tokens = self.turn.tokens.saturating_add(spent);
         let reply = Reply {
             text: a.text,
             finish_reason,
@@ -371,14 +382,12 @@ impl Core {
         }
     }
 
+    /// `budget` after a model request: the scaled estimate of what the conversation would
+    /// send now (the reply included), against the window.
     fn emit_budget(&mut self) {
-        let estimate = budget::estimate_request(
-            &self.config.freeze.system,
-            &self.config.freeze.tools,
-            &self.conversation,
-        );
+        let used_tokens = self.scaled_estimate();
         self.ev(Event::Budget {
-            used_tokens: Scale::apply(self.scale, estimate),
+            used_tokens,
             context_tokens: self.config.context_tokens,
         });
     }

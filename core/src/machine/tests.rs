@@ -30,6 +30,8 @@ struct H {
     auto_ack: bool,
     steps: Vec<Step>,
     checked: bool,
+    /// Every output, events and effects interleaved in order.
+    log: Vec<Output>,
 }
 
 fn freeze() -> Freeze {
@@ -70,6 +72,7 @@ impl H {
             auto_ack: true,
             steps: vec![Step::Event(hello)],
             checked: false,
+            log: Vec::new(),
         }
     }
 
@@ -86,6 +89,7 @@ impl H {
     fn drain(&mut self) {
         let mut acks = Vec::new();
         while let Some(out) = self.core.poll() {
+            self.log.push(out.clone());
             match out {
                 Output::Event(e) => {
                     let line = Line {
@@ -1152,12 +1156,22 @@ fn non_retryable_stream_failure_before_text_fails() {
 }
 
 #[test]
-fn context_length_failure_names_the_window() {
+fn context_length_failure_with_nothing_to_cut_gives_the_no_op_receipt() {
     let mut h = H::new();
     h.user("hi");
     h.fail(http(400, None, FailureKind::ContextLength));
-    assert_eq!(h.take(), s(&["error", "done error"]));
-    assert!(h.messages("error")[0].contains("context"));
+    assert_eq!(h.take(), s(&["compacted", "error", "done error"]));
+    assert!(h.messages("error")[0].contains("context window"));
+    let Some(Event::Compacted {
+        tokens_before,
+        tokens_after,
+        compacted_messages,
+    }) = h.events.first().cloned()
+    else {
+        panic!("a receipt first")
+    };
+    assert_eq!((compacted_messages, tokens_after), (0, tokens_before));
+    assert_eq!(h.sends(), 1, "an identical body is not re-sent");
 }
 
 // ----- stream endings after text --------------------------------------------------------------
@@ -1973,6 +1987,8 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
     c.limits.max_iterations = 3;
     c.limits.max_agent_tokens = if seed.is_multiple_of(4) { 500 } else { 0 };
     c.non_interactive = seed.is_multiple_of(7);
+    // A tiny window for some seeds: forced compactions happen all the time.
+    c.context_tokens = if seed % 5 == 1 { 400 } else { 200_000 };
     c.mode = [Mode::Ask, Mode::Auto, Mode::Readonly][(seed % 3) as usize];
     c.freeze.hooks = vec![
         hook("v", "turn_end", true),
@@ -2055,10 +2071,10 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                         },
                         10 => ProviderItem::EndedWithoutCompletion { detail: "x".into() },
                         _ => ProviderItem::Failed {
-                            kind: if r.is_multiple_of(2) {
-                                FailureKind::Overloaded
-                            } else {
-                                FailureKind::Other
+                            kind: match (r >> 24) % 3 {
+                                0 => FailureKind::Overloaded,
+                                1 => FailureKind::ContextLength,
+                                _ => FailureKind::Other,
                             },
                             message: "f".into(),
                         },
@@ -2072,10 +2088,11 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                 41..=44 => cur.map(|(request, attempt)| Input::RequestFailed {
                     request,
                     attempt,
-                    failure: match (r >> 8) % 4 {
+                    failure: match (r >> 8) % 5 {
                         0 => RequestFailure::Unreachable { detail: "x".into() },
                         1 => http(503, Some((r >> 12) % 3), FailureKind::Server),
                         2 => http(429, Some(90), FailureKind::RateLimit),
+                        3 => http(400, None, FailureKind::ContextLength),
                         _ => http(400, None, FailureKind::Other),
                     },
                 }),
@@ -2128,7 +2145,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                                 call_id,
                                 outcome: ToolOutcome {
                                     ok: !fail,
-                                    output: "o".into(),
+                                    output: "o".repeat(if r.is_multiple_of(3) { 600 } else { 1 }),
                                     diffs: vec![],
                                 },
                             },
@@ -2206,8 +2223,17 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
 
 #[test]
 fn random_sessions_keep_the_contract_and_always_exit() {
+    let mut receipts = [0u32; 2];
     for seed in 0..1000 {
         let (outs, steps) = random_session(seed);
+        for o in &outs {
+            if let Output::Event(Event::Compacted {
+                compacted_messages, ..
+            }) = o
+            {
+                receipts[usize::from(*compacted_messages == 0)] += 1;
+            }
+        }
         let v = PairingChecker::check(&steps);
         assert!(
             v.is_empty(),
@@ -2230,6 +2256,8 @@ fn random_sessions_keep_the_contract_and_always_exit() {
             );
         }
     }
+    // The tiny-window seeds exercise forced compactions and the no-op receipt.
+    assert!(receipts[0] > 0 && receipts[1] > 0, "receipts {receipts:?}");
 }
 
 #[test]
@@ -2353,3 +2381,6 @@ fn late_and_unknown_inputs_are_ignored() {
     assert_eq!(h.core.mode(), Mode::Ask);
     assert!(h.effects.is_empty());
 }
+
+// Context budget, compaction and long sessions: see `tests/context.rs`.
+mod context;

@@ -91,7 +91,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. } => return,
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. } => return,
         };
         let name = self.call_name(call);
         match approval::decide(self.config.mode, &self.config.permissions, &name, &plan) {
@@ -213,7 +214,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }) => {
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. }) => {
                 // An unsettled id is always the current approval; say so rather than panic.
                 self.phase = other;
                 self.protocol_error(format!("approve: approval {approval_id:?} is not pending"));
@@ -253,7 +255,8 @@ impl Core {
             | Phase::RunningTool { .. }
             | Phase::PersistResult { .. }
             | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. } => return,
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. } => return,
         };
         for d in outcome.diffs {
             self.ev(Event::Diff {

@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use crate::compaction::Receipt;
 use crate::conversation::{Block, Message, ModelRequest, Role};
 use crate::provider::RequestId;
 use crate::time::Millis;
@@ -68,6 +69,14 @@ pub(super) enum Phase {
         output: String,
         note: Option<String>,
     },
+    /// A forced compaction's record (the whole compacted conversation) is being persisted;
+    /// the `compacted` receipt, the `compacted` hooks and then the request (`next`) follow the
+    /// ack, so a resume restarts from the compaction point the request was built on.
+    PersistCompaction {
+        ticket: u64,
+        receipt: Receipt,
+        next: AfterCompaction,
+    },
     /// Blocking `turn_end` hooks run one at a time after a reply with no tool calls.
     TurnEndHooks {
         finish_reason: String,
@@ -82,6 +91,15 @@ pub(super) enum Phase {
     },
     /// The session is over (`Exit` was emitted). Every input is ignored.
     Closed,
+}
+
+/// What goes out once a compaction point is on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AfterCompaction {
+    /// The turn's next request (a compaction forced by the estimate).
+    NewRequest,
+    /// The one re-send of a request the provider refused as too long for its window.
+    Resend { request: RequestId, attempt: u32 },
 }
 
 /// A blocking hook run in flight.
@@ -177,8 +195,14 @@ pub(super) struct Turn {
     pub unreachable: u32,
     /// The current request's body, re-sent on every attempt.
     pub body: Option<Box<ModelRequest>>,
-    /// The estimate of that body (for the budget scale).
+    /// The unscaled estimate of that body (for the budget scale).
     pub body_estimate: u64,
+    /// The index in the conversation of this turn's prompt: compaction never touches it or
+    /// anything after it (shifted down when a compaction removes messages before it).
+    pub start: usize,
+    /// The current request was already compacted and re-sent once after the provider refused
+    /// it as too long: a second refusal ends the turn.
+    pub context_retried: bool,
     /// Persistence tickets of this turn nobody waits on; a failure of one fails the turn.
     pub background: BTreeSet<u64>,
 }
