@@ -282,6 +282,8 @@ pub fn done_is_the_turns_last_line(_sc: &Scenario, run: &Run) -> Vec<String> {
             | Event::ApprovalMode { .. }
             | Event::Refrozen { .. }
             | Event::HookFailed { .. } => true,
+            // A session-level note (refreeze receipt, mode notice) rides no tool result.
+            Event::HarnessNote { call_id, .. } => call_id.is_empty(),
             Event::Done { .. } => turns.refused.contains(i),
             _ => false,
         };

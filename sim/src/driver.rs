@@ -678,9 +678,9 @@ impl<'a> Driver<'a> {
     }
 }
 
-/// The input that tells the core a timer fired. (Adapter to the machine's timer input.)
+/// The input that tells the core a timer fired (`Timeout`, fed with `now` at the deadline).
 fn timer_input(_reason: TimerReason) -> Option<Input> {
-    None
+    Some(Input::Timeout)
 }
 
 /// The core inputs a reply script produces, each with its delay after the send.

@@ -72,7 +72,7 @@ impl Parsed {
 pub fn check_line(text: &str) -> Result<Parsed, Vec<String>> {
     if text.trim().is_empty() {
         return Err(vec![
-            "blank line: every stdout line must be one JSON object".to_string()
+            "blank line: every stdout line must be one JSON object".to_string(),
         ]);
     }
     let value: Value = match serde_json::from_str(text) {
@@ -181,16 +181,16 @@ pub fn has_type(v: &Value, ty: FieldType) -> bool {
         FieldType::UInt => v.is_u64(),
         FieldType::UIntOrNull => v.is_null() || v.is_u64(),
         FieldType::Object => v.is_object(),
-        FieldType::StringArray => v
-            .as_array()
-            .is_some_and(|a| a.iter().all(Value::is_string)),
+        FieldType::StringArray => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
         FieldType::ChangeArray => v.as_array().is_some_and(|a| a.iter().all(Value::is_object)),
     }
 }
 
 /// Whether `s` is exactly 12 lowercase hex digits (a `source_sha`).
 pub fn is_short_sha(s: &str) -> bool {
-    s.len() == 12 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 12
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn check_session_field(
@@ -340,7 +340,8 @@ fn check_values(obj: &Map<String, Value>, type_name: &str, problems: &mut Vec<St
                 .is_some_and(|a| a.is_empty())
             {
                 problems.push(
-                    "approval_request.env is present but empty; an empty env is omitted".to_string(),
+                    "approval_request.env is present but empty; an empty env is omitted"
+                        .to_string(),
                 );
             }
         }

@@ -56,7 +56,10 @@ pub fn stdio_schema() -> Value {
         json!({ "description": "One stdin line.", "oneOf": commands }),
     );
 
-    let mut lines = vec![json!({"$ref": "#/$defs/hello"}), json!({"$ref": "#/$defs/transcript"})];
+    let mut lines = vec![
+        json!({"$ref": "#/$defs/hello"}),
+        json!({"$ref": "#/$defs/transcript"}),
+    ];
     defs.insert("hello".into(), hello_schema());
     defs.insert("transcript".into(), transcript_schema());
     defs.insert("freeze_change".into(), freeze_change_schema());

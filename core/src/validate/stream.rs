@@ -156,8 +156,7 @@ impl StreamValidator {
         if self.continued && self.line == 1 {
             // Contract: continued ... "the next line is then one transcript object".
             out.push(
-                "hello said continued: true but the stream ended before the transcript line"
-                    .into(),
+                "hello said continued: true but the stream ended before the transcript line".into(),
             );
         }
         self.close_turn_checks("the stream ended", &mut out);
@@ -459,8 +458,7 @@ impl StreamValidator {
             Event::ApprovalSettled { approval_id, .. } => {
                 self.open_turn(n);
                 // Contract: approval_settled answers an approval_request; an id settles once.
-                if self.approvals.remove(&id_key(approval_id)).is_none() && !self.approvals_capped
-                {
+                if self.approvals.remove(&id_key(approval_id)).is_none() && !self.approvals_capped {
                     out.push(format!(
                         "approval_settled names approval_id {:?} that no approval_request issued (or that already settled)",
                         clip(approval_id)
