@@ -41,7 +41,7 @@ impl Core {
     }
 
     fn on_user(&mut self, text: String) {
-        if self.in_turn() {
+        if self.busy() {
             return self.protocol_error(
                 "a turn is already in flight; wait for its done before sending the next user \
                  command (or send cancel)",
@@ -99,7 +99,13 @@ impl Core {
             }
             Phase::Streaming(a) => {
                 self.eff(Effect::CancelRequest { request: a.request });
-                self.end_turn("cancelled");
+                if a.text.is_empty() {
+                    self.end_turn("cancelled");
+                } else {
+                    // A token run always ends with message_done: the partial is kept.
+                    self.turn.ending = Some("cancelled".into());
+                    self.end_with_partial(a.text, None, "cancelled");
+                }
             }
             p @ (Phase::PersistReply { .. }
             | Phase::PersistResult { .. }
@@ -223,7 +229,7 @@ impl Core {
     }
 
     fn on_reload(&mut self) {
-        if self.in_turn() {
+        if self.busy() {
             return self.protocol_error("reload: a turn is in flight; send reload after its done");
         }
         if self.refreezing {
@@ -238,6 +244,15 @@ impl Core {
             return;
         }
         self.refreezing = false;
+        if self.in_turn() {
+            self.deferred_freeze = Some(Box::new(snapshot));
+        } else {
+            self.apply_freeze(snapshot);
+        }
+    }
+
+    /// Replace the freeze: `refrozen`, the receipt as a harness note, the record.
+    pub(super) fn apply_freeze(&mut self, snapshot: Freeze) {
         let tools: Vec<String> = snapshot.tools.iter().map(|t| t.name.clone()).collect();
         self.ev(Event::Refrozen {
             tools: tools.clone(),

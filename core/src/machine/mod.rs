@@ -13,7 +13,10 @@
 //!    handle it and ask again). Every deadline is strictly later than the `now` of the `handle`
 //!    that set it, and a `Timeout` at or after it consumes it, so a driver that jumps a virtual
 //!    clock to each deadline always moves forward and can never busy-loop.
-//! 4. After [`Effect::Exit`] the session is over: [`Core::exit_code`] is `Some` and every
+//! 4. Client input (`Line`, `Framing`, `EndOfInput`) that arrives while the answer to an
+//!    earlier `approval_mode` or `reload` is still in flight (`SaveMode`, `Refreeze`) is held
+//!    and handled, in order, right after that answer: commands are answered in arrival order.
+//! 5. After [`Effect::Exit`] the session is over: [`Core::exit_code`] is `Some` and every
 //!    further input is ignored.
 //!
 //! Invariants: a single mutation (`handle`) is followed by a full drain; `&mut self` only, no
@@ -127,6 +130,15 @@ pub struct Core {
     mode_saves: VecDeque<Mode>,
     /// A `Refreeze` is in flight.
     refreezing: bool,
+    /// Client input (command lines, end of input) held while a `SaveMode` or `Refreeze` is in
+    /// flight, so commands are answered in the order they arrived.
+    held: VecDeque<(Input, bool)>,
+    /// While a held input is handled: whether a turn was in flight when it arrived (a `user`
+    /// or `reload` that arrived during a turn is answered as in flight, as the client saw it).
+    arrived_in_turn: bool,
+    /// A snapshot that arrived during a turn; applied right after that turn's `done`
+    /// (`refrozen` only appears between turns).
+    deferred_freeze: Option<Box<Freeze>>,
     /// `quit` or end of input arrived: finish the turn, decline approvals, then exit.
     draining: bool,
     /// Startup outputs (freeze notes, session_start hooks) were emitted.
@@ -159,6 +171,9 @@ impl Core {
             observe_runs: BTreeMap::new(),
             mode_saves: VecDeque::new(),
             refreezing: false,
+            deferred_freeze: None,
+            held: VecDeque::new(),
+            arrived_in_turn: false,
             draining: false,
             started: false,
             last_stop: None,
@@ -215,6 +230,45 @@ impl Core {
             return;
         }
         self.start();
+        let client = matches!(
+            input,
+            Input::Line(_) | Input::Framing(_) | Input::EndOfInput
+        );
+        if client && self.awaiting_answer() {
+            // As the client sees it, a turn is in flight when one runs now or when a `user`
+            // it sent earlier, held ahead of this input, will start one.
+            let user_ahead = self.held.iter().any(|(i, busy)| {
+                !busy
+                    && matches!(i, Input::Line(l)
+                        if matches!(crate::wire::Command::parse_line(l), Ok(Some(crate::wire::Command::User { .. }))))
+            });
+            let busy = self.in_turn() || user_ahead;
+            self.held.push_back((input, busy));
+            return;
+        }
+        self.dispatch(input);
+        while !self.awaiting_answer() && self.exit_code.is_none() {
+            let Some((next, in_turn)) = self.held.pop_front() else {
+                break;
+            };
+            self.arrived_in_turn = in_turn;
+            self.dispatch(next);
+            self.arrived_in_turn = false;
+        }
+    }
+
+    /// A turn is in flight now, or was when the command being handled arrived.
+    fn busy(&self) -> bool {
+        self.in_turn() || self.arrived_in_turn
+    }
+
+    /// A command's answer depends on an effect still in flight (`SaveMode`, `Refreeze`): later
+    /// client input waits, so every command is answered in arrival order.
+    fn awaiting_answer(&self) -> bool {
+        !self.mode_saves.is_empty() || self.refreezing
+    }
+
+    fn dispatch(&mut self, input: Input) {
         match input {
             Input::Line(raw) => self.on_line(&raw),
             Input::Framing(fault) => self.protocol_error(match fault {
@@ -306,12 +360,13 @@ impl Core {
         ticket
     }
 
-    /// Persist records of the running turn that no event waits on; a failure fails the turn.
+    /// Persist records no event waits on; a failure of one written during the running turn
+    /// fails that turn.
     fn persist_background(&mut self, records: Vec<Record>) {
         let ticket = self.persist(records);
-        if self.in_turn() {
-            self.turn.background.insert(ticket);
-        }
+        // Outside a turn the set is cleared at the next admission, so an idle-time ticket
+        // never fails a later turn.
+        self.turn.background.insert(ticket);
     }
 
     /// Append a message to the conversation and return the record persisting it.
@@ -375,6 +430,9 @@ impl Core {
         self.ev(Event::Done {
             stop_reason: stop_reason.to_string(),
         });
+        if let Some(snapshot) = self.deferred_freeze.take() {
+            self.apply_freeze(*snapshot);
+        }
         if self.draining {
             self.exit();
         }
@@ -457,7 +515,8 @@ impl Core {
                 ticket: t,
                 text,
                 message,
-            } if t == ticket => self.finish_truncated(text, message),
+                stop,
+            } if t == ticket => self.finish_partial(text, message, stop),
             Phase::PersistResult {
                 call,
                 ticket: t,

@@ -204,6 +204,10 @@ impl Core {
         unreachable: bool,
         truncate_on_last: bool,
     ) {
+        if !a.text.is_empty() {
+            // Never retry once reply text streamed (a failure the shell reports late).
+            return self.fail_turn(format!("the reply stream failed: {reason}"));
+        }
         if unreachable {
             self.turn.unreachable += 1;
         } else {
@@ -246,8 +250,14 @@ impl Core {
     /// A reply cut off: keep the partial text (persisted first), then `message_done`, `error`,
     /// `done truncated`.
     fn truncate(&mut self, text: String, message: String) {
+        self.end_with_partial(text, Some(message), "truncated");
+    }
+
+    /// End the turn after a partial reply: the text (when any) is kept and persisted, then
+    /// `message_done`, the `error` (when given) and `done stop`.
+    pub(super) fn end_with_partial(&mut self, text: String, message: Option<String>, stop: &str) {
         if text.is_empty() {
-            self.finish_truncated(text, message);
+            self.finish_partial(text, message, stop.to_string());
         } else {
             let record = self.push_message(Message::assistant_text(text.clone()));
             let ticket = self.persist(vec![record]);
@@ -255,14 +265,17 @@ impl Core {
                 ticket,
                 text,
                 message,
+                stop: stop.to_string(),
             };
         }
     }
 
-    pub(super) fn finish_truncated(&mut self, text: String, message: String) {
+    pub(super) fn finish_partial(&mut self, text: String, message: Option<String>, stop: String) {
         self.ev(Event::MessageDone { text });
-        self.ev(Event::Error { message });
-        self.end_turn("truncated");
+        if let Some(message) = message {
+            self.ev(Event::Error { message });
+        }
+        self.end_turn(&stop);
     }
 
     /// The stream completed: build the assistant message, persist it, and continue after the
@@ -331,7 +344,10 @@ impl Core {
 
     /// The reply is on disk: `message_done`, `usage`, `budget`, then tools or the turn's end.
     pub(super) fn after_reply(&mut self, reply: Reply) {
-        if !reply.text.is_empty() {
+        // A final reply always ends with message_done (even an empty one, so a turn_end
+        // refusal follows a message_done); a reply that only calls tools has one when it had
+        // text.
+        if !reply.text.is_empty() || reply.calls.is_empty() {
             self.ev(Event::MessageDone {
                 text: reply.text.clone(),
             });

@@ -41,12 +41,13 @@ pub(super) enum Phase {
     },
     /// The completed reply is being persisted; its events follow the ack.
     PersistReply { ticket: u64, reply: Box<Reply> },
-    /// A truncated reply's partial text is being persisted; `message_done`, `error` and
-    /// `done truncated` follow the ack.
+    /// A cut-off reply's partial text is being persisted; `message_done`, the `error` (when
+    /// there is one) and `done` with `stop` follow the ack (truncated, or a cancel mid-reply).
     PersistPartial {
         ticket: u64,
         text: String,
-        message: String,
+        message: Option<String>,
+        stop: String,
     },
     /// The shell is inspecting call `call` of the round.
     Planning { call: usize },
