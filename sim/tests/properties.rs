@@ -81,3 +81,57 @@ fn liveness_after_faults() {
     }
     qc(11).quickcheck(prop as fn(LiveScenario) -> TestResult);
 }
+
+/// The generator reaches every ending and every event kind the guarantees talk about: a
+/// property that never sees a truncated stream or an approval proves nothing about them.
+#[test]
+fn generator_covers_every_shape() {
+    use openmax_core::wire::Event;
+    use std::collections::BTreeMap;
+    let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+    for k in 0..2000 {
+        let (sc, _) = openmax_sim::explore::case(0xC0FE, k);
+        let run = driver::run(&sc);
+        for (_, e) in run.events() {
+            let key = match e {
+                Event::Done { stop_reason } => format!("done:{stop_reason}"),
+                Event::ApprovalSettled { outcome, .. } => format!("settled:{outcome:?}"),
+                other => other.type_name().to_string(),
+            };
+            *seen.entry(key).or_default() += 1;
+        }
+        if run.exit_code == Some(1) {
+            *seen.entry("exit:1".into()).or_default() += 1;
+        }
+    }
+    let want = [
+        "done:end_turn",
+        "done:length",
+        "done:truncated",
+        "done:error",
+        "done:cancelled",
+        "done:refused",
+        "done:max_iterations",
+        "done:budget_exhausted",
+        "done:blocked",
+        "settled:Approved",
+        "settled:Declined",
+        "settled:TimedOut",
+        "settled:Cancelled",
+        "retry",
+        "thinking",
+        "diff",
+        "usage",
+        "protocol_error",
+        "refrozen",
+        "approval_mode",
+        "exit:1",
+    ];
+    eprintln!("coverage over 2000 cases: {seen:?}");
+    let missing: Vec<&str> = want
+        .iter()
+        .copied()
+        .filter(|w| !seen.contains_key(*w))
+        .collect();
+    assert!(missing.is_empty(), "never generated: {missing:?}\nseen: {seen:?}");
+}
