@@ -436,20 +436,23 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
             }
         }
         if i > 0 && st.at > sc.steps[i - 1].at {
-            let prev = sc.steps[i - 1].at;
-            let later = st.at - prev;
+            // Steps need not be sorted (an answer can be scheduled past the next step).
+            let later = st.at - sc.steps[i - 1].at;
             out.push(with(&|s| {
                 for step in s.steps.iter_mut().skip(i) {
-                    step.at -= later;
+                    step.at = step.at.saturating_sub(later);
                 }
             }));
-            let _ = prev;
         }
     }
     if let Some(first) = sc.steps.first() {
         if first.at > 0 {
             let d = first.at;
-            out.push(with(&|s| s.steps.iter_mut().for_each(|st| st.at -= d)));
+            out.push(with(&|s| {
+                s.steps
+                    .iter_mut()
+                    .for_each(|st| st.at = st.at.saturating_sub(d))
+            }));
         }
     }
     // Simplify configuration toward the defaults.

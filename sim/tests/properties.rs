@@ -133,5 +133,8 @@ fn generator_covers_every_shape() {
         .copied()
         .filter(|w| !seen.contains_key(*w))
         .collect();
-    assert!(missing.is_empty(), "never generated: {missing:?}\nseen: {seen:?}");
+    assert!(
+        missing.is_empty(),
+        "never generated: {missing:?}\nseen: {seen:?}"
+    );
 }
