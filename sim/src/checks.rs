@@ -615,6 +615,42 @@ pub fn retries_bounded_and_never_after_reply_text(sc: &Scenario, run: &Run) -> V
             }
         }
     }
+    // A cancel during the backoff ends the turn and the announced attempt never goes out.
+    let mut announced: Option<u32> = None;
+    let mut cancelled_in_backoff: Option<usize> = None;
+    let quit_at = Turns::of(run).quit_at.unwrap_or(usize::MAX);
+    for (i, fed) in run.trace.iter().enumerate() {
+        // Commands after quit are not read (openmax is draining).
+        if announced.is_some() && cancelled_in_backoff.is_none() && i < quit_at {
+            if let FedInput::Core(Input::Line(l)) = &fed.input {
+                if matches!(Command::parse_line(l), Ok(Some(Command::Cancel))) {
+                    cancelled_in_backoff = Some(i);
+                }
+            }
+        }
+        for o in &fed.outputs {
+            match o {
+                Output::Event(Event::Retry { attempt, .. }) => announced = Some(*attempt),
+                Output::Event(Event::Done { .. }) => {
+                    announced = None;
+                    cancelled_in_backoff = None;
+                }
+                Output::Effect(Effect::SendRequest {
+                    request, attempt, ..
+                }) => {
+                    if let (Some(a), Some(c)) = (announced, cancelled_in_backoff) {
+                        if *attempt == a {
+                            v.push(format!(
+                                "request {request} attempt {attempt} went out after a cancel during its backoff (input #{c})"
+                            ));
+                        }
+                    }
+                    announced = None;
+                }
+                Output::Event(_) | Output::Effect(_) => {}
+            }
+        }
+    }
     // On the wire: no retry after a token of the same request (no message_done between).
     for turn in Turns::of(run).turns {
         let mut tokens = 0;

@@ -18,6 +18,8 @@
 //! `RunTool`, `CancelTool` (the pending `ToolDone` comes at once as a killed outcome), `RunHook`,
 //! `Persist`, `SaveMode`, `Refreeze`, `Exit` (ends the run). `ApproveSource` needs no answer.
 //!
+//! Client steps after an `eof` step are dropped: stdin is closed, no line can arrive.
+//!
 //! Invariant: nothing here reads a clock, a random source or the environment; maps are BTree
 //! maps. The same scenario gives the same [`Run`], byte for byte.
 
@@ -269,6 +271,8 @@ struct Driver<'a> {
     open_approvals: Vec<String>,
     settled_approvals: Vec<String>,
     last_timer_fired: Option<(Millis, TimerReason)>,
+    /// stdin reached end of input: later client steps are dropped.
+    eof_fed: bool,
     run: Run,
 }
 
@@ -328,6 +332,7 @@ impl<'a> Driver<'a> {
             open_approvals: Vec::new(),
             settled_approvals: Vec::new(),
             last_timer_fired: None,
+            eof_fed: false,
             run,
         }
     }
@@ -409,6 +414,17 @@ impl<'a> Driver<'a> {
                         Some(input) => {
                             self.last_timer_fired = Some((deadline, reason));
                             self.feed_as(FedInput::Timer { deadline, reason }, input);
+                            // A Timeout at `now` consumes every deadline at or before it.
+                            let now = self.now;
+                            if let Some((next, why)) = self.core().poll_timeout() {
+                                if next <= now {
+                                    self.run.violations.push(format!(
+                                        "after a Timeout at {}, poll_timeout still says {why:?} at {} (it must move forward)",
+                                        now.0, next.0
+                                    ));
+                                    break;
+                                }
+                            }
                         }
                         None => {
                             self.run.went_quiet = true;
@@ -428,6 +444,14 @@ impl<'a> Driver<'a> {
     }
 
     fn do_step(&mut self, action: &Action) {
+        // After end of input no client line can arrive (stdin is closed).
+        let client = !matches!(action, Action::Crash { .. } | Action::Heal);
+        if self.eof_fed && client {
+            return;
+        }
+        if matches!(action, Action::Eof) {
+            self.eof_fed = true;
+        }
         let line = match action {
             Action::ApprovePending { approved } => {
                 let id = self
