@@ -273,6 +273,9 @@ struct Driver<'a> {
     last_timer_fired: Option<(Millis, TimerReason)>,
     /// stdin reached end of input: later client steps are dropped.
     eof_fed: bool,
+    /// The latest attempt sent of each request, and the requests cancelled.
+    latest: BTreeMap<RequestId, u32>,
+    cancelled: BTreeSet<RequestId>,
     run: Run,
 }
 
@@ -333,6 +336,8 @@ impl<'a> Driver<'a> {
             settled_approvals: Vec::new(),
             last_timer_fired: None,
             eof_fed: false,
+            latest: BTreeMap::new(),
+            cancelled: BTreeSet::new(),
             run,
         }
     }
@@ -532,12 +537,13 @@ impl<'a> Driver<'a> {
                         .push(id.clone());
                     self.run.streamed_calls.insert(id.clone());
                 }
-                ProviderItem::Completed { .. } => {
+                ProviderItem::Completed { .. } if self.is_live(*request, *attempt) => {
                     if let Some(ids) = self.calls_of.get(&(*request, *attempt)) {
                         self.run.completed_calls.extend(ids.iter().cloned());
                     }
                 }
-                ProviderItem::Opened
+                ProviderItem::Completed { .. }
+                | ProviderItem::Opened
                 | ProviderItem::TextDelta { .. }
                 | ProviderItem::ThinkingDelta { .. }
                 | ProviderItem::ThinkingSignature { .. }
@@ -562,6 +568,11 @@ impl<'a> Driver<'a> {
             input: fed,
             outputs,
         });
+    }
+
+    /// Whether an attempt is the latest of its request and the request was not cancelled.
+    fn is_live(&self, request: RequestId, attempt: u32) -> bool {
+        !self.cancelled.contains(&request) && self.latest.get(&request) == Some(&attempt)
     }
 
     fn note_event(&mut self, e: &Event) {
@@ -593,6 +604,8 @@ impl<'a> Driver<'a> {
             Effect::SendRequest {
                 request, attempt, ..
             } => {
+                self.latest.insert(request, attempt);
+                self.cancelled.remove(&request);
                 let (index, script) = self.replies.pop_front().unwrap_or_else(|| {
                     (
                         None,
@@ -615,7 +628,8 @@ impl<'a> Driver<'a> {
                     self.schedule(delay, Owner::Request(request), input);
                 }
             }
-            Effect::CancelRequest { request } => {
+            Effect::CancelRequest { request } if !self.sc.config.deliver_after_cancel => {
+                self.cancelled.insert(request);
                 self.scheduled
                     .retain(|_, p| p.owner != Owner::Request(request));
             }
@@ -706,6 +720,9 @@ impl<'a> Driver<'a> {
                         snapshot: Box::new(snapshot),
                     },
                 );
+            }
+            Effect::CancelRequest { request } => {
+                self.cancelled.insert(request);
             }
             Effect::ApproveSource { .. } => {}
             Effect::Exit { code } => {

@@ -106,6 +106,7 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
         0
     };
     c.limits.approval_timeout_ms = pick(g, &[0, 0, 0, 2000]);
+    c.deliver_after_cancel = chance(g, 1, 5);
     if chance(g, 1, 6) {
         c.deny = vec!["shell(rm *)".into()];
     }
