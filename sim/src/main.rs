@@ -111,6 +111,9 @@ fn explore_cmd(args: &[String]) -> Result<bool, String> {
     let started = Instant::now();
     let mut failed_props: Vec<&'static str> = Vec::new();
     for k in 0..cases {
+        if k > 0 && k % 100_000 == 0 {
+            eprintln!("… {k} cases in {:.1}s", started.elapsed().as_secs_f64());
+        }
         let (sc, live) = explore::case(seed, k);
         let violations = explore::check(&sc, live);
         for v in &violations {
