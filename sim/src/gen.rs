@@ -471,6 +471,15 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
             s.config.ask.clear();
         }));
     }
+    if c.deliver_after_cancel {
+        out.push(with(&|s| s.config.deliver_after_cancel = false));
+    }
+    if c.retry != d.retry {
+        out.push(with(&|s| s.config.retry = d.retry.clone()));
+    }
+    if c.limits != d.limits {
+        out.push(with(&|s| s.config.limits = d.limits.clone()));
+    }
     if c.seed != 0 {
         out.push(with(&|s| s.config.seed = 0));
     }
