@@ -120,6 +120,8 @@ fn generator_covers_every_shape() {
         "settled:TimedOut",
         "settled:Cancelled",
         "retry",
+        "turn_refused",
+        "hook_failed",
         "thinking",
         "diff",
         "usage",
