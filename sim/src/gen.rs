@@ -176,6 +176,14 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
         sc.replies.push(r);
     }
 
+    // A run of connection failures (the three-unreachable rule needs three in a row).
+    if chance(g, 1, 8) {
+        let at = range(g, 0, sc.replies.len() as u64) as usize;
+        for _ in 0..3 {
+            sc.replies.insert(at, Reply::Unreachable);
+        }
+    }
+
     // Tool outcomes.
     for _ in 0..range(g, 0, 4) {
         let mut ts = ToolScript {

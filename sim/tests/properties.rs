@@ -101,6 +101,20 @@ fn generator_covers_every_shape() {
             };
             *seen.entry(key).or_default() += 1;
         }
+        // Shapes that need several faults in a row.
+        let events: Vec<&Event> = run.events().map(|(_, e)| e).collect();
+        for w in events.windows(2) {
+            if let [Event::Retry { .. }, Event::Done { stop_reason }] = w {
+                if stop_reason == "cancelled" {
+                    *seen.entry("cancel_in_backoff".into()).or_default() += 1;
+                }
+            }
+        }
+        if events.iter().any(
+            |e| matches!(e, Event::Error { message } if message.contains("unreachable 3 times")),
+        ) {
+            *seen.entry("three_unreachable".into()).or_default() += 1;
+        }
         if run.exit_code == Some(1) {
             *seen.entry("exit:1".into()).or_default() += 1;
         }
@@ -129,6 +143,8 @@ fn generator_covers_every_shape() {
         "refrozen",
         "approval_mode",
         "exit:1",
+        "cancel_in_backoff",
+        "three_unreachable",
     ];
     eprintln!("coverage over 2000 cases: {seen:?}");
     let missing: Vec<&str> = want
