@@ -1,3 +1,465 @@
 //! Provider adapters: model requests over hyper 1.x + rustls, SSE decoding, and one pure mapping
 //! per API (`anthropic`, `openai`, `openai-chat`) from wire JSON to the core's normalized
-//! [`openmax_core::provider::ProviderItem`]s. (Filled in by the provider work.)
+//! [`openmax_core::provider::ProviderItem`]s, plus the built-in `demo` provider.
+//!
+//! The runtime builds one [`Provider`] from a [`ProviderConfig`] and calls [`Provider::spawn`]
+//! for every `SendRequest` effect. Invariants of one spawned attempt: every result goes to the
+//! channel as `Input::Provider { request, attempt, item }` (`Opened` first, then items, ending
+//! with exactly one of `Completed`, `EndedWithoutCompletion`, `Failed`) or as exactly one
+//! `Input::RequestFailed`. Aborting the returned `JoinHandle` cancels the attempt (the
+//! connection is dropped) and nothing more is sent. The adapters never retry and have no idle
+//! timeout: the core decides both.
+//!
+//! Modules: [`sse`] (the decoder), [`mapping`] (what the mappers share), [`anthropic`],
+//! [`openai`] (Responses), [`chat`] (Chat Completions), [`replay`] (history helpers),
+//! [`http`] (client and classification), [`retry_after`], [`demo`].
+
+pub mod anthropic;
+pub mod chat;
+pub mod demo;
+pub mod http;
+pub mod mapping;
+pub mod openai;
+pub mod replay;
+pub mod retry_after;
+pub mod sse;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
+use hyper::{Method, Request, Uri};
+use openmax_core::conversation::ModelRequest;
+use openmax_core::provider::{ProviderItem, RequestFailure, RequestId};
+use openmax_core::Input;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+
+use self::http::{header_value, HttpsClient, Sink};
+use self::mapping::StreamMapper;
+
+/// Which API a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProviderKind {
+    /// Anthropic Messages API.
+    Anthropic,
+    /// OpenAI Responses API.
+    Openai,
+    /// OpenAI Chat Completions (and every compatible server).
+    OpenaiChat,
+    /// The built-in scripted model: no key, no network.
+    Demo,
+}
+
+impl ProviderKind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [ProviderKind; 4] = [
+        ProviderKind::Anthropic,
+        ProviderKind::Openai,
+        ProviderKind::OpenaiChat,
+        ProviderKind::Demo,
+    ];
+
+    /// `anthropic`, `openai`, `openai-chat`, `demo`.
+    pub fn parse(name: &str) -> Option<ProviderKind> {
+        ProviderKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Openai => "openai",
+            ProviderKind::OpenaiChat => "openai-chat",
+            ProviderKind::Demo => "demo",
+        }
+    }
+
+    /// The base URL when none is configured. Anthropic's is the host (the adapter appends
+    /// `/v1/messages`); OpenAI's include `/v1` (the adapter appends `/responses` or
+    /// `/chat/completions`), as their SDKs' base URLs do. Empty for `demo`.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "https://api.anthropic.com",
+            ProviderKind::Openai | ProviderKind::OpenaiChat => "https://api.openai.com/v1",
+            ProviderKind::Demo => "",
+        }
+    }
+
+    /// The environment variable the key is read from by default (`None` for `demo`).
+    pub fn default_api_key_env(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderKind::Openai | ProviderKind::OpenaiChat => Some("OPENAI_API_KEY"),
+            ProviderKind::Demo => None,
+        }
+    }
+
+    /// Whether a missing key is an error before the handshake. `openai-chat` runs keyless
+    /// against local servers (Ollama, llama.cpp, LM Studio, vLLM without `--api-key`).
+    pub fn key_required(self) -> bool {
+        matches!(self, ProviderKind::Anthropic | ProviderKind::Openai)
+    }
+
+    pub fn default_model(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "claude-sonnet-4-5",
+            ProviderKind::Openai => "gpt-5",
+            ProviderKind::OpenaiChat => "gpt-4.1",
+            ProviderKind::Demo => demo::MODEL,
+        }
+    }
+
+    /// A sensible output cap when none is configured. 0 for `openai-chat` means "do not send
+    /// one" (vLLM rejects a cap that does not fit the context; local servers pick their own).
+    pub fn default_max_output_tokens(self) -> u32 {
+        match self {
+            ProviderKind::Anthropic => 16_384,
+            ProviderKind::Openai => 16_384,
+            ProviderKind::OpenaiChat => 0,
+            ProviderKind::Demo => 1024,
+        }
+    }
+}
+
+impl std::str::FromStr for ProviderKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ProviderKind::parse(s).ok_or_else(|| {
+            format!("unknown provider {s:?}: expected one of anthropic, openai, openai-chat, demo")
+        })
+    }
+}
+
+impl std::fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything a provider needs, resolved by the runtime from config, env and flags. Its
+/// `Debug` output redacts the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// See [`ProviderKind::default_base_url`] for the convention (`/v1` or not).
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub model: String,
+    /// The output cap sent with each request; 0 = the API's default (Anthropic, which requires
+    /// one, gets 8192).
+    pub max_output_tokens: u32,
+    /// TCP connect timeout; 0 = none.
+    pub connect_timeout_ms: u64,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("model", &self.model)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .finish()
+    }
+}
+
+impl ProviderConfig {
+    /// The defaults for a kind (no key).
+    pub fn defaults(kind: ProviderKind) -> ProviderConfig {
+        ProviderConfig {
+            kind,
+            base_url: kind.default_base_url().to_string(),
+            api_key: None,
+            model: kind.default_model().to_string(),
+            max_output_tokens: kind.default_max_output_tokens(),
+            connect_timeout_ms: 10_000,
+        }
+    }
+}
+
+/// A configured provider; cheap to clone (one shared client and connection pool).
+#[derive(Clone)]
+pub struct Provider {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    cfg: ProviderConfig,
+    /// The request URL (empty for demo).
+    url: Option<Uri>,
+    /// `None` for demo.
+    client: Option<HttpsClient>,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("kind", &self.inner.cfg.kind)
+            .field("url", &self.inner.url)
+            .field("model", &self.inner.cfg.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Provider {
+    /// Validate the config (URL scheme http/https, header-safe key) and build the client.
+    /// Needs no runtime and no network.
+    pub fn new(cfg: ProviderConfig) -> Result<Provider, String> {
+        if cfg.kind == ProviderKind::Demo {
+            return Ok(Provider {
+                inner: Arc::new(Inner {
+                    cfg,
+                    url: None,
+                    client: None,
+                }),
+            });
+        }
+        let url = endpoint_url(cfg.kind, &cfg.base_url)?;
+        if let Some(key) = &cfg.api_key {
+            header_value("API key", key)?;
+        }
+        let client = http::build_client(cfg.connect_timeout_ms);
+        Ok(Provider {
+            inner: Arc::new(Inner {
+                cfg,
+                url: Some(url),
+                client: Some(client),
+            }),
+        })
+    }
+
+    pub fn config(&self) -> &ProviderConfig {
+        &self.inner.cfg
+    }
+
+    /// The URL requests go to (`None` for demo).
+    pub fn url(&self) -> Option<&Uri> {
+        self.inner.url.as_ref()
+    }
+
+    /// The JSON body this provider would send for `req`.
+    pub fn build_body(&self, req: &ModelRequest) -> serde_json::Value {
+        let cfg = &self.inner.cfg;
+        let max = cfg.max_output_tokens;
+        match cfg.kind {
+            ProviderKind::Anthropic | ProviderKind::Demo => {
+                anthropic::build_body(req, &cfg.model, if max == 0 { 8192 } else { max })
+            }
+            ProviderKind::Openai => {
+                let mut b = openai::build_body(req, &cfg.model, max);
+                if max == 0 {
+                    if let Some(o) = b.as_object_mut() {
+                        o.remove("max_output_tokens");
+                    }
+                }
+                b
+            }
+            ProviderKind::OpenaiChat => {
+                let mut b = chat::build_body(req, &cfg.model, max);
+                if max == 0 {
+                    if let Some(o) = b.as_object_mut() {
+                        o.remove("max_tokens");
+                        o.remove("max_completion_tokens");
+                    }
+                }
+                b
+            }
+        }
+    }
+
+    /// Start one attempt (see the module docs for what reaches `tx`). Must be called inside a
+    /// tokio runtime. Aborting the handle cancels the attempt.
+    pub fn spawn(
+        &self,
+        request: RequestId,
+        attempt: u32,
+        body: ModelRequest,
+        tx: UnboundedSender<Input>,
+    ) -> JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut sink = ChannelSink {
+                request,
+                attempt,
+                tx,
+            };
+            this.run(request, attempt, &body, &mut sink).await;
+        })
+    }
+
+    async fn run(
+        &self,
+        request: RequestId,
+        attempt: u32,
+        body: &ModelRequest,
+        sink: &mut dyn Sink,
+    ) {
+        let inner = &self.inner;
+        let (Some(client), Some(url)) = (&inner.client, &inner.url) else {
+            // Demo: the scripted stream through the real decoder and Anthropic mapping.
+            for item in demo::items(body, request, attempt) {
+                sink.item(item);
+                tokio::task::yield_now().await;
+            }
+            return;
+        };
+        let json = self.build_body(body);
+        let req = match self.http_request(url, &json) {
+            Ok(r) => r,
+            Err(detail) => {
+                sink.failed(RequestFailure::Transport { detail });
+                return;
+            }
+        };
+        let mapper: Box<dyn StreamMapper> = match inner.cfg.kind {
+            ProviderKind::Anthropic | ProviderKind::Demo => {
+                Box::new(anthropic::AnthropicMapper::new())
+            }
+            ProviderKind::Openai => Box::new(openai::OpenaiMapper::new()),
+            ProviderKind::OpenaiChat => Box::new(chat::ChatMapper::with_id_prefix(&format!(
+                "call_r{request}a{attempt}_"
+            ))),
+        };
+        http::run_attempt(client, req, mapper, sink).await;
+    }
+
+    fn http_request(
+        &self,
+        url: &Uri,
+        json: &serde_json::Value,
+    ) -> Result<Request<Full<Bytes>>, String> {
+        let cfg = &self.inner.cfg;
+        let body = serde_json::to_vec(json).map_err(|e| format!("encoding the body: {e}"))?;
+        let mut b = Request::builder()
+            .method(Method::POST)
+            .uri(url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .header(USER_AGENT, concat!("openmax/", env!("CARGO_PKG_VERSION")));
+        match cfg.kind {
+            ProviderKind::Anthropic => {
+                b = b.header("anthropic-version", anthropic::API_VERSION);
+                if let Some(key) = &cfg.api_key {
+                    b = b.header("x-api-key", header_value("x-api-key", key)?);
+                }
+            }
+            ProviderKind::Openai | ProviderKind::OpenaiChat => {
+                if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.is_empty()) {
+                    b = b.header(
+                        AUTHORIZATION,
+                        header_value("authorization", &format!("Bearer {key}"))?,
+                    );
+                }
+            }
+            ProviderKind::Demo => {}
+        }
+        b.body(Full::new(Bytes::from(body)))
+            .map_err(|e| format!("building the request: {e}"))
+    }
+}
+
+/// The full request URL for a kind and base URL (trailing slashes ignored; an Anthropic base
+/// that already ends in `/v1` is not doubled).
+pub fn endpoint_url(kind: ProviderKind, base_url: &str) -> Result<Uri, String> {
+    let base = base_url.trim().trim_end_matches('/');
+    let url = match kind {
+        ProviderKind::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
+        ProviderKind::Anthropic => format!("{base}/v1/messages"),
+        ProviderKind::Openai => format!("{base}/responses"),
+        ProviderKind::OpenaiChat => format!("{base}/chat/completions"),
+        ProviderKind::Demo => return Err("the demo provider has no URL".into()),
+    };
+    let uri: Uri = url
+        .parse()
+        .map_err(|e| format!("invalid base URL {base_url:?}: {e}"))?;
+    match uri.scheme_str() {
+        Some("http") | Some("https") if uri.host().is_some() => Ok(uri),
+        _ => Err(format!(
+            "invalid base URL {base_url:?}: it must start with http:// or https:// and name a host"
+        )),
+    }
+}
+
+/// Sends an attempt's results to the runtime's channel (a closed channel drops them: the
+/// runtime is gone or no longer cares).
+struct ChannelSink {
+    request: RequestId,
+    attempt: u32,
+    tx: UnboundedSender<Input>,
+}
+
+impl Sink for ChannelSink {
+    fn item(&mut self, item: ProviderItem) {
+        let _ = self.tx.send(Input::Provider {
+            request: self.request,
+            attempt: self.attempt,
+            item,
+        });
+    }
+
+    fn failed(&mut self, failure: RequestFailure) {
+        let _ = self.tx.send(Input::RequestFailed {
+            request: self.request,
+            attempt: self.attempt,
+            failure,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip() {
+        for k in ProviderKind::ALL {
+            assert_eq!(ProviderKind::parse(k.as_str()), Some(k));
+            assert_eq!(k.as_str().parse::<ProviderKind>(), Ok(k));
+        }
+        assert_eq!(ProviderKind::parse("openai_chat"), None);
+        assert!("nope"
+            .parse::<ProviderKind>()
+            .unwrap_err()
+            .contains("openai-chat"));
+        assert_eq!(
+            ProviderKind::OpenaiChat.default_api_key_env(),
+            Some("OPENAI_API_KEY")
+        );
+        assert!(!ProviderKind::OpenaiChat.key_required());
+        assert_eq!(ProviderKind::Demo.default_api_key_env(), None);
+    }
+
+    #[test]
+    fn endpoint_urls() {
+        let u = |k, b| endpoint_url(k, b).map(|u| u.to_string());
+        assert_eq!(
+            u(ProviderKind::Anthropic, "https://api.anthropic.com/").unwrap(),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            u(ProviderKind::Anthropic, "http://127.0.0.1:9/v1").unwrap(),
+            "http://127.0.0.1:9/v1/messages"
+        );
+        assert_eq!(
+            u(ProviderKind::Openai, "https://api.openai.com/v1").unwrap(),
+            "https://api.openai.com/v1/responses"
+        );
+        assert_eq!(
+            u(ProviderKind::OpenaiChat, "http://localhost:11434/v1/").unwrap(),
+            "http://localhost:11434/v1/chat/completions"
+        );
+        assert!(u(ProviderKind::OpenaiChat, "localhost:11434/v1").is_err());
+        assert!(u(ProviderKind::OpenaiChat, "ftp://x/v1").is_err());
+    }
+
+    #[test]
+    fn bad_key_is_rejected_up_front() {
+        let mut cfg = ProviderConfig::defaults(ProviderKind::Anthropic);
+        cfg.api_key = Some("bad\nkey".into());
+        assert!(!format!("{cfg:?}").contains("bad"));
+        assert!(Provider::new(cfg).unwrap_err().contains("API key"));
+    }
+}

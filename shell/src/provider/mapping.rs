@@ -1,0 +1,145 @@
+//! What every per-API stream mapping shares: the [`StreamMapper`] trait the HTTP driver and the
+//! demo provider run, the terminal-item bookkeeping, and small JSON helpers.
+//!
+//! Invariant of every mapper: over one stream it returns at most one terminal item
+//! (`Completed`, `EndedWithoutCompletion` or `Failed`), nothing after it, and
+//! [`StreamMapper::on_eof`] / [`StreamMapper::on_body_error`] return one when none was returned
+//! yet. So "Opened, items…, exactly one terminal" holds for any byte stream.
+
+use openmax_core::provider::{FailureKind, ProviderItem};
+use serde_json::Value;
+
+use super::sse::SseEvent;
+
+/// A stateful mapping from one API's SSE events to normalized provider items.
+pub trait StreamMapper: Send {
+    /// Map one decoded event. Returns nothing once a terminal item was returned.
+    fn on_event(&mut self, ev: &SseEvent) -> Vec<ProviderItem>;
+    /// The body ended cleanly: `EndedWithoutCompletion` unless the stream completed (or, for
+    /// APIs whose completion is implied at the end, the pending completion).
+    fn on_eof(&mut self) -> Vec<ProviderItem>;
+    /// The body failed mid-stream (aborted socket): `EndedWithoutCompletion { detail }` unless
+    /// a terminal item was already returned.
+    fn on_body_error(&mut self, detail: &str) -> Vec<ProviderItem> {
+        if self.is_done() {
+            return Vec::new();
+        }
+        self.mark_done();
+        vec![ProviderItem::EndedWithoutCompletion {
+            detail: format!("the stream broke before completion: {detail}"),
+        }]
+    }
+    /// Whether a terminal item has been returned.
+    fn is_done(&self) -> bool;
+    /// Record that a terminal item has been returned.
+    fn mark_done(&mut self);
+}
+
+/// Whether an item ends the stream.
+pub fn is_terminal(item: &ProviderItem) -> bool {
+    matches!(
+        item,
+        ProviderItem::Completed { .. }
+            | ProviderItem::EndedWithoutCompletion { .. }
+            | ProviderItem::Failed { .. }
+    )
+}
+
+/// Parse an event's data as JSON; `None` for anything unparseable (ignored by mappers).
+pub fn parse_json(data: &str) -> Option<Value> {
+    serde_json::from_str(data).ok()
+}
+
+/// A string field, or "".
+pub fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// An unsigned integer field, if present.
+pub fn u64_at(v: &Value, pointer: &str) -> Option<u64> {
+    v.pointer(pointer).and_then(Value::as_u64)
+}
+
+/// A `Failed` item from an error object `{type?, code?, message?}` (either field may name the
+/// class; numeric codes such as OpenRouter's HTTP-like ones are mapped by status class).
+pub fn failed_from_error(err: &Value, fallback_message: &str) -> ProviderItem {
+    let message = match err.get("message").and_then(Value::as_str) {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => fallback_message.to_string(),
+    };
+    ProviderItem::Failed {
+        kind: classify_error_object(err, &message),
+        message,
+    }
+}
+
+/// Classify an error object by its `code`, then its `type` (the first that is not `Other`).
+pub fn classify_error_object(err: &Value, message: &str) -> FailureKind {
+    for key in ["code", "type"] {
+        let k = match err.get(key) {
+            Some(Value::String(s)) => FailureKind::classify(s, message),
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .map(|s| kind_for_status(s as u16))
+                .unwrap_or(FailureKind::Other),
+            _ => FailureKind::Other,
+        };
+        if k != FailureKind::Other {
+            return k;
+        }
+    }
+    FailureKind::classify("", message)
+}
+
+/// The failure class an HTTP status implies when the body names none.
+pub fn kind_for_status(status: u16) -> FailureKind {
+    match status {
+        429 => FailureKind::RateLimit,
+        529 => FailureKind::Overloaded,
+        500..=599 => FailureKind::Server,
+        _ => FailureKind::Other,
+    }
+}
+
+/// At most `max` characters of `s` (on a char boundary), with `…` when cut.
+pub fn snippet(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn classify_prefers_code_then_type() {
+        let e = json!({"type":"insufficient_quota","code":"insufficient_quota","message":"x"});
+        assert_eq!(
+            classify_error_object(&e, "x"),
+            FailureKind::InsufficientQuota
+        );
+        let e = json!({"type":"requests","code":"rate_limit_exceeded"});
+        assert_eq!(classify_error_object(&e, ""), FailureKind::RateLimit);
+        let e = json!({"type":"overloaded_error","message":"Overloaded"});
+        assert_eq!(
+            classify_error_object(&e, "Overloaded"),
+            FailureKind::Overloaded
+        );
+        let e = json!({"code":502,"message":"upstream"});
+        assert_eq!(classify_error_object(&e, "upstream"), FailureKind::Server);
+        let e = json!({"type":"invalid_request_error","message":"prompt is too long: 1 > 0"});
+        assert_eq!(
+            classify_error_object(&e, "prompt is too long: 1 > 0"),
+            FailureKind::ContextLength
+        );
+    }
+
+    #[test]
+    fn snippet_cuts_on_char_boundary() {
+        assert_eq!(snippet("héllo", 2), "hé…");
+        assert_eq!(snippet("hé", 2), "hé");
+    }
+}
