@@ -221,10 +221,9 @@ fn check_fields(
     problems: &mut Vec<String>,
 ) {
     for key in obj.keys() {
-        if key != "type" && key != "session_id" && key != "cmd" {
-            if !fields.iter().any(|f| f.name == key) {
-                problems.push(format!("unknown field {key:?} on a {type_name} line"));
-            }
+        let known = key == "type" || key == "session_id" || key == "cmd";
+        if !known && !fields.iter().any(|f| f.name == key) {
+            problems.push(format!("unknown field {key:?} on a {type_name} line"));
         }
     }
     for spec in fields {

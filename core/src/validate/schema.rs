@@ -165,10 +165,8 @@ pub fn check(root: &Value, schema: &Value, value: &Value, at: &str) -> Result<()
                 }
             }
             "const" if value != arg => return Err(format!("{at}: is not {arg}")),
-            "enum" => {
-                if !arg.as_array().is_some_and(|a| a.contains(value)) {
-                    return Err(format!("{at}: is not one of {arg}"));
-                }
+            "enum" if !arg.as_array().is_some_and(|a| a.contains(value)) => {
+                return Err(format!("{at}: is not one of {arg}"));
             }
             "properties" => {
                 if let (Some(props), Some(obj)) = (arg.as_object(), value.as_object()) {

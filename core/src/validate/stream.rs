@@ -120,7 +120,8 @@ impl StreamValidator {
                 return self.report(n, out);
             }
         };
-        if self.is_plain_token(raw) {
+        // Line 2 of a continued session must be the transcript: leave it to the full check.
+        if !(n == 2 && self.continued) && self.is_plain_token(raw) {
             self.on_token(n, &mut out);
             self.prev_type = Some("token");
             return self.report(n, out);
@@ -543,12 +544,10 @@ impl StreamValidator {
             }
             // Contract: "error: The turn failed; an error line precedes it"; "truncated: ...
             // an error line precedes it".
-            "error" | "truncated" => {
-                if self.turn.error_at.is_none() {
-                    out.push(format!(
-                        "done with stop_reason {stop_reason} has no error line before it in this turn"
-                    ));
-                }
+            "error" | "truncated" if self.turn.error_at.is_none() => {
+                out.push(format!(
+                    "done with stop_reason {stop_reason} has no error line before it in this turn"
+                ));
             }
             _ => {}
         }
