@@ -225,8 +225,7 @@ async fn handle(
         let name = name.as_str().to_ascii_lowercase();
         let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
         if SECRET_HEADERS.contains(&name.as_str()) {
-            let secret = value.strip_prefix("Bearer ").unwrap_or(&value).trim();
-            has_api_key |= name != "proxy-authorization" && !secret.is_empty();
+            has_api_key |= name != "proxy-authorization" && !credential(&value).is_empty();
             headers.push((name, "[redacted]".to_string()));
         } else {
             headers.push((name, value));
@@ -308,6 +307,16 @@ async fn handle(
             insert_request_id(h, flavor, seq);
             Ok(response)
         }
+    }
+}
+
+/// The credential in a header value: without a leading `Bearer` scheme, trimmed.
+fn credential(value: &str) -> &str {
+    let value = value.trim();
+    match value.split_once(char::is_whitespace) {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim(),
+        None if value.eq_ignore_ascii_case("bearer") => "",
+        Some(_) | None => value,
     }
 }
 
