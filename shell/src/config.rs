@@ -206,7 +206,6 @@ pub fn resolve(
         .clone()
         .or_else(|| env_over.base_url.clone())
         .or(p.base_url.clone());
-    let explicit_key_env = p.api_key_env.is_some();
     let api_key_env = p
         .api_key_env
         .clone()
@@ -215,7 +214,7 @@ pub fn resolve(
         None => None,
         Some(var) => match env(var).filter(|v| !v.is_empty()) {
             Some(k) => Some(k),
-            None if kind.key_required() || explicit_key_env => {
+            None if kind.key_required() => {
                 return Err(ConfigError(format!(
                     "provider {name} needs an API key: set the environment variable {var} \
                      (or point [provider] api_key_env in $OPENMAX_HOME/config.toml at the \

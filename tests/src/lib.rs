@@ -276,6 +276,11 @@ impl Session {
         stdin.flush().expect("flush to openmax");
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Close stdin (EOF).
     pub fn close(&mut self) {
         self.stdin = None;
