@@ -41,7 +41,7 @@ impl Core {
     }
 
     fn on_user(&mut self, text: String) {
-        if self.in_turn() {
+        if self.busy() {
             return self.protocol_error(
                 "a turn is already in flight; wait for its done before sending the next user \
                  command (or send cancel)",
@@ -229,7 +229,7 @@ impl Core {
     }
 
     fn on_reload(&mut self) {
-        if self.in_turn() {
+        if self.busy() {
             return self.protocol_error("reload: a turn is in flight; send reload after its done");
         }
         if self.refreezing {

@@ -13,7 +13,10 @@
 //!    handle it and ask again). Every deadline is strictly later than the `now` of the `handle`
 //!    that set it, and a `Timeout` at or after it consumes it, so a driver that jumps a virtual
 //!    clock to each deadline always moves forward and can never busy-loop.
-//! 4. After [`Effect::Exit`] the session is over: [`Core::exit_code`] is `Some` and every
+//! 4. Client input (`Line`, `Framing`, `EndOfInput`) that arrives while the answer to an
+//!    earlier `approval_mode` or `reload` is still in flight (`SaveMode`, `Refreeze`) is held
+//!    and handled, in order, right after that answer: commands are answered in arrival order.
+//! 5. After [`Effect::Exit`] the session is over: [`Core::exit_code`] is `Some` and every
 //!    further input is ignored.
 //!
 //! Invariants: a single mutation (`handle`) is followed by a full drain; `&mut self` only, no
@@ -21,6 +24,27 @@
 //! inputs give the same outputs byte for byte. Bad input becomes a `protocol_error` or
 //! `error` event; no input can make the core panic. Inputs that name a request attempt, tool
 //! call, approval, hook run or persistence ticket that is no longer current are ignored.
+//!
+//! # Decisions the contract leaves open
+//!
+//! - The turn's states are `turn::Phase` (idle, prompt hooks, streaming, backoff, the
+//!   persistence waits, planning, approving, running a tool, turn_end hooks, closed); draining
+//!   after `quit` is a flag, not a state, because the in-flight turn keeps running.
+//! - Timers: one [`TimerReason`] at a time, owned by the phase (`StreamIdle` is armed when an
+//!   attempt goes out and reset by every provider item; `RetryBackoff`; `ApprovalTimeout`).
+//!   Expiry comes back as [`Input::Timeout`].
+//! - Blocking `user_prompt_submit` hooks run before the prompt enters the conversation, so a
+//!   `blocked` prompt is never shown to the model nor recorded as a message.
+//! - A final reply (no tool calls) always gets a `message_done`, even with empty text; a reply
+//!   that only calls tools gets one when it had text.
+//! - A `cancel` mid-reply after some `token`s keeps the partial text (persisted, then
+//!   `message_done`) before `done cancelled`, so every token run ends with `message_done`.
+//! - A `RequestFailed` (or any failure) after reply text is never retried.
+//! - Tool results and harness notes are appended as they happen; request bodies merge
+//!   consecutive messages of one role and put tool results first in a user message.
+//! - Persistence the client waits on (`message_done`, `tool_end`, `turn_refused`) is awaited in
+//!   its own phase; other records (prompt, mode change, refreeze, turn end) are written in the
+//!   background, and a background write that fails during a turn fails that turn.
 //!
 //! ```
 //! use openmax_core::machine::{Core, CoreConfig, Effect, Freeze, Input, Output};
@@ -127,6 +151,12 @@ pub struct Core {
     mode_saves: VecDeque<Mode>,
     /// A `Refreeze` is in flight.
     refreezing: bool,
+    /// Client input (command lines, end of input) held while a `SaveMode` or `Refreeze` is in
+    /// flight, so commands are answered in the order they arrived.
+    held: VecDeque<(Input, bool)>,
+    /// While a held input is handled: whether a turn was in flight when it arrived (a `user`
+    /// or `reload` that arrived during a turn is answered as in flight, as the client saw it).
+    arrived_in_turn: bool,
     /// A snapshot that arrived during a turn; applied right after that turn's `done`
     /// (`refrozen` only appears between turns).
     deferred_freeze: Option<Box<Freeze>>,
@@ -163,6 +193,8 @@ impl Core {
             mode_saves: VecDeque::new(),
             refreezing: false,
             deferred_freeze: None,
+            held: VecDeque::new(),
+            arrived_in_turn: false,
             draining: false,
             started: false,
             last_stop: None,
@@ -219,8 +251,48 @@ impl Core {
             return;
         }
         self.start();
+        let client = matches!(
+            input,
+            Input::Line(_) | Input::Framing(_) | Input::EndOfInput
+        );
+        if client && self.awaiting_answer() {
+            // As the client sees it, a turn is in flight when one runs now or when a `user`
+            // it sent earlier, held ahead of this input, will start one.
+            let user_ahead = self.held.iter().any(|(i, busy)| {
+                !busy
+                    && matches!(i, Input::Line(l)
+                        if matches!(crate::wire::Command::parse_line(l), Ok(Some(crate::wire::Command::User { .. }))))
+            });
+            let busy = self.in_turn() || user_ahead;
+            self.held.push_back((input, busy));
+            return;
+        }
+        self.dispatch(input);
+        while !self.awaiting_answer() && self.exit_code.is_none() {
+            let Some((next, in_turn)) = self.held.pop_front() else {
+                break;
+            };
+            self.arrived_in_turn = in_turn;
+            self.dispatch(next);
+            self.arrived_in_turn = false;
+        }
+    }
+
+    /// A turn is in flight now, or was when the command being handled arrived.
+    fn busy(&self) -> bool {
+        self.in_turn() || self.arrived_in_turn
+    }
+
+    /// A command's answer depends on an effect still in flight (`SaveMode`, `Refreeze`): later
+    /// client input waits, so every command is answered in arrival order.
+    fn awaiting_answer(&self) -> bool {
+        !self.mode_saves.is_empty() || self.refreezing
+    }
+
+    fn dispatch(&mut self, input: Input) {
         match input {
             Input::Line(raw) => self.on_line(&raw),
+            Input::Framing(_) if self.draining => {}
             Input::Framing(fault) => self.protocol_error(match fault {
                 FramingFault::TooLong { len } => {
                     format!("line longer than 8 MiB ({len} bytes) skipped")
