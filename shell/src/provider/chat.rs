@@ -255,6 +255,24 @@ impl StreamMapper for ChatMapper {
         out
     }
 
+    /// A `finish_reason` already arrived: the reply is complete, only the trailing usage chunk
+    /// was lost with the socket.
+    fn on_body_error(&mut self, detail: &str) -> Vec<ProviderItem> {
+        let mut out = Vec::new();
+        if self.done {
+            return out;
+        }
+        if self.finish.is_some() {
+            self.complete(&mut out);
+        } else {
+            self.done = true;
+            out.push(ProviderItem::EndedWithoutCompletion {
+                detail: format!("the stream broke before completion: {detail}"),
+            });
+        }
+        out
+    }
+
     fn is_done(&self) -> bool {
         self.done
     }
@@ -442,6 +460,28 @@ data: {"id":"gen-1","object":"chat.completion.chunk","error":{"code":502,"messag
                 message: "quota".into()
             }]
         );
+    }
+
+    #[test]
+    fn body_error_after_finish_reason_still_completes() {
+        let cut = &TEXT[..TEXT.find("\"choices\":[],").unwrap()];
+        let mut m = ChatMapper::new();
+        let mut items: Vec<_> = decode_all(cut.as_bytes())
+            .iter()
+            .flat_map(|e| m.on_event(e))
+            .collect();
+        items.extend(m.on_body_error("connection reset"));
+        assert_eq!(
+            items.last(),
+            Some(&ProviderItem::Completed {
+                finish_reason: "stop".into()
+            })
+        );
+        let mut m = ChatMapper::new();
+        assert!(matches!(
+            m.on_body_error("reset").as_slice(),
+            [ProviderItem::EndedWithoutCompletion { .. }]
+        ));
     }
 
     #[test]
