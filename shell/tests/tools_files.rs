@@ -575,3 +575,38 @@ async fn edit_file_preserves_crlf_and_missing_final_newline() {
     assert!(out.ok);
     assert_eq!(p.dir.read_str("winnofinal.txt"), "a\r\nb\r\nc");
 }
+
+#[tokio::test]
+async fn special_files_are_refused() {
+    let p = Project::new("special");
+    let fifo = p.dir.path().join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+    let out = p.call("read_file", json!({"path": "pipe"})).await;
+    assert_eq!(out.output, "read_file: pipe is not a regular file");
+    p.refused(
+        "write_file",
+        json!({"path": "pipe", "content": "x"}),
+        "write_file: pipe is not a regular file",
+    )
+    .await;
+    let out = p
+        .call("grep", json!({"pattern": "x", "path": "pipe"}))
+        .await;
+    assert_eq!(out.output, "grep: pipe is not a regular file or directory");
+    p.dir.write("a.txt", "x\n");
+    let out = p.call("grep", json!({"pattern": "x"})).await;
+    assert_eq!(out.output, "a.txt:1:x\n", "the walk skips the fifo");
+    p.dir.write("b.bin", b"x\x00");
+    let out = p
+        .call("grep", json!({"pattern": "x", "path": "b.bin"}))
+        .await;
+    assert!(out.ok);
+    assert_eq!(
+        out.output,
+        "b.bin is a binary file (it contains NUL bytes); not searched\n"
+    );
+}

@@ -142,10 +142,14 @@ fn wait_pid(p: &Project, file: &str) -> u32 {
 #[tokio::test]
 async fn timeout_kills_the_whole_group() {
     let p = Project::new("sh-timeout");
-    let cmd = "echo $$ > leader.pid; sleep 30 & echo $! > bg.pid; echo started; sleep 30";
-    let out = p
-        .call("shell", json!({"command": cmd, "timeout_s": 0.5}))
-        .await;
+    let cmd = "echo $$ > leader.pid; sleep 60 & echo $! > bg.pid; echo started; sleep 60";
+    // A guard against a hang (the sleeps outlast it), not a timing assertion.
+    let out = tokio::time::timeout(
+        Duration::from_secs(20),
+        p.call("shell", json!({"command": cmd, "timeout_s": 0.5})),
+    )
+    .await
+    .expect("the timeout ends the call");
     assert!(!out.ok);
     assert_eq!(
         out.output,
