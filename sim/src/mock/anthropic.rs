@@ -132,7 +132,7 @@ impl super::render::Encoder for Encoder {
                     }
                     Some((_, Open::Text | Open::Tool)) | None => self.start(
                         &mut out,
-                        json!({"type": "thinking", "thinking": ""}),
+                        json!({"type": "thinking", "thinking": "", "signature": ""}),
                         Open::Thinking { text: text.clone() },
                     ),
                 };
