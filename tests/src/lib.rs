@@ -307,7 +307,7 @@ impl Session {
     }
 
     /// The next event, failing the test after the deadline.
-    pub fn next(&mut self) -> Value {
+    pub fn event(&mut self) -> Value {
         match self.next_value() {
             Some(v) => v,
             None => self.fail("no next line before the deadline (or stdout closed)"),
@@ -318,7 +318,7 @@ impl Session {
     pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
         let mut got = Vec::new();
         loop {
-            let v = self.next();
+            let v = self.event();
             let stop = pred(&v);
             got.push(v);
             if stop {

@@ -225,7 +225,7 @@ fn mode_saved_by_one_process_is_in_force_in_the_next() {
     env.trust();
     let mut s = env.stdio(&[]);
     s.send(json!({"cmd":"approval_mode","mode":"auto"}));
-    let ack = s.next();
+    let ack = s.event();
     assert_eq!(ack, json!({"type":"approval_mode","mode":"auto"}));
     assert_eq!(s.finish().0, Some(0));
 
@@ -252,7 +252,7 @@ fn agent_spawned_cannot_change_mode_or_trust() {
         .push(("OPENMAX_AGENT_SESSION".into(), "parent-session".into()));
     let mut s = env.stdio(&[]);
     s.send(json!({"cmd":"approval_mode","mode":"auto"}));
-    let pe = s.next();
+    let pe = s.event();
     assert_eq!(pe["type"], "protocol_error");
     assert!(pe["message"].as_str().unwrap().contains("agent"), "{pe}");
     assert_eq!(s.finish().0, Some(0));
@@ -293,7 +293,7 @@ fn continue_resumes_with_a_transcript() {
     let mut s = env.stdio(&["--continue"]);
     assert_eq!(s.hello["continued"], true);
     assert_eq!(s.hello["session_id"], sid);
-    let t = s.next();
+    let t = s.event();
     assert_eq!(t["type"], "transcript");
     assert_eq!(t["messages"][0]["content"], "first question");
     assert_eq!(t["messages"][1]["content"], "first answer");
