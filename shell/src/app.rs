@@ -287,6 +287,8 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             runtime.push_input(Input::Line(Command::User { text: prompt }.to_line()));
             runtime.push_input(Input::EndOfInput);
             let (code, sink) = rt.block_on(runtime.run());
+            // Do not wait for leftover blocking work (a plan job) after the session is over.
+            rt.shutdown_background();
             sink.exit_code().unwrap_or(code)
         }
         None => {
@@ -307,6 +309,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
                 crate::framing::pump(std::io::stdin().lock(), |input| tx.send(input).is_ok())
             });
             let (code, _sink) = rt.block_on(runtime.run());
+            rt.shutdown_background();
             code
         }
     }
