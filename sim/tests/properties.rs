@@ -14,7 +14,7 @@ use openmax_sim::gen::{GenScenario, LiveScenario};
 use openmax_sim::scenario::Scenario;
 
 /// Cases per property.
-const CASES: u64 = 1000;
+const CASES: u64 = 1500;
 
 fn qc(salt: u64) -> QuickCheck {
     let seed = std::env::var("OPENMAX_SIM_SEED")
@@ -133,5 +133,8 @@ fn generator_covers_every_shape() {
         .copied()
         .filter(|w| !seen.contains_key(*w))
         .collect();
-    assert!(missing.is_empty(), "never generated: {missing:?}\nseen: {seen:?}");
+    assert!(
+        missing.is_empty(),
+        "never generated: {missing:?}\nseen: {seen:?}"
+    );
 }
