@@ -85,8 +85,9 @@ impl<S: Sink> Runtime<S> {
                 Some(i) => i,
                 None => self.next_input().await,
             };
-            if let Input::ToolDone { call_id, .. } = &input {
+            if let Input::ToolDone { call_id, outcome } = &input {
                 self.tool_cancels.remove(call_id);
+                self.backend.note_tool_done(outcome);
             }
             let now = self.now();
             self.core.handle(now, input);
@@ -240,7 +241,7 @@ impl<S: Sink> Runtime<S> {
                 }
             }
             Effect::Refreeze => {
-                let snapshot = Box::new(self.backend.freeze());
+                let snapshot = Box::new(self.backend.refreeze());
                 self.ready.push_back(Input::Frozen { snapshot });
             }
             Effect::Exit { code } => return Some(code),
