@@ -212,6 +212,11 @@ pub struct RunOutput {
     pub stderr: String,
 }
 
+/// Wait for a child spawned with piped stdout and stderr (with the deadline).
+pub fn wait_child(child: Child) -> RunOutput {
+    wait_output(child)
+}
+
 fn wait_output(mut child: Child) -> RunOutput {
     let mut out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");

@@ -318,3 +318,53 @@ fn last_turn_error_exits_1_over_stdio() {
     assert_eq!(reason, "error");
     assert_eq!(s.finish().0, Some(1));
 }
+
+#[test]
+fn ctrl_c_in_print_mode_cancels_the_turn_and_kills_the_tool() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![tool_reply(
+        "sh",
+        "shell",
+        json!({"command":"sleep 30 & echo $! > bg.pid; sleep 30"}),
+    )]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    let mut s = env.stdio(&[]);
+    s.send(json!({"cmd":"approval_mode","mode":"auto"}));
+    assert_eq!(s.event()["type"], "approval_mode");
+    s.finish();
+
+    let child = env
+        .command(&["-p", "run it"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = env.project.join("bg.pid");
+    let end = std::time::Instant::now() + DEADLINE;
+    let bg: i32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(std::time::Instant::now() < end, "the tool never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // SAFETY: sending a signal to our own child process by pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = wait_child(child);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains("cancelled"), "{}", out.stderr);
+    let end = std::time::Instant::now() + DEADLINE;
+    // SAFETY: kill(pid, 0) only checks whether the process exists.
+    while unsafe { libc::kill(bg, 0) } == 0 {
+        assert!(
+            std::time::Instant::now() < end,
+            "the tool's background child {bg} survived"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
