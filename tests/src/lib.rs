@@ -145,6 +145,25 @@ impl TestEnv {
         wait_output(child)
     }
 
+    /// Run `openmax ARGS` with `input` on stdin.
+    pub fn run_with_stdin(&self, args: &[&str], input: &[u8]) -> RunOutput {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("openmax starts");
+        let mut stdin = child.stdin.take().expect("piped");
+        let input = input.to_vec();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let out = wait_output(child);
+        let _ = writer.join();
+        out
+    }
+
     /// `openmax --trust` in the project; asserts it succeeded.
     pub fn trust(&self) {
         let out = self.run(&["--trust"]);

@@ -368,3 +368,40 @@ fn ctrl_c_in_print_mode_cancels_the_turn_and_kills_the_tool() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+#[test]
+fn check_accepts_a_real_session_and_rejects_a_broken_one() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![text_reply("hi")]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    let mut s = env.stdio(&[]);
+    s.user("hello");
+    s.turn();
+    let stream = s.seen.join("\n") + "\n";
+    s.finish();
+    let out = env.run_with_stdin(&["--check", "--stdio"], stream.as_bytes());
+    assert_eq!(out.code, Some(0), "{}", out.stdout);
+    // Drop the final `done`: the turn never terminates.
+    let broken: Vec<&str> = stream
+        .lines()
+        .filter(|l| !l.contains("\"type\":\"done\""))
+        .collect();
+    let out = env.run_with_stdin(
+        &["--check", "--stdio"],
+        (broken.join("\n") + "\n").as_bytes(),
+    );
+    assert_ne!(out.code, Some(0), "{}", out.stdout);
+}
+
+#[test]
+fn spec_prints_the_contract_and_its_schema() {
+    let env = TestEnv::new();
+    let out = env.run(&["--spec", "stdio"]);
+    assert_eq!(out.code, Some(0));
+    assert!(out.stdout.contains("openmax-stdio/6"));
+    let out = env.run(&["--spec", "stdio", "--json"]);
+    assert_eq!(out.code, Some(0));
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON Schema");
+    assert!(v["$schema"].is_string());
+}
