@@ -5,9 +5,12 @@
 //! Invariants:
 //! - Single mutation then full drain: every `handle` is followed by polling the core to empty;
 //!   events go to the [`Sink`] in emission order, effects are started in emission order.
-//! - Quick effects (persist, save mode, approve source, refreeze, hook stand-in) are performed
-//!   inline and their answer is queued locally, ahead of anything else, so e.g. a `Persisted`
-//!   ack is seen before any later provider item.
+//! - Quick effects (persist, save mode, approve source, refreeze, and hooks, which are answered
+//!   `Failed` "hooks not yet supported" until hooks land) are performed inline and their answer
+//!   is queued locally, ahead of anything else, so e.g. a `Persisted` ack is seen before any
+//!   later provider item.
+//! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
+//!   process group; only a second signal exits at once (130).
 //! - The sink is flushed when the core goes quiet: no queued input and nothing ready on the
 //!   channel. A burst of inputs therefore costs one stdout write.
 //! - Time: `now` is milliseconds since the runtime started (monotonic `Instant`). The next
