@@ -113,11 +113,19 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
     if chance(g, 1, 6) {
         c.ask = vec!["read_file(secret*)".into()];
     }
-    if chance(g, 1, 10) {
+    if chance(g, 1, 6) {
+        let (name, event, blocking) = pick(
+            g,
+            &[
+                ("gate.sh", "user_prompt_submit", true),
+                ("verify.sh", "turn_end", true),
+                ("log.sh", "tool_end", false),
+            ],
+        );
         c.hooks = vec![HookSpec {
-            name: "gate.sh".into(),
-            event: "user_prompt_submit".into(),
-            blocking: true,
+            name: name.into(),
+            event: event.into(),
+            blocking,
             not_loaded: None,
         }];
         let n = range(g, 0, 3);
