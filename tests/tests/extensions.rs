@@ -69,6 +69,8 @@ fn external_tool_approved_over_the_wire_then_agent_edit_asks_again() {
         ),
         tool_reply("c2", "greet", json!({"who":"w"})),
         text_reply("done"),
+        tool_reply("c3", "greet", json!({"who":"w"})),
+        text_reply("again"),
     ]);
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
     env.trust();
@@ -123,6 +125,15 @@ fn external_tool_approved_over_the_wire_then_agent_edit_asks_again() {
     assert_eq!(reason, "end_turn");
     let out = last_of(&evs, "tool_end")["output"].as_str().unwrap();
     assert!(out.contains("v2"), "{out}");
+
+    // The wire approval was stored for exactly these bytes: the next call runs unasked.
+    s.user("once more");
+    let (evs, _) = s.turn();
+    assert!(
+        !types(&evs).contains(&"approval_request".to_string()),
+        "{evs:?}"
+    );
+    assert_eq!(last_of(&evs, "tool_end")["ok"], true);
     assert_eq!(s.finish().0, Some(0));
 }
 
