@@ -491,4 +491,30 @@ mod tests {
             .unwrap_err();
         assert!(e.0.contains("deny"), "{e}");
     }
+
+    #[test]
+    fn hooks_by_origin_and_validated() {
+        let l = layered(
+            "[[hooks]]\nevent = \"turn_end\"\ncommand = \"./check.sh --fast\"\nblocking = true\n",
+            "[[hooks]]\nevent = \"tool_end\"\ncommand = [\"sh\", \"a b.sh\"]\ntimeout_s = 0.5\n",
+        )
+        .unwrap();
+        assert_eq!(l.hooks.len(), 2);
+        assert_eq!(l.hooks[0].1, Origin::User);
+        assert_eq!(l.hooks[0].0.command, vec!["./check.sh", "--fast"]);
+        assert_eq!(l.hooks[1].1, Origin::Project);
+        assert_eq!(l.hooks[1].0.command, vec!["sh", "a b.sh"]);
+        assert_eq!(l.hooks[1].0.timeout_ms(), 500);
+        let e = layered(
+            "",
+            "[[hooks]]\nevent = \"tool_end\"\ncommand = \"x\"\nblocking = true\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.0.contains(".openmax/config.toml") && e.0.contains("cannot block"),
+            "{e}"
+        );
+        let e = layered("[[hooks]]\nevent = \"nope\"\ncommand = \"x\"\n", "").unwrap_err();
+        assert!(e.0.contains("[[hooks]] #1"), "{e}");
+    }
 }
