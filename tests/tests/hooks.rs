@@ -328,3 +328,45 @@ fn unapproved_project_hook_is_reported_and_not_run() {
     assert!(!marker.exists());
     assert_eq!(s.finish().0, Some(0));
 }
+
+#[test]
+fn observe_only_hook_failure_is_reported_and_the_turn_proceeds() {
+    let env = TestEnv::new();
+    write(&env.project, "a.txt", "hello\n");
+    let mock = MockServer::start(vec![
+        tool_reply("r1", "read_file", json!({"path":"a.txt"})),
+        text_reply("read it"),
+    ]);
+    let payload = env.root.join("payload.json");
+    config_with_hook(
+        &env,
+        &mock,
+        &format!(
+            "event = \"tool_end\"\ncommand = [\"sh\", \"-c\", \"cat > '{}'; echo broken >&2; exit 1\"]",
+            payload.display()
+        ),
+    );
+    env.trust();
+    let mut s = env.stdio(&[]);
+    s.user("read a.txt");
+    let mut evs = s.until_type("hook_failed");
+    if !evs.iter().any(|e| e["type"] == "done") {
+        evs.extend(s.until_type("done"));
+    }
+    let done = evs.iter().find(|e| e["type"] == "done").unwrap();
+    assert_eq!(done["stop_reason"], "end_turn");
+    let failed = of_type(&evs, "hook_failed");
+    assert_eq!(failed[0]["hook"], "tool_end:sh");
+    assert_eq!(failed[0]["event"], "tool_end");
+    let detail = failed[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("exit status: 1") && detail.contains("broken"),
+        "{detail}"
+    );
+    let p: Value = serde_json::from_str(&std::fs::read_to_string(&payload).unwrap()).unwrap();
+    assert_eq!(p["event"], "tool_end");
+    assert_eq!(p["call_id"], "r1");
+    assert_eq!(p["ok"], true);
+    assert_eq!(p["project"], env.project.display().to_string());
+    assert_eq!(s.finish().0, Some(0));
+}
