@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use openmax_core::machine::{CoreConfig, HookSpec, Input};
+use openmax_core::machine::{CoreConfig, Input};
 use openmax_core::record::Record;
 use openmax_core::wire::{Command, Hello, Mode};
 use openmax_core::Core;
@@ -104,17 +104,31 @@ fn trust(cli: &Cli) -> i32 {
     }
 }
 
-fn approve(_cli: &Cli, path: &Path) -> i32 {
+fn approve(cli: &Cli, path: &Path) -> i32 {
     if agent_spawned() {
         return fail(format!(
             "--approve refused: this openmax was started by an agent ({AGENT_ENV} is set); \
              a human must run it"
         ));
     }
-    fail(format!(
-        "--approve {} is not supported yet in this build",
-        path.display()
-    ))
+    let project = match project_of(cli) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let home = match Home::from_env() {
+        Ok(h) => h,
+        Err(e) => return fail(e),
+    };
+    let state = ProjectState::open(&home, &project);
+    crate::extensions::approve::run(
+        state.project(),
+        path,
+        false,
+        &backend::is_reserved,
+        &|p, sha| state.approve_source(p, sha),
+        std::io::stdout().lock(),
+        std::io::stderr().lock(),
+    )
 }
 
 /// Where a session runs and with what settings.
@@ -182,24 +196,6 @@ fn seed_of(session_id: &str) -> u64 {
     u64::from_le_bytes(b)
 }
 
-fn hook_specs(settings: &Settings) -> Vec<HookSpec> {
-    settings
-        .hooks
-        .iter()
-        .map(|h| HookSpec {
-            name: h
-                .command
-                .split_whitespace()
-                .next()
-                .unwrap_or("hook")
-                .to_string(),
-            event: h.event.clone(),
-            blocking: h.blocking,
-            not_loaded: None,
-        })
-        .collect()
-}
-
 fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
     let print = prompt.is_some();
     let setup = match setup(cli, print) {
@@ -211,7 +207,9 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         Err(e) => return fail(e),
     };
     let state = ProjectState::open(&setup.home, &setup.project);
-    let hooks = hook_specs(&setup.settings);
+    let hook_configs = setup.settings.hooks.clone();
+    let (frozen, hooks) =
+        backend::freeze_now(setup.home.root(), state.project(), &state, &hook_configs);
     let project = state.project().display().to_string();
     let (session_id, writer, freeze, history, transcript, session_mode) = if resume {
         match resume_latest(&state) {
@@ -219,7 +217,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
                 for n in &r.notices {
                     eprintln!("openmax: {n}");
                 }
-                let mut freeze = backend::fresh_freeze(setup.home.root(), &setup.project, &hooks);
+                let mut freeze = frozen.freeze.clone();
                 freeze.system = r.system;
                 freeze.tools = r.tools;
                 (
@@ -238,7 +236,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         }
     } else {
         let session_id = new_session_id();
-        let freeze = backend::fresh_freeze(setup.home.root(), &setup.project, &hooks);
+        let freeze = frozen.freeze.clone();
         let header = Record::Session {
             session_id: session_id.clone(),
             project: project.clone(),
@@ -256,7 +254,15 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         .or_else(|| state.mode())
         .or(session_mode)
         .unwrap_or(Mode::Ask);
-    let backend = match Backend::new(setup.home.clone(), state, provider, writer, hooks) {
+    let backend = match Backend::new(
+        setup.home.clone(),
+        state,
+        provider,
+        writer,
+        &frozen,
+        hooks,
+        hook_configs,
+    ) {
         Ok(b) => b,
         Err(e) => return fail(e),
     };

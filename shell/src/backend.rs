@@ -1,33 +1,54 @@
-//! The effect backends the runtime drives: the provider, the tools, the session store and the
-//! project state, behind one small surface so that [`crate::runtime`] stays a plain loop.
+//! The effect backends the runtime drives: the provider, the tools (built-in, external and the
+//! `skill` tool), the hooks, the session store, the project state and the freeze, behind one
+//! small surface so that [`crate::runtime`] stays a plain loop.
 //!
-//! Invariant: nothing here decides policy; each method performs one effect and reports what
-//! happened.
+//! Invariants:
+//! - Nothing here decides policy; each method performs one effect and reports what happened.
+//! - One freeze mechanism: [`freeze_now`] (through [`crate::extensions::freeze`]) at session
+//!   start and on every refreeze; the receipt comes from [`crate::extensions::freeze::changes`],
+//!   attributed with the sha of the bytes this session's own write/edit tools last wrote.
+//! - An external call runs only with the source sha its plan showed (the core saw that plan and
+//!   gated on it); bytes changed since make the call fail instead of running other code.
+//! - A wire approval is stored against the full sha256 the plan computed for exactly the bytes
+//!   shown, never against bytes read later.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use openmax_core::conversation::ModelRequest;
-use openmax_core::machine::{Freeze, HookSpec, Input};
+use openmax_core::machine::{Freeze, HookOutcome, Input};
 use openmax_core::provider::RequestId;
 use openmax_core::record::Record;
 use openmax_core::tool::{ToolOutcome, ToolPlan};
-use openmax_core::wire::event::FreezeChange;
 use openmax_core::wire::Mode;
 
-use crate::config::ProviderSettings;
-use crate::prompt::PromptSource;
+use crate::config::{HookConfig, ProviderSettings};
+use crate::extensions::freeze::{self as freezing, Entry, FreezeInputs, Frozen, Snapshot};
+use crate::extensions::skills::{self, Skill, SKILL_TOOL};
+use crate::extensions::source::sha256_hex;
+use crate::extensions::{external, ExternalTool};
+use crate::hooks::{self, FrozenHook, Origin};
 use crate::provider::{Provider, ProviderConfig};
 use crate::session::{Home, ProjectState, SessionWriter};
 use crate::tools::ToolContext;
 
 /// The channel every effect answers on.
 pub type InputTx = mpsc::UnboundedSender<Input>;
+
+/// What the plan and run jobs need of the current freeze.
+#[derive(Debug, Clone, Default)]
+struct Extensions {
+    external: Vec<ExternalTool>,
+    skills: Vec<Skill>,
+}
+
+/// Full sha256 by (source_path, 12-hex source_sha), as computed by plans.
+type ShaMemo = Arc<Mutex<BTreeMap<(String, String), String>>>;
 
 /// Effects performed for one session.
 pub struct Backend {
@@ -37,11 +58,63 @@ pub struct Backend {
     tools: ToolContext,
     state: ProjectState,
     writer: SessionWriter,
-    hooks: Vec<HookSpec>,
-    /// The prompt files as of the last freeze (to say what a refreeze changed).
-    prompt_sources: Vec<PromptSource>,
-    /// Project-relative paths this session's own file tools wrote.
-    agent_wrote: BTreeSet<String>,
+    ext: Arc<Extensions>,
+    /// The files behind the current freeze (for the next receipt).
+    snapshot: Snapshot,
+    hooks: Vec<FrozenHook>,
+    /// `[[hooks]]` as configured (re-read on refreeze).
+    hook_configs: Vec<(HookConfig, Origin)>,
+    /// Snapshot key → sha256 of the bytes this session's own file tools last wrote there.
+    agent_wrote: BTreeMap<String, String>,
+    /// call_id → the 12-hex source sha its plan showed (external tools).
+    planned: BTreeMap<String, String>,
+    shas: ShaMemo,
+}
+
+/// A freeze read from disk now, with the frozen hooks; broken manifests and skills also go
+/// to stderr.
+pub fn freeze_now(
+    home: &Path,
+    project: &Path,
+    state: &ProjectState,
+    hook_configs: &[(HookConfig, Origin)],
+) -> (Frozen, Vec<FrozenHook>) {
+    let is_builtin = is_reserved;
+    let inputs = FreezeInputs {
+        project,
+        home,
+        builtin_prompt: crate::prompt::BUILTIN,
+        builtin_tools: crate::tools::builtin_schemas(),
+        is_builtin: &is_builtin,
+    };
+    let mut frozen = freezing::freeze(&inputs);
+    for p in &frozen.problems {
+        eprintln!("openmax: extension not loaded: {p}");
+    }
+    let hooks = hooks::freeze(hook_configs, project, &|p, sha| {
+        state.source_approved(p, sha)
+    });
+    for h in &hooks {
+        for (path, sha) in &h.files {
+            // A file both a tool and a hook run keeps its tool entry (same bytes either way).
+            frozen
+                .snapshot
+                .files
+                .entry(path.clone())
+                .or_insert_with(|| Entry {
+                    kind: "hook",
+                    name: h.name.clone(),
+                    sha256: sha.clone(),
+                });
+        }
+    }
+    frozen.freeze.hooks = hooks.iter().map(FrozenHook::spec).collect();
+    (frozen, hooks)
+}
+
+/// Names an external tool may not take: the built-in tools and `skill`.
+pub fn is_reserved(name: &str) -> bool {
+    crate::tools::is_builtin(name) || name == SKILL_TOOL
 }
 
 /// Build the provider client from resolved settings.
@@ -57,17 +130,19 @@ pub fn provider_from(settings: &ProviderSettings) -> Result<Provider, String> {
 }
 
 impl Backend {
+    /// A backend running on `frozen` (from [`freeze_now`]).
     pub fn new(
         home: Home,
         state: ProjectState,
         provider: Provider,
         writer: SessionWriter,
-        hooks: Vec<HookSpec>,
+        frozen: &Frozen,
+        hooks: Vec<FrozenHook>,
+        hook_configs: Vec<(HookConfig, Origin)>,
     ) -> Result<Backend, String> {
         let project = state.project().to_path_buf();
         let tools = ToolContext::new(&project, writer.session_id())
             .map_err(|e| format!("project {}: {e}", project.display()))?;
-        let prompt_sources = crate::prompt::sources(home.root(), &project);
         Ok(Backend {
             home,
             project,
@@ -75,9 +150,16 @@ impl Backend {
             tools,
             state,
             writer,
+            ext: Arc::new(Extensions {
+                external: frozen.external.clone(),
+                skills: frozen.skills.clone(),
+            }),
+            snapshot: frozen.snapshot.clone(),
             hooks,
-            prompt_sources,
-            agent_wrote: BTreeSet::new(),
+            hook_configs,
+            agent_wrote: BTreeMap::new(),
+            planned: BTreeMap::new(),
+            shas: Arc::default(),
         })
     }
 
@@ -99,18 +181,113 @@ impl Backend {
         args: serde_json::Value,
     ) -> impl FnOnce() -> ToolPlan + Send + 'static {
         let ctx = self.tools.clone();
-        move || crate::tools::plan(&ctx, &name, &args)
+        let ext = Arc::clone(&self.ext);
+        let state = self.state.clone();
+        let shas = Arc::clone(&self.shas);
+        move || {
+            if let Some(tool) = ext.external.iter().find(|t| t.name == name) {
+                let approved = |path: &str, full: &str| {
+                    if let Ok(mut m) = shas.lock() {
+                        m.insert(
+                            (path.to_string(), crate::extensions::source::short(full)),
+                            full.to_string(),
+                        );
+                    }
+                    state.source_approved(path, full)
+                };
+                return external::plan(tool, &ctx.project, &args, &approved);
+            }
+            if name == SKILL_TOOL && !ext.skills.is_empty() {
+                return plan_skill(&ext.skills, &args);
+            }
+            crate::tools::plan(&ctx, &name, &args)
+        }
+    }
+
+    /// Remember what a plan showed (the source sha an external call must still have when run).
+    pub fn note_planned(&mut self, call_id: &str, plan: &ToolPlan) {
+        if let Some(gate) = &plan.source {
+            self.planned
+                .insert(call_id.to_string(), gate.source_sha.clone());
+        }
     }
 
     /// A future that runs a tool call until done or `cancel` fires.
     pub fn run_job(
-        &self,
+        &mut self,
+        call_id: &str,
         name: String,
         args: serde_json::Value,
         cancel: oneshot::Receiver<()>,
     ) -> impl Future<Output = ToolOutcome> + Send + 'static {
         let ctx = self.tools.clone();
-        async move { crate::tools::run(&ctx, &name, &args, cancel).await }
+        let ext = Arc::clone(&self.ext);
+        let planned = self.planned.remove(call_id);
+        async move {
+            if let Some(tool) = ext.external.iter().find(|t| t.name == name) {
+                let Some(sha) = planned else {
+                    return ToolOutcome {
+                        ok: false,
+                        output: format!("external tool {name} was not inspected before running"),
+                        diffs: Vec::new(),
+                    };
+                };
+                return external::run(
+                    tool,
+                    &ctx.project,
+                    &args,
+                    &sha,
+                    &ctx.agent_session,
+                    ctx.output_cap_bytes,
+                    cancel,
+                )
+                .await;
+            }
+            if name == SKILL_TOOL && !ext.skills.is_empty() {
+                return match skills::load(&ext.skills, &args) {
+                    Ok(body) => ToolOutcome {
+                        ok: true,
+                        output: body,
+                        diffs: Vec::new(),
+                    },
+                    Err(e) => ToolOutcome {
+                        ok: false,
+                        output: e,
+                        diffs: Vec::new(),
+                    },
+                };
+            }
+            crate::tools::run(&ctx, &name, &args, cancel).await
+        }
+    }
+
+    /// A future that runs the frozen hook `hook` for `event`, with the project added to the
+    /// core's payload.
+    pub fn hook_job(
+        &self,
+        hook: &str,
+        event: &str,
+        mut payload: serde_json::Value,
+        cancel: oneshot::Receiver<()>,
+    ) -> impl Future<Output = HookOutcome> + Send + 'static {
+        let found = self
+            .hooks
+            .iter()
+            .find(|h| h.name == hook && h.config.event == event)
+            .cloned();
+        let project = self.project.clone();
+        if let serde_json::Value::Object(m) = &mut payload {
+            m.entry("project")
+                .or_insert_with(|| project.display().to_string().into());
+        }
+        let session = self.tools.agent_session.clone();
+        let missing = format!("no frozen hook {hook} for {event}");
+        async move {
+            match found {
+                Some(h) => hooks::run(&h, &project, &payload, &session, cancel).await,
+                None => HookOutcome::Failed { detail: missing },
+            }
+        }
     }
 
     /// Append records to the session file (durably).
@@ -128,77 +305,74 @@ impl Backend {
         })
     }
 
-    /// Record a human's approval (over the wire) of a source's current bytes, when they still
-    /// hash to `source_sha` (the first 12 hex of their sha256).
+    /// Record a human's approval (over the wire) of the bytes a plan showed as `source_sha`
+    /// (the first 12 hex of their framed sha256).
     pub fn approve_source(&self, source_path: &str, source_sha: &str) -> Result<(), String> {
-        let path = self.project.join(source_path);
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let full: String = Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        if !full.starts_with(&source_sha.to_ascii_lowercase()) {
+        let key = (source_path.to_string(), source_sha.to_ascii_lowercase());
+        let full = self.shas.lock().ok().and_then(|m| m.get(&key).cloned());
+        let Some(full) = full else {
             return Err(format!(
-                "{source_path} changed since it was shown for approval; nothing was recorded"
+                "no inspected source {source_path} with sha {source_sha}; nothing was recorded"
             ));
-        }
+        };
         self.state
             .approve_source(source_path, &full)
             .map_err(|e| e.to_string())
     }
 
-    /// Remember the files a finished tool call wrote (its diffs), so a refreeze can say that
-    /// this session's agent changed them.
+    /// Remember the files a finished tool call wrote (its diffs) with the sha of their bytes
+    /// now, so a refreeze can say that this session's agent changed them.
     pub fn note_tool_done(&mut self, outcome: &ToolOutcome) {
         for d in &outcome.diffs {
-            self.agent_wrote.insert(d.path.clone());
+            let path = self.project.join(&d.path);
+            if let Ok(bytes) = std::fs::read(&path) {
+                let key = freezing::snapshot_key(&self.project, &path);
+                self.agent_wrote.insert(key, sha256_hex(&bytes));
+            }
         }
     }
 
-    /// Re-read the prompt, tools and hooks for `reload`, with the receipt of what changed.
+    /// Re-read the prompt, tools, skills and hooks for `reload`, with the receipt of what
+    /// changed and who changed it.
     pub fn refreeze(&mut self) -> Freeze {
-        let now = crate::prompt::sources(self.home.root(), &self.project);
-        let mut changes = Vec::new();
-        for (old, new) in self.prompt_sources.iter().zip(&now) {
-            let change = match (&old.text, &new.text) {
-                (None, Some(_)) => "added",
-                (Some(_), None) => "removed",
-                (Some(a), Some(b)) if a != b => "changed",
-                _ => continue,
-            };
-            let path = match new.path.strip_prefix(&self.project) {
-                Ok(rel) => rel.to_string_lossy().into_owned(),
-                Err(_) => new.path.to_string_lossy().into_owned(),
-            };
-            let by = if self.agent_wrote.contains(&path) {
-                "agent"
-            } else {
-                "outside"
-            };
-            changes.push(FreezeChange {
-                kind: "prompt".into(),
-                name: new.label.into(),
-                change: change.into(),
-                path,
-                by: by.into(),
-            });
+        let mut notes = Vec::new();
+        match crate::config::load_layers(self.home.root(), &self.project) {
+            Ok(layers) => self.hook_configs = layers.hooks,
+            Err(e) => {
+                eprintln!("openmax: hooks not re-read: {e}");
+                notes.push(format!(
+                    "hooks not re-read (the previous ones stay frozen): {e}"
+                ));
+            }
         }
-        let mut freeze = fresh_freeze(self.home.root(), &self.project, &self.hooks);
-        freeze.system = crate::prompt::from_sources(&now);
-        freeze.changes = changes;
-        self.prompt_sources = now;
+        let (frozen, hooks) = freeze_now(
+            self.home.root(),
+            &self.project,
+            &self.state,
+            &self.hook_configs,
+        );
+        let mut freeze = frozen.freeze;
+        freeze.changes = freezing::changes(&self.snapshot, &frozen.snapshot, &self.agent_wrote);
+        freeze.notes.extend(notes);
+        self.snapshot = frozen.snapshot;
+        self.ext = Arc::new(Extensions {
+            external: frozen.external,
+            skills: frozen.skills,
+        });
+        self.hooks = hooks;
         freeze
     }
 }
 
-/// A freeze read from disk now: the prompt, the built-in tool schemas, the configured hooks.
-pub fn fresh_freeze(home: &Path, project: &Path, hooks: &[HookSpec]) -> Freeze {
-    Freeze {
-        system: crate::prompt::system_prompt(home, project),
-        tools: crate::tools::builtin_schemas(),
-        skills: Vec::new(),
-        hooks: hooks.to_vec(),
-        changes: Vec::new(),
-        notes: Vec::new(),
+fn plan_skill(skills: &[Skill], args: &serde_json::Value) -> ToolPlan {
+    let name = args.get("name").and_then(|v| v.as_str()).unwrap_or("");
+    let invalid = skills::load(skills, args).err();
+    ToolPlan {
+        mutating: false,
+        targets: vec![name.to_string()],
+        summary: format!("load skill {name}"),
+        detail: String::new(),
+        source: None,
+        invalid,
     }
 }

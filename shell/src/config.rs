@@ -73,16 +73,9 @@ pub struct PermissionsSection {
     pub ask: Vec<String>,
 }
 
-/// One `[[hooks]]` entry (parsed and kept; run by the hooks work).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HookConfig {
-    pub event: String,
-    pub command: String,
-    #[serde(default)]
-    pub blocking: bool,
-    pub timeout_s: Option<f64>,
-}
+/// One `[[hooks]]` entry (see [`crate::hooks`]).
+pub use crate::hooks::HookConfig;
+use crate::hooks::Origin;
 
 /// Overrides from the environment or the command line (the same three keys).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -127,7 +120,8 @@ pub struct Settings {
     pub retry: RetrySettings,
     pub limits: Limits,
     pub permissions: Permissions,
-    pub hooks: Vec<HookConfig>,
+    /// Every `[[hooks]]` table with the file it came from (user hooks first).
+    pub hooks: Vec<(HookConfig, Origin)>,
     /// The files that were read, in layer order.
     pub files: Vec<PathBuf>,
 }
@@ -149,6 +143,8 @@ impl std::error::Error for ConfigError {}
 pub struct Layers {
     pub merged: FileConfig,
     pub files: Vec<PathBuf>,
+    /// `[[hooks]]` by origin, user first (`merged.hooks` holds the same tables without it).
+    pub hooks: Vec<(HookConfig, Origin)>,
 }
 
 /// Read `$OPENMAX_HOME/config.toml` and `<project>/.openmax/config.toml` (each optional).
@@ -157,12 +153,18 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
     let user = home.join("config.toml");
     if let Some(text) = read_optional(&user)? {
         let cfg = parse_file(&user, &text, false)?;
+        layers
+            .hooks
+            .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::User)));
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(user);
     }
     let proj = project.join(".openmax").join("config.toml");
     if let Some(text) = read_optional(&proj)? {
         let cfg = parse_file(&proj, &text, true)?;
+        layers
+            .hooks
+            .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::Project)));
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(proj);
     }
@@ -280,7 +282,7 @@ pub fn resolve(
         retry,
         limits,
         permissions,
-        hooks: layers.merged.hooks,
+        hooks: layers.hooks,
         files: layers.files,
     })
 }
@@ -343,8 +345,13 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
             }
         }
     }
-    toml::from_str::<FileConfig>(text)
-        .map_err(|e| ConfigError(format!("{}: {}", at(&e), e.message().trim())))
+    let cfg = toml::from_str::<FileConfig>(text)
+        .map_err(|e| ConfigError(format!("{}: {}", at(&e), e.message().trim())))?;
+    for (i, h) in cfg.hooks.iter().enumerate() {
+        crate::hooks::validate(h)
+            .map_err(|e| ConfigError(format!("{}: [[hooks]] #{}: {e}", path.display(), i + 1)))?;
+    }
+    Ok(cfg)
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -483,5 +490,31 @@ mod tests {
             })
             .unwrap_err();
         assert!(e.0.contains("deny"), "{e}");
+    }
+
+    #[test]
+    fn hooks_by_origin_and_validated() {
+        let l = layered(
+            "[[hooks]]\nevent = \"turn_end\"\ncommand = \"./check.sh --fast\"\nblocking = true\n",
+            "[[hooks]]\nevent = \"tool_end\"\ncommand = [\"sh\", \"a b.sh\"]\ntimeout_s = 0.5\n",
+        )
+        .unwrap();
+        assert_eq!(l.hooks.len(), 2);
+        assert_eq!(l.hooks[0].1, Origin::User);
+        assert_eq!(l.hooks[0].0.command, vec!["./check.sh", "--fast"]);
+        assert_eq!(l.hooks[1].1, Origin::Project);
+        assert_eq!(l.hooks[1].0.command, vec!["sh", "a b.sh"]);
+        assert_eq!(l.hooks[1].0.timeout_ms(), 500);
+        let e = layered(
+            "",
+            "[[hooks]]\nevent = \"tool_end\"\ncommand = \"x\"\nblocking = true\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.0.contains(".openmax/config.toml") && e.0.contains("cannot block"),
+            "{e}"
+        );
+        let e = layered("[[hooks]]\nevent = \"nope\"\ncommand = \"x\"\n", "").unwrap_err();
+        assert!(e.0.contains("[[hooks]] #1"), "{e}");
     }
 }

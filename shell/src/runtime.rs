@@ -5,10 +5,10 @@
 //! Invariants:
 //! - Single mutation then full drain: every `handle` is followed by polling the core to empty;
 //!   events go to the [`Sink`] in emission order, effects are started in emission order.
-//! - Quick effects (persist, save mode, approve source, refreeze, and hooks, which are answered
-//!   `Failed` "hooks not yet supported" until hooks land) are performed inline and their answer
-//!   is queued locally, ahead of anything else, so e.g. a `Persisted` ack is seen before any
-//!   later provider item.
+//! - Quick effects (persist, save mode, approve source, refreeze) are performed inline and their
+//!   answer is queued locally, ahead of anything else, so e.g. a `Persisted` ack is seen before
+//!   any later provider item. Hooks run as tasks (their processes are killed at shutdown) and
+//!   answer with `HookDone`.
 //! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
 //!   process group; only a second signal exits at once (130).
 //! - The sink is flushed when the core goes quiet: no queued input and nothing ready on the
@@ -43,6 +43,7 @@ pub struct Runtime<S: Sink> {
     ready: VecDeque<Input>,
     requests: BTreeMap<RequestId, AbortHandle>,
     tool_cancels: BTreeMap<String, oneshot::Sender<()>>,
+    hook_cancels: BTreeMap<u64, oneshot::Sender<()>>,
     start: Instant,
     signals: Option<SignalPolicy>,
     /// `-p`: end input once the first turn's `done` is out (so a cancel can still reach the
@@ -74,6 +75,7 @@ impl<S: Sink> Runtime<S> {
             ready: VecDeque::new(),
             requests: BTreeMap::new(),
             tool_cancels: BTreeMap::new(),
+            hook_cancels: BTreeMap::new(),
             start: Instant::now(),
             signals: None,
             eof_after_done: false,
@@ -154,9 +156,16 @@ impl<S: Sink> Runtime<S> {
                 Some(i) => i,
                 None => self.next_input().await,
             };
-            if let Input::ToolDone { call_id, outcome } = &input {
-                self.tool_cancels.remove(call_id);
-                self.backend.note_tool_done(outcome);
+            match &input {
+                Input::ToolDone { call_id, outcome } => {
+                    self.tool_cancels.remove(call_id);
+                    self.backend.note_tool_done(outcome);
+                }
+                Input::ToolPlanned { call_id, plan } => self.backend.note_planned(call_id, plan),
+                Input::HookDone { hook_run, .. } => {
+                    self.hook_cancels.remove(hook_run);
+                }
+                _ => {}
             }
             let now = self.now();
             self.core.handle(now, input);
@@ -208,6 +217,9 @@ impl<S: Sink> Runtime<S> {
             h.abort();
         }
         for (_, c) in std::mem::take(&mut self.tool_cancels) {
+            let _ = c.send(());
+        }
+        for (_, c) in std::mem::take(&mut self.hook_cancels) {
             let _ = c.send(());
         }
     }
@@ -266,7 +278,7 @@ impl<S: Sink> Runtime<S> {
             } => {
                 let (cancel_tx, cancel_rx) = oneshot::channel();
                 self.tool_cancels.insert(call_id.clone(), cancel_tx);
-                let job = tokio::spawn(self.backend.run_job(name, args, cancel_rx));
+                let job = tokio::spawn(self.backend.run_job(&call_id, name, args, cancel_rx));
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let outcome = match job.await {
@@ -285,12 +297,24 @@ impl<S: Sink> Runtime<S> {
                     let _ = c.send(());
                 }
             }
-            Effect::RunHook { hook_run, .. } => {
-                self.ready.push_back(Input::HookDone {
-                    hook_run,
-                    outcome: HookOutcome::Failed {
-                        detail: "hooks not yet supported".into(),
-                    },
+            Effect::RunHook {
+                hook_run,
+                hook,
+                event,
+                payload,
+            } => {
+                let (cancel_tx, cancel_rx) = oneshot::channel();
+                self.hook_cancels.insert(hook_run, cancel_tx);
+                let job = tokio::spawn(self.backend.hook_job(&hook, &event, payload, cancel_rx));
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let outcome = match job.await {
+                        Ok(o) => o,
+                        Err(e) => HookOutcome::Failed {
+                            detail: format!("the hook task crashed: {e}"),
+                        },
+                    };
+                    let _ = tx.send(Input::HookDone { hook_run, outcome });
                 });
             }
             Effect::Persist { ticket, records } => {

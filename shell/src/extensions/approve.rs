@@ -30,12 +30,19 @@ pub fn inspect(
     path: &Path,
     is_builtin: &dyn Fn(&str) -> bool,
 ) -> Result<Approval, String> {
+    // A relative PATH is taken from the working directory, or else from the project root (the
+    // form an `unapproved_source` request shows), so it works from any subdirectory.
     let full = if path.is_absolute() {
         path.to_path_buf()
     } else {
-        std::env::current_dir()
+        let here = std::env::current_dir()
             .map_err(|e| e.to_string())?
-            .join(path)
+            .join(path);
+        if here.exists() {
+            here
+        } else {
+            project.join(path)
+        }
     };
     let real = full
         .canonicalize()

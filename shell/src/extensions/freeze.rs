@@ -62,14 +62,16 @@ pub fn freeze(inputs: &FreezeInputs<'_>) -> Frozen {
 
     let user_agents = inputs.home.join("AGENTS.md");
     let project_agents = project.join("AGENTS.md");
-    for (label, path, key) in [
+    for (label, name, path, key) in [
         (
             "User instructions ($OPENMAX_HOME/AGENTS.md)",
+            "user AGENTS.md",
             &user_agents,
             user_agents.to_string_lossy().into_owned(),
         ),
         (
             "Project instructions (AGENTS.md)",
+            "project AGENTS.md",
             &project_agents,
             "AGENTS.md".to_string(),
         ),
@@ -79,7 +81,7 @@ pub fn freeze(inputs: &FreezeInputs<'_>) -> Frozen {
                 key,
                 Entry {
                     kind: "prompt",
-                    name: "AGENTS.md".to_string(),
+                    name: name.to_string(),
                     sha256: sha256_hex(text.as_bytes()),
                 },
             );

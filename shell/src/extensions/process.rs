@@ -84,6 +84,9 @@ pub async fn run(
         }
     };
     let pgid = child.id().map(|p| p as i32);
+    // If this future is dropped mid-run (the runtime shutting down), the whole group dies too,
+    // not only the leader `kill_on_drop` covers.
+    let mut guard = GroupGuard(pgid);
     let stdin = child.stdin.take();
     let input = spec.stdin.clone();
     let writer = tokio::spawn(async move {
@@ -109,6 +112,7 @@ pub async fn run(
     // The leader is gone; make sure nothing of its group outlives it (a background child would
     // keep the pipes open and the readers waiting).
     kill_group(pgid);
+    guard.0 = None;
     writer.abort();
     let (stdout, t1) = out.await.unwrap_or_default();
     let (stderr, t2) = err.await.unwrap_or_default();
@@ -126,6 +130,15 @@ fn exit_status(s: std::process::ExitStatus) -> Status {
         (Some(c), _) => Status::Exited(c),
         (None, Some(sig)) => Status::Signaled(sig),
         (None, None) => Status::Exited(-1),
+    }
+}
+
+/// Kills the group when dropped while still armed.
+struct GroupGuard(Option<i32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0);
     }
 }
 

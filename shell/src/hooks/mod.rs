@@ -36,16 +36,42 @@ pub const DEFAULT_TIMEOUT_S: u64 = 60;
 /// Where project hooks are defined (their source when they name no project file).
 pub const PROJECT_CONFIG: &str = ".openmax/config.toml";
 
-/// One `[[hooks]]` table as written in config.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// One `[[hooks]]` table as written in config. `command` is an argv array, or a string split at
+/// whitespace (no shell quoting: use the array form for arguments with spaces).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookConfig {
     pub event: String,
+    #[serde(deserialize_with = "argv")]
     pub command: Vec<String>,
     #[serde(default)]
     pub blocking: bool,
+    /// Seconds (fractions allowed); default [`DEFAULT_TIMEOUT_S`].
     #[serde(default)]
-    pub timeout_s: Option<u64>,
+    pub timeout_s: Option<f64>,
+}
+
+impl HookConfig {
+    /// The per-run timeout in milliseconds.
+    pub fn timeout_ms(&self) -> u64 {
+        match self.timeout_s {
+            Some(s) => (s * 1000.0).round().max(1.0) as u64,
+            None => DEFAULT_TIMEOUT_S * 1000,
+        }
+    }
+}
+
+fn argv<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Argv {
+        Line(String),
+        List(Vec<String>),
+    }
+    Ok(match Argv::deserialize(d)? {
+        Argv::Line(s) => s.split_whitespace().map(str::to_string).collect(),
+        Argv::List(v) => v,
+    })
 }
 
 /// Where a hook was defined.
@@ -58,11 +84,12 @@ pub enum Origin {
 }
 
 /// A hook as frozen for the session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FrozenHook {
     pub config: HookConfig,
     pub origin: Origin,
-    /// The label events carry: the command's first word's file name plus the event.
+    /// The label events carry: `<event>:<file name of the command's first word>`, with `#2`,
+    /// `#3`… appended when several hooks would share a label (so a label names one hook).
     pub name: String,
     /// Project files (relative) and their sha256 at the freeze.
     pub files: BTreeMap<String, String>,
@@ -101,8 +128,10 @@ pub fn validate(h: &HookConfig) -> Result<(), String> {
             BLOCKING_EVENTS.join(" and ")
         ));
     }
-    if h.timeout_s == Some(0) {
-        return Err("hook timeout_s must be at least 1".to_string());
+    if let Some(t) = h.timeout_s {
+        if !t.is_finite() || t <= 0.0 {
+            return Err("hook timeout_s must be a positive number of seconds".to_string());
+        }
     }
     Ok(())
 }
@@ -114,11 +143,17 @@ pub fn freeze(
     project: &Path,
     approved: &dyn Fn(&str, &str) -> bool,
 ) -> Vec<FrozenHook> {
+    let mut seen: BTreeMap<String, u32> = BTreeMap::new();
     hooks
         .iter()
         .map(|(config, origin)| {
             let base = Path::new(&config.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let name = format!("{}:{}", config.event, base);
+            let mut name = format!("{}:{}", config.event, base);
+            let n = seen.entry(name.clone()).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                name = format!("{name}#{n}");
+            }
             let mut files = BTreeMap::new();
             let mut not_loaded = None;
             if *origin == Origin::Project {
@@ -178,7 +213,7 @@ pub async fn run(
         "OPENMAX_AGENT_SESSION".to_string(),
         agent_session.to_string(),
     ));
-    let timeout_ms = hook.config.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S) * 1000;
+    let timeout_ms = hook.config.timeout_ms();
     let spec = ProcessSpec {
         argv: hook.config.command.clone(),
         cwd: project.to_path_buf(),
@@ -274,7 +309,7 @@ mod tests {
             event: event.into(),
             command: cmd.iter().map(|s| s.to_string()).collect(),
             blocking,
-            timeout_s: Some(5),
+            timeout_s: Some(5.0),
         }
     }
 
