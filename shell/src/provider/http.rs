@@ -63,6 +63,25 @@ pub trait Sink: Send {
     fn failed(&mut self, failure: RequestFailure);
 }
 
+/// Whether the error's cause is the peer resetting the connection. A reset during connect means
+/// the endpoint answered the handshake (it was reached), so it is a transport failure, not an
+/// unreachable endpoint; on loopback the reset can land before the connect future is polled.
+fn reset_by_peer(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+            ) {
+                return true;
+            }
+        }
+        cur = err.source();
+    }
+    false
+}
+
 /// Run one attempt: send `req`, report through `sink` (see the module docs).
 pub async fn run_attempt(
     client: &HttpsClient,
@@ -74,7 +93,7 @@ pub async fn run_attempt(
         Ok(r) => r,
         Err(e) => {
             let detail = error_chain(&e);
-            sink.failed(if e.is_connect() {
+            sink.failed(if e.is_connect() && !reset_by_peer(&e) {
                 RequestFailure::Unreachable { detail }
             } else {
                 RequestFailure::Transport { detail }
