@@ -186,6 +186,14 @@ fn long_session_in_a_small_window_compacts_and_resumes() {
                     "request {k}: the receipt's tokens_after is the scaled estimate of what was sent"
                 );
                 assert!(u(e, "tokens_before") > trig, "request {k}: {e}");
+                // Pruned down to the target: the scaled fixed part plus 60% of the rest.
+                let fixed = Scale::apply(r.scale, compaction::estimate_text(&r.req.system))
+                    + Scale::apply(r.scale, compaction::estimate_schemas(&r.req.tools));
+                let target = compaction::prune_target(c, fixed);
+                assert!(
+                    scaled <= target,
+                    "request {k}: {scaled} over the target {target}"
+                );
                 assert!(u(e, "compacted_messages") > 0, "request {k}: {e}");
                 assert!(
                     k > 0 && !is_prefix(&reqs[k - 1].messages, &r.messages),
