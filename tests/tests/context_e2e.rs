@@ -209,10 +209,13 @@ fn long_session_in_a_small_window_compacts_and_resumes() {
     }
     let last = reqs.last().unwrap();
     let first_prompt = "turn 0001: read big.txt";
-    assert!(
-        !last.messages.to_string().contains(first_prompt),
-        "the oldest turns were dropped"
-    );
+    // With enough turns, stubs alone stop being enough and whole old turns go.
+    if turns >= 50 {
+        assert!(
+            !last.messages.to_string().contains(first_prompt),
+            "the oldest turns were dropped"
+        );
+    }
     let long_ms = started.elapsed().as_millis();
 
     // --continue: the first request carries the compacted history as the last process left it.
@@ -338,10 +341,10 @@ fn refusal(flavor: Flavor) -> Reply {
 /// A context-length refusal of the second turn's request: one compaction with its receipt, one
 /// re-send (no `retry` line) carrying the stubbed history, and the turn completes; with
 /// `twice`, the re-send is refused too and the turn ends `error`.
-fn context_length(flavor: Flavor, twice: bool) {
-    let mut replies = vec![read_big("call_1"), text_reply("Read it."), refusal(flavor)];
+fn context_length(flavor: Flavor, refused: Reply, twice: bool) {
+    let mut replies = vec![read_big("call_1"), text_reply("Read it."), refused.clone()];
     if twice {
-        replies.push(refusal(flavor));
+        replies.push(refused);
     }
     replies.push(text_reply("Summary."));
     let (env, mock) = setup(flavor, replies, "");
@@ -380,17 +383,17 @@ fn context_length(flavor: Flavor, twice: bool) {
 
 #[test]
 fn context_length_exceeded_openai_recovered_once() {
-    context_length(Flavor::Openai, false);
+    context_length(Flavor::Openai, refusal(Flavor::Openai), false);
 }
 
 #[test]
 fn prompt_too_long_anthropic_recovered_once() {
-    context_length(Flavor::Anthropic, false);
+    context_length(Flavor::Anthropic, refusal(Flavor::Anthropic), false);
 }
 
 #[test]
 fn context_length_refused_twice_ends_error() {
-    context_length(Flavor::Openai, true);
+    context_length(Flavor::Openai, refusal(Flavor::Openai), true);
 }
 
 /// `max_agent_tokens`: the first request's usage reaches the cap, so the request after the tool
@@ -424,5 +427,33 @@ fn budget_exhausted_then_resubmission_completes() {
 
 #[test]
 fn context_length_exceeded_openai_chat_recovered_once() {
-    context_length(Flavor::OpenaiChat, false);
+    context_length(Flavor::OpenaiChat, refusal(Flavor::OpenaiChat), false);
+}
+
+/// The refusal inside a 200 stream, before any text: Anthropic's `error` event.
+#[test]
+fn prompt_too_long_in_stream_anthropic_recovered_once() {
+    let refused = Reply::Stream {
+        items: vec![],
+        end: StreamEnd::Error {
+            error: "invalid_request_error".into(),
+            message: "prompt is too long: 201000 tokens > 200000 maximum".into(),
+        },
+        delay_ms: 0,
+    };
+    context_length(Flavor::Anthropic, refused, false);
+}
+
+/// The refusal inside a 200 stream, before any text: OpenAI Responses' `response.failed`.
+#[test]
+fn context_length_in_stream_openai_recovered_once() {
+    let refused = Reply::Stream {
+        items: vec![],
+        end: StreamEnd::Error {
+            error: "context_length_exceeded".into(),
+            message: "Your input exceeds the context window of this model.".into(),
+        },
+        delay_ms: 0,
+    };
+    context_length(Flavor::Openai, refused, false);
 }
