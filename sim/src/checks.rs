@@ -561,7 +561,9 @@ pub fn no_dispatch_from_truncated_stream(_sc: &Scenario, run: &Run) -> Vec<Strin
 
 /// Retries: attempts never exceed `max_attempts`, each resend follows a `retry` line, no
 /// `retry` follows reply text of the same request, Retry-After is honored, and failures the
-/// contract does not retry are not retried.
+/// contract does not retry are not retried. The one exception (docs/context.md): after a
+/// context-length refusal and its `compacted` receipt, the request is re-sent once as its next
+/// attempt with no `retry` line, even past `max_attempts`; a second refusal is never re-sent.
 pub fn retries_bounded_and_never_after_reply_text(sc: &Scenario, run: &Run) -> Vec<String> {
     let max = sc.config.retry.max_attempts;
     let mut v = Vec::new();

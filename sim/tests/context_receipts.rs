@@ -250,3 +250,29 @@ fn scale_up_compacts_where_the_unscaled_estimate_would_not() {
         "unscaled {max_unscaled} vs trigger {trigger}"
     );
 }
+
+/// The retry checker exempts only the one re-send that follows a context-length refusal and
+/// its `compacted` receipt: with the receipt removed from the run, the same re-send is flagged.
+#[test]
+fn the_resend_exemption_needs_the_receipt() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/context_length_openai.json"),
+    )
+    .expect("read scenario");
+    let sc = Scenario::from_json(&text).expect("parse scenario");
+    let mut run = driver::run(&sc);
+    assert!(openmax_sim::checks::retries_bounded_and_never_after_reply_text(&sc, &run).is_empty());
+    let mut removed = 0;
+    for fed in &mut run.trace {
+        let before = fed.outputs.len();
+        fed.outputs
+            .retain(|o| !matches!(o, Output::Event(Event::Compacted { .. })));
+        removed += before - fed.outputs.len();
+    }
+    assert_eq!(removed, 1);
+    let v = openmax_sim::checks::retries_bounded_and_never_after_reply_text(&sc, &run);
+    assert!(
+        v.iter().any(|m| m.contains("no retry line")),
+        "the re-send without a receipt is a violation: {v:?}"
+    );
+}
