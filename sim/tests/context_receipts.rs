@@ -211,6 +211,7 @@ fn context_scenarios_receipts_match_what_is_sent() {
         "context_length_anthropic",
         "context_length_in_stream",
         "context_length_twice",
+        "context_length_past_attempt_budget",
     ] {
         assert_eq!(receipts(n).len(), 1, "{n}: one compaction for the refusal");
     }
