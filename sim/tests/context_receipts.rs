@@ -6,7 +6,8 @@
 //!   and the compaction point written just before it (`Record::Compaction`) holds exactly the
 //!   messages that body carries;
 //! - where compaction is in force (the schemas do not fill the budget), no request goes out with
-//!   a scaled estimate over the trigger (90% of the budget);
+//!   a scaled estimate over the trigger (90% of the budget), and every receipt reaches the prune
+//!   target (the scaled fixed part plus 60% of what the budget leaves beside it);
 //! - every `budget` line reports the same `context_tokens` as configured;
 //! - the scenario that should compact does, and the one whose schemas fill the budget never does.
 
@@ -103,6 +104,14 @@ fn check(sc: &Scenario, over_trigger_ok: bool) -> Result<Figures, String> {
                     if *compacted_messages > 0 {
                         if tokens_after > tokens_before {
                             return Err(format!("receipt grew: {tokens_before} -> {tokens_after}"));
+                        }
+                        // Pruned to the target: the scaled fixed part plus 60% of the rest.
+                        let fixed_scaled =
+                            Scale::apply(scale, compaction::estimate_text(&freeze.system))
+                                + Scale::apply(scale, compaction::estimate_schemas(&freeze.tools));
+                        let target = compaction::prune_target(c, fixed_scaled);
+                        if *tokens_after > target {
+                            return Err(format!("receipt tokens_after {tokens_after} over the prune target {target}"));
                         }
                         open_receipt = Some(*tokens_after);
                     }
