@@ -561,7 +561,9 @@ pub fn no_dispatch_from_truncated_stream(_sc: &Scenario, run: &Run) -> Vec<Strin
 
 /// Retries: attempts never exceed `max_attempts`, each resend follows a `retry` line, no
 /// `retry` follows reply text of the same request, Retry-After is honored, and failures the
-/// contract does not retry are not retried.
+/// contract does not retry are not retried. The one exception (docs/context.md): after a
+/// context-length refusal and its `compacted` receipt, the request is re-sent once as its next
+/// attempt with no `retry` line, even past `max_attempts`; a second refusal is never re-sent.
 pub fn retries_bounded_and_never_after_reply_text(sc: &Scenario, run: &Run) -> Vec<String> {
     let max = sc.config.retry.max_attempts;
     let mut v = Vec::new();
@@ -570,7 +572,37 @@ pub fn retries_bounded_and_never_after_reply_text(sc: &Scenario, run: &Run) -> V
     let mut last_attempt: BTreeMap<RequestId, u32> = BTreeMap::new();
     let mut earliest_resend: BTreeMap<RequestId, (u64, String)> = BTreeMap::new();
     let mut no_resend: BTreeMap<RequestId, String> = BTreeMap::new();
+    // The one re-send after a context-length refusal (docs/context.md): not a contract retry
+    // (no `retry` line, may exceed the attempt budget), allowed once per request and only
+    // after a `compacted` receipt. Requests refused so far (with whether a receipt followed),
+    // and those that used their one re-send.
+    let mut context_refused: BTreeMap<RequestId, bool> = BTreeMap::new();
+    let mut context_resent: BTreeSet<RequestId> = BTreeSet::new();
     for (i, fed) in run.trace.iter().enumerate() {
+        let context_refusal = match &fed.input {
+            FedInput::Core(Input::RequestFailed {
+                request,
+                failure:
+                    RequestFailure::Http {
+                        kind: FailureKind::ContextLength,
+                        ..
+                    },
+                ..
+            })
+            | FedInput::Core(Input::Provider {
+                request,
+                item:
+                    ProviderItem::Failed {
+                        kind: FailureKind::ContextLength,
+                        ..
+                    },
+                ..
+            }) if !context_resent.contains(request) => {
+                context_refused.insert(*request, false);
+                true
+            }
+            _ => false,
+        };
         if let FedInput::Core(Input::RequestFailed {
             request,
             failure:
@@ -583,7 +615,7 @@ pub fn retries_bounded_and_never_after_reply_text(sc: &Scenario, run: &Run) -> V
             ..
         }) = &fed.input
         {
-            {
+            if !context_refusal {
                 if let Some(s) = retry_after_s {
                     if *s > 60 {
                         no_resend.insert(*request, format!("Retry-After {s}s"));
@@ -605,12 +637,31 @@ pub fn retries_bounded_and_never_after_reply_text(sc: &Scenario, run: &Run) -> V
             ..
         }) = &fed.input
         {
-            if !kind.retryable() {
+            if !kind.retryable() && !context_refusal {
                 no_resend.insert(*request, format!("in-stream failure {kind:?}"));
             }
         }
         for o in &fed.outputs {
             match o {
+                Output::Event(Event::Compacted { .. }) => {
+                    for seen in context_refused.values_mut() {
+                        *seen = true;
+                    }
+                }
+                Output::Effect(Effect::SendRequest {
+                    request, attempt, ..
+                }) if context_refused.get(request) == Some(&true) => {
+                    context_refused.remove(request);
+                    context_resent.insert(*request);
+                    let expected = last_attempt.get(request).map_or(1, |a| a + 1);
+                    if *attempt != expected {
+                        v.push(format!(
+                            "request {request} re-sent after a context-length refusal as attempt {attempt}, expected {expected}"
+                        ));
+                    }
+                    last_attempt.insert(*request, *attempt);
+                    earliest_resend.remove(request);
+                }
                 Output::Event(Event::Retry {
                     attempt,
                     max_attempts,

@@ -459,3 +459,107 @@ pub fn status(code: u16, retry_after: Option<&str>, error: Option<&str>) -> Repl
         message: None,
     }
 }
+
+// ----- context budget helpers ---------------------------------------------------------------
+
+/// Read an Anthropic Messages request body back into the [`ModelRequest`] it was built from,
+/// as far as the estimator can tell: the system prompt, the tool schemas
+/// (`input_schema` → `parameters`) and the messages with their blocks (`tool_result` → a
+/// tool result, `is_error` → not ok; signed `thinking`, `text`, `tool_use`). The body's
+/// merged messages stay merged, which the estimator counts the same way, so
+/// `openmax_core::compaction::estimate_body` of the result is the core's estimate of the body
+/// (exactly, as long as the conversation holds no empty text and no unsigned thinking, which
+/// the body drops).
+///
+/// [`ModelRequest`]: openmax_core::conversation::ModelRequest
+pub fn anthropic_request(body: &Value) -> openmax_core::conversation::ModelRequest {
+    use openmax_core::conversation::{Block, Message, ModelRequest, Role, ToolSchema};
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let system = body["system"]
+        .as_array()
+        .map(|parts| parts.iter().map(|p| s(&p["text"])).collect::<String>())
+        .unwrap_or_else(|| s(&body["system"]));
+    let tools = body["tools"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .map(|t| ToolSchema {
+                    name: s(&t["name"]),
+                    description: s(&t["description"]),
+                    parameters: t["input_schema"].clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let messages = body["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .map(|m| Message {
+                    role: if m["role"] == "assistant" {
+                        Role::Assistant
+                    } else {
+                        Role::User
+                    },
+                    content: m["content"]
+                        .as_array()
+                        .map(|bs| {
+                            bs.iter()
+                                .filter_map(|b| match b["type"].as_str() {
+                                    Some("text") => Some(Block::Text {
+                                        text: s(&b["text"]),
+                                    }),
+                                    Some("thinking") => Some(Block::Thinking {
+                                        text: s(&b["thinking"]),
+                                        signature: b["signature"].as_str().map(str::to_string),
+                                    }),
+                                    Some("tool_use") => Some(Block::ToolUse {
+                                        id: s(&b["id"]),
+                                        name: s(&b["name"]),
+                                        input: b["input"].clone(),
+                                    }),
+                                    Some("tool_result") => Some(Block::ToolResult {
+                                        id: s(&b["tool_use_id"]),
+                                        ok: b["is_error"] != Value::Bool(true),
+                                        output: s(&b["content"]),
+                                    }),
+                                    _ => None,
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_else(|| {
+                            vec![Block::Text {
+                                text: s(&m["content"]),
+                            }]
+                        }),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ModelRequest {
+        system,
+        tools,
+        messages,
+    }
+}
+
+/// The prompt tokens the mock reports for a request it served with no scripted usage
+/// (`openmax_sim::mock::render::usage_for`: body bytes / 4, at least 1).
+pub fn mock_reported_prompt_tokens(req: &openmax_sim::mock::LoggedRequest) -> u64 {
+    (req.body_len as u64 / 4).max(1)
+}
+
+/// A copy of a JSON value with every `cache_control` key removed (the Anthropic body marks
+/// only the newest user block, so the same history carries it in different places).
+pub fn without_cache_control(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "cache_control")
+                .map(|(k, v)| (k.clone(), without_cache_control(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_cache_control).collect()),
+        other => other.clone(),
+    }
+}
