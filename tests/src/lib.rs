@@ -486,6 +486,21 @@ impl TestEnv {
         std::fs::write(p, content).unwrap();
     }
 
+    /// The record file of session `sid` (`$OPENMAX_HOME/projects/*/sessions/<sid>.jsonl`).
+    pub fn record_path(&self, sid: &str) -> PathBuf {
+        let projects = self.home.join("projects");
+        for dir in std::fs::read_dir(&projects)
+            .expect("a projects dir")
+            .flatten()
+        {
+            let p = dir.path().join("sessions").join(format!("{sid}.jsonl"));
+            if p.exists() {
+                return p;
+            }
+        }
+        panic!("no record for session {sid} under {}", projects.display());
+    }
+
     /// Read a project file (`None` when missing).
     pub fn read(&self, rel: &str) -> Option<String> {
         std::fs::read_to_string(self.project.join(rel)).ok()
