@@ -171,7 +171,7 @@ fn transcript_keeps_the_most_recent_256_kib_and_the_model_gets_everything() {
     for (k, (role, c)) in p.iter().enumerate() {
         let back = n - 1 - k; // 0 = last message
         let turn = TURNS - 1 - back / 2;
-        if back % 2 == 0 {
+        if back.is_multiple_of(2) {
             assert_eq!((role.as_str(), c), ("assistant", &reply(turn)));
         } else {
             assert_eq!((role.as_str(), c), ("user", &question(turn)));
