@@ -49,22 +49,26 @@ echo "== openmax --stdio --continue, record $record ($(awk "BEGIN{printf \"%.2f\
 for run in $(seq 1 "$runs"); do
   tfile="$(mktemp)"
   efile="$(mktemp)"
+  ofile="$(mktemp)"
+  : > "$tfile"
   start=$(date +%s%N)
-  coproc OM { cd "$proj" && exec env -i PATH="$PATH" HOME="$home" OPENMAX_HOME="$home" \
-      OPENMAX_BENCH_KEY=x /usr/bin/time -v -o "$tfile" "$bin" --stdio --continue \
-      --project "$proj" 2>"$efile"; }
-  IFS= read -r hello <&"${OM[0]}" || { echo "no hello:"; cat "$efile"; exit 1; }
-  IFS= read -r transcript <&"${OM[0]}" || { echo "no transcript:"; cat "$efile"; exit 1; }
+  # head reads in blocks and exits after the transcript line; bash waits only for head here
+  # (process substitution), so $t is when the client had the transcript line. stdin is
+  # /dev/null: openmax exits on EOF right after the handshake.
+  head -n 2 > "$ofile" < <(cd "$proj" && exec env -i PATH="$PATH" HOME="$home" \
+      OPENMAX_HOME="$home" OPENMAX_BENCH_KEY=x /usr/bin/time -v -o "$tfile" "$bin" --stdio \
+      --continue --project "$proj" < /dev/null 2>"$efile")
   t=$(date +%s%N)
-  eval "exec ${OM[1]}>&-"
-  wait "$OM_PID" || true
-  case "$hello" in *'"continued":true'*) ;; *) echo "not continued: $hello"; exit 1 ;; esac
+  for _ in $(seq 1 500); do grep -q "Exit status" "$tfile" && break; sleep 0.01; done
+  hello="$(sed -n 1p "$ofile")"
+  transcript="$(sed -n 2p "$ofile")"
+  case "$hello" in *'"continued":true'*) ;; *) echo "not continued: $hello"; cat "$efile"; exit 1 ;; esac
   case "$transcript" in '{"type":"transcript"'*) ;; *) echo "not a transcript: ${transcript:0:200}"; exit 1 ;; esac
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tfile")
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$tfile")
   msgs=$(grep -o '"role":' <<<"$transcript" | wc -l)
-  printf 'run %d: transcript line after %.1f ms (whole process %s incl. exit on EOF); peak RSS %.1f MiB; transcript %d messages, %d KiB\n' \
+  printf 'run %d: transcript line after %.1f ms (whole process %s, exit on EOF included); peak RSS %.1f MiB; transcript %d messages, %d KiB\n' \
     "$run" "$(awk "BEGIN{print ($t-$start)/1e6}")" "$wall" "$(awk "BEGIN{print $rss/1024}")" \
     "$msgs" "$(( ${#transcript} / 1024 ))"
-  rm -f "$tfile" "$efile"
+  rm -f "$tfile" "$efile" "$ofile"
 done

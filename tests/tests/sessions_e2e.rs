@@ -375,3 +375,70 @@ fn a_corrupt_index_fails_before_the_handshake() {
     assert_eq!(out.stdout, "");
     assert!(out.stderr.contains("index"), "{}", out.stderr);
 }
+
+/// Remove every `cache_control` key (Anthropic cache markers move with the last message).
+fn strip_cache(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("cache_control");
+            m.values_mut().for_each(strip_cache);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_cache),
+        _ => {}
+    }
+}
+
+/// After compactions, `--continue` sends the model exactly what the live process would have:
+/// the last compaction point on disk and everything after it, with the same system prompt and
+/// frozen schemas.
+#[test]
+fn continue_after_compaction_sends_what_the_live_process_would() {
+    const TURNS: usize = 16;
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![]);
+    env.mock_config(
+        Flavor::Anthropic,
+        &mock.base_url(),
+        "context_tokens = 20000",
+    );
+    env.trust();
+    for i in 0..TURNS {
+        mock.push(text_reply(&format!("R{i:02} {}", "word ".repeat(500))));
+    }
+    let mut s = env.stdio(&[]);
+    let sid = s.hello["session_id"].clone();
+    let mut compactions = 0;
+    for i in 0..TURNS {
+        s.user(&format!("Q{i:02} {}", "ask ".repeat(700)));
+        let (evs, reason) = s.turn();
+        assert_eq!(reason, "end_turn");
+        compactions += evs.iter().filter(|e| e["type"] == "compacted").count();
+    }
+    assert_eq!(s.finish().0, Some(0));
+    assert!(compactions > 0, "the small window forced a compaction");
+    let live = mock.requests().last().unwrap().body.clone();
+    assert!(
+        !live.to_string().contains("Q00 "),
+        "the first question was compacted away"
+    );
+
+    mock.push(text_reply("after"));
+    let (mut s, _t) = resume(&env, &sid);
+    s.user("next");
+    let (_, reason) = s.turn();
+    assert_eq!(reason, "end_turn");
+    assert_eq!(s.finish().0, Some(0));
+    let mut resumed = mock.requests().last().unwrap().body.clone();
+    let mut live = live;
+    strip_cache(&mut resumed);
+    strip_cache(&mut live);
+    assert_eq!(resumed["system"], live["system"]);
+    assert_eq!(resumed["tools"], live["tools"]);
+    let lm = live["messages"].as_array().unwrap();
+    let rm = resumed["messages"].as_array().unwrap();
+    // Live: … Q15. Resumed: … Q15, R15, next (unless the resumed request compacted again).
+    assert_eq!(rm.len(), lm.len() + 2, "{resumed}");
+    assert_eq!(&rm[..lm.len()], &lm[..]);
+    assert!(rm[lm.len()].to_string().contains("R15 "));
+    assert!(rm[lm.len() + 1].to_string().contains("next"));
+}

@@ -591,3 +591,44 @@ fn shell_cancel_kills_the_whole_group() {
         "the background child {bg} survived the cancel"
     );
 }
+
+#[test]
+fn shell_output_is_capped_stdin_is_closed_and_edits_keep_line_endings() {
+    let (env, mock) = setup(vec![], "");
+    std::fs::write(env.project.join("crlf.txt"), "one\r\ntwo\r\nthree").unwrap();
+    let calls = [
+        ("shell", json!({"command":"seq 1 100000"})),
+        (
+            "shell",
+            json!({"command":"if read -r x; then echo got-input; else echo stdin-closed; fi"}),
+        ),
+        (
+            "edit_file",
+            json!({"path":"crlf.txt","old_string":"two\nthree","new_string":"2\n3"}),
+        ),
+        (
+            "shell",
+            json!({"command":"echo \"agent=$OPENMAX_AGENT_SESSION\""}),
+        ),
+    ];
+    let evs = run_calls(&env, &mock, "auto", &calls);
+    let o = outcomes(&evs, calls.len());
+    assert!(o.iter().all(|(ok, _)| *ok), "{o:?}");
+    let big = &o[0].1;
+    assert!(big.len() < 31_000, "{} bytes", big.len());
+    assert!(big.starts_with("1\n2\n"), "the head is kept");
+    assert!(big.contains("100000\n"), "the tail is kept");
+    assert!(
+        big.contains("[output truncated:") && big.contains("bytes omitted"),
+        "{big}"
+    );
+    assert!(big.ends_with("exit status: 0"));
+    assert!(o[1].1.starts_with("stdin-closed\n"), "{}", o[1].1);
+    // CRLF kept and no final newline added.
+    assert_eq!(
+        std::fs::read(env.project.join("crlf.txt")).unwrap(),
+        b"one\r\n2\r\n3"
+    );
+    // The command knows it was spawned by an agent session.
+    assert!(!o[3].1.starts_with("agent=\n"), "{}", o[3].1);
+}
