@@ -442,3 +442,92 @@ fn continue_after_compaction_sends_what_the_live_process_would() {
     assert!(rm[lm.len()].to_string().contains("R15 "));
     assert!(rm[lm.len() + 1].to_string().contains("next"));
 }
+
+/// Sessions started at once in one project each get their own record and all land in the
+/// index; `--continue` takes the one created last.
+#[test]
+fn concurrent_sessions_all_land_in_the_index() {
+    let (env, _mock) = setup(vec![]);
+    let mut live: Vec<Session> = (0..4).map(|_| env.stdio(&[])).collect();
+    let ids: Vec<String> = live
+        .iter()
+        .map(|s| s.hello["session_id"].as_str().unwrap().to_string())
+        .collect();
+    for (k, s) in live.iter_mut().enumerate() {
+        s.user(&format!("session {k}"));
+    }
+    for s in &mut live {
+        s.turn();
+    }
+    for s in live {
+        assert_eq!(s.finish().0, Some(0));
+    }
+    let sessions = env.record_path(&ids[0]).parent().unwrap().to_path_buf();
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(sessions.join("index.json")).unwrap())
+            .unwrap();
+    let listed: Vec<&str> = index["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    for id in &ids {
+        assert!(listed.contains(&id.as_str()), "{id} missing from {index}");
+        assert!(env.record_path(id).exists());
+    }
+    let mut s = env.stdio(&["--continue"]);
+    let sid = s.hello["session_id"].as_str().unwrap().to_string();
+    assert_eq!(sid, ids[3], "the one created last");
+    let t = s.event();
+    assert_eq!(pairs(&t)[0].1, "session 3");
+    assert_eq!(s.finish().0, Some(0));
+}
+
+#[test]
+fn a_missing_record_fails_before_the_handshake() {
+    let (env, _mock) = setup(vec![]);
+    let mut s = env.stdio(&[]);
+    let sid = s.hello["session_id"].as_str().unwrap().to_string();
+    s.user("x");
+    s.turn();
+    assert_eq!(s.finish().0, Some(0));
+    std::fs::remove_file(env.record_path(&sid)).unwrap();
+    let out = env.run(&["--stdio", "--continue"]);
+    assert_ne!(out.code, Some(0));
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.contains(&sid), "{}", out.stderr);
+}
+
+/// A stream that ends mid-answer with no completion signal reports message_done with the
+/// partial text, which is kept in the session: it is in the transcript and sent to the model.
+#[test]
+fn a_truncated_reply_reported_finished_is_kept() {
+    let (env, mock) = setup(vec![
+        Reply::Stream {
+            items: vec![StreamItem::Text {
+                text: "partial answer".into(),
+            }],
+            end: StreamEnd::CleanEof,
+            delay_ms: 0,
+        },
+        text_reply("next"),
+    ]);
+    let mut s = env.stdio(&[]);
+    let sid = s.hello["session_id"].clone();
+    s.user("q");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "truncated");
+    assert_eq!(find(&evs, "message_done")["text"], "partial answer");
+    let (code, _, _) = s.finish();
+    assert_eq!(code, Some(0), "--stdio exits 1 only for `error`");
+    let (mut s, t) = resume(&env, &sid);
+    assert_eq!(pairs(&t)[1].1, "partial answer");
+    s.user("go on");
+    s.turn();
+    assert_eq!(s.finish().0, Some(0));
+    assert!(mock.requests()[1]
+        .body
+        .to_string()
+        .contains("partial answer"));
+}
