@@ -151,12 +151,17 @@ fn sigkill_soak_loses_nothing_reported_finished() {
     let mut body_checks = 0u64;
     let mut approvals = 0u64;
     let mut sid = Value::Null;
+    let mut flavors: BTreeMap<String, u64> = BTreeMap::new();
 
     for i in 0..kills {
+        // Each process talks to a fresh mock, in a random provider format: the record is
+        // provider-neutral and every format must carry the whole history.
+        let flavor = [Flavor::Anthropic, Flavor::Openai, Flavor::OpenaiChat][rng.below(3) as usize];
+        *flavors.entry(format!("{flavor:?}")).or_default() += 1;
         if i > 0 {
             mock = MockServer::start(vec![]);
-            env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
         }
+        env.mock_config(flavor, &mock.base_url(), "");
         let mut s = if i == 0 {
             let s = env.stdio(&[]);
             sid = s.hello["session_id"].clone();
@@ -321,7 +326,7 @@ fn sigkill_soak_loses_nothing_reported_finished() {
         "crash soak: seed {seed:#x}, {kills} SIGKILLs in {:.1} s; kills by phase {by_phase:?}; \
          {approvals} approvals answered; {} finished messages and {} tool_end outputs checked \
          after every later resume; {body_checks} request bodies checked; {torn_notices} torn-line \
-         notices; record {size} bytes",
+         notices; record {size} bytes; provider formats {flavors:?}",
         started.elapsed().as_secs_f64(),
         done_texts.len(),
         tool_outputs.len(),

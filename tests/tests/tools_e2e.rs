@@ -716,3 +716,27 @@ fn readonly_asks_on_an_ask_rule_and_deny_matches_a_pipe_part() {
         .to_string()
         .contains("TOKEN=1"));
 }
+
+/// The `approval_mode` acknowledgement comes after the save: a SIGKILL right after it keeps
+/// the mode for the next process.
+#[test]
+fn an_acknowledged_mode_survives_sigkill() {
+    let (env, _mock) = setup(
+        vec![
+            tool_reply("w", "write_file", json!({"path":"n.txt","content":"x\n"})),
+            text_reply("done"),
+        ],
+        "",
+    );
+    let mut s = env.stdio(&[]);
+    s.send(json!({"cmd":"approval_mode","mode":"readonly"}));
+    assert_eq!(s.event(), json!({"type":"approval_mode","mode":"readonly"}));
+    s.kill_hard();
+    let mut s = env.stdio(&[]);
+    s.user("write");
+    let (evs, _) = s.turn();
+    assert!(!types(&evs).contains(&"approval_request".to_string()));
+    assert!(output(find(&evs, "tool_end")).contains("readonly"));
+    assert_eq!(s.finish().0, Some(0));
+    assert!(env.read("n.txt").is_none());
+}
