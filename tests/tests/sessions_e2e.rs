@@ -531,3 +531,31 @@ fn a_truncated_reply_reported_finished_is_kept() {
         .to_string()
         .contains("partial answer"));
 }
+
+/// A resumed owner holds the session like a fresh one; a lock file left by a dead owner (its
+/// content naming some other live pid) is not an owner.
+#[test]
+fn a_resumed_owner_excludes_others_and_a_stale_lock_file_does_not() {
+    let (env, _mock) = setup(vec![]);
+    let mut s = env.stdio(&[]);
+    let sid = s.hello["session_id"].clone();
+    s.user("one");
+    s.turn();
+    assert_eq!(s.finish().0, Some(0));
+    let lock = env
+        .record_path(sid.as_str().unwrap())
+        .with_extension("lock");
+    std::fs::write(&lock, "1\n").unwrap();
+    let (mut owner, _) = resume(&env, &sid);
+    let out = env.run(&["--stdio", "--continue"]);
+    assert_ne!(out.code, Some(0));
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr.contains(&format!("pid {}", owner.pid())),
+        "{}",
+        out.stderr
+    );
+    owner.user("two");
+    owner.turn();
+    assert_eq!(owner.finish().0, Some(0));
+}

@@ -740,3 +740,73 @@ fn an_acknowledged_mode_survives_sigkill() {
     assert_eq!(s.finish().0, Some(0));
     assert!(env.read("n.txt").is_none());
 }
+
+/// Deny rules match the normalized project path, whatever spelling the model uses: `./x`,
+/// `a/../x` (refused as an escape), an absolute path inside the project, or a symlink whose target the rule names.
+#[test]
+fn deny_rules_cannot_be_dodged_by_spelling_the_path_differently() {
+    let (env, mock) = setup(
+        vec![],
+        "[permissions]\ndeny = [\"read_file(.env)\", \"write_file(real/*)\", \"edit_file(real/*)\"]\n",
+    );
+    env.write(".env", "TOKEN=1\n");
+    env.write("real/f.txt", "real\n");
+    std::os::unix::fs::symlink("real", env.project.join("inlink")).unwrap();
+    let abs = env.project.join(".env").to_str().unwrap().to_string();
+    let calls = [
+        ("read_file", json!({"path":"./.env"})),
+        ("read_file", json!({"path":"real/../.env"})),
+        ("read_file", json!({"path":abs})),
+        (
+            "write_file",
+            json!({"path":"inlink/f.txt","content":"dodged\n"}),
+        ),
+        (
+            "edit_file",
+            json!({"path":"inlink/f.txt","old_string":"real","new_string":"x"}),
+        ),
+    ];
+    let evs = run_calls(&env, &mock, "auto", &calls);
+    for (i, (ok, out)) in outcomes(&evs, calls.len()).iter().enumerate() {
+        // `..` is refused outright (never resolved); every other spelling meets the rule.
+        let want = if i == 1 {
+            "read_file: path escapes the project"
+        } else {
+            "denied by rule"
+        };
+        assert!(!ok && out.starts_with(want), "{:?}: {out}", calls[i]);
+    }
+    assert_eq!(env.read("real/f.txt").as_deref(), Some("real\n"));
+    assert!(!mock
+        .requests()
+        .last()
+        .unwrap()
+        .body
+        .to_string()
+        .contains("TOKEN=1"));
+}
+
+#[test]
+fn a_long_file_is_cut_with_a_notice_saying_how_to_read_on() {
+    let (env, mock) = setup(vec![], "");
+    let text: String = (1..=2500).map(|i| format!("l{i}\n")).collect();
+    env.write("long.txt", &text);
+    let evs = run_calls(
+        &env,
+        &mock,
+        "auto",
+        &[
+            ("read_file", json!({"path":"long.txt"})),
+            ("read_file", json!({"path":"long.txt","offset":2001})),
+        ],
+    );
+    let o = outcomes(&evs, 2);
+    assert!(o[0].1.starts_with("     1\tl1\n"));
+    assert!(o[0].1.contains("  2000\tl2000\n") && !o[0].1.contains("l2001\n"));
+    assert!(
+        o[0].1.ends_with("[showing lines 1-2000 of 2500; the file continues: call read_file with offset=2001 to read on]\n"),
+        "{}",
+        &o[0].1[o[0].1.len() - 200..]
+    );
+    assert!(o[1].1.starts_with("  2001\tl2001\n") && o[1].1.ends_with("  2500\tl2500\n"));
+}
