@@ -563,3 +563,146 @@ pub fn without_cache_control(v: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+// ---- Helpers for the tools, sessions and crash tests (added; the ones above are unchanged) ----
+
+impl TestEnv {
+    /// Set the project's approval mode through a short `--stdio` process (acknowledged, so
+    /// saved) and check it exits 0.
+    pub fn set_mode(&self, mode: &str) {
+        let mut s = self.stdio(&[]);
+        s.send(serde_json::json!({"cmd":"approval_mode","mode":mode}));
+        let ack = s.event();
+        assert_eq!(
+            ack,
+            serde_json::json!({"type":"approval_mode","mode":mode}),
+            "mode ack"
+        );
+        assert_eq!(s.finish().0, Some(0));
+    }
+
+    /// Write a project file (parents created).
+    pub fn write(&self, rel: &str, content: &str) {
+        let p = self.project.join(rel);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(p, content).unwrap();
+    }
+
+    /// The record file of session `sid` (`$OPENMAX_HOME/projects/*/sessions/<sid>.jsonl`).
+    pub fn record_path(&self, sid: &str) -> PathBuf {
+        let projects = self.home.join("projects");
+        for dir in std::fs::read_dir(&projects)
+            .expect("a projects dir")
+            .flatten()
+        {
+            let p = dir.path().join("sessions").join(format!("{sid}.jsonl"));
+            if p.exists() {
+                return p;
+            }
+        }
+        panic!("no record for session {sid} under {}", projects.display());
+    }
+
+    /// Read a project file (`None` when missing).
+    pub fn read(&self, rel: &str) -> Option<String> {
+        std::fs::read_to_string(self.project.join(rel)).ok()
+    }
+}
+
+impl Session {
+    /// Answer approval `id`.
+    pub fn approve(&mut self, id: &Value, approved: bool) {
+        self.send(serde_json::json!({"cmd":"approve","approval_id":id,"approved":approved}));
+    }
+
+    /// Kill the process with SIGKILL and reap it; returns every stdout line seen (what was
+    /// already read plus whatever was still in the pipe) and the stderr. Every line seen is
+    /// checked by the validator except for end-of-stream rules (a killed stream ends anywhere).
+    pub fn kill_hard(mut self) -> (Vec<String>, String) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let end = Instant::now() + DEADLINE;
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+        {
+            self.seen.push(line);
+        }
+        let stderr = self
+            .stderr
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default();
+        assert_valid_prefix(&self.seen, &stderr);
+        (std::mem::take(&mut self.seen), stderr)
+    }
+
+    /// The next event if one arrives within `wait` (no failure otherwise).
+    pub fn try_event(&mut self, wait: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(wait).ok()?;
+        self.seen.push(line.clone());
+        serde_json::from_str(&line).ok()
+    }
+}
+
+/// Like [`assert_valid`] but for a stream cut short by a kill: every line-level and
+/// cross-line rule holds, end-of-stream rules (an open turn, an unanswered user) are not
+/// checked.
+pub fn assert_valid_prefix(lines: &[String], context: &str) {
+    let v: Vec<_> = openmax_core::validate::check_stream(lines.iter().map(String::as_str))
+        .into_iter()
+        .filter(|x| x.at != openmax_core::validate::Where::End)
+        .collect();
+    assert!(
+        v.is_empty(),
+        "validator violations:\n{}\n--- stream ---\n{}\n--- context ---\n{context}",
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        lines.join("\n")
+    );
+}
+
+/// The first event of `ty` in `events` (panics naming the types seen when there is none).
+pub fn find<'a>(events: &'a [Value], ty: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| e["type"] == ty)
+        .unwrap_or_else(|| panic!("no {ty} among {:?}", types(events)))
+}
+
+/// Whether process `pid` still exists (a zombie counts as gone only once reaped).
+pub fn process_alive(pid: i32) -> bool {
+    // SAFETY: kill(pid, 0) sends nothing; it only checks whether the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Poll until `pid` is gone; false if it still exists after the deadline.
+pub fn wait_gone(pid: i32) -> bool {
+    let end = Instant::now() + DEADLINE;
+    while process_alive(pid) {
+        if Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+/// A completed stream carrying several tool calls `(id, name, args)`.
+pub fn tool_calls_reply(calls: &[(&str, &str, Value)]) -> Reply {
+    Reply::Stream {
+        items: calls
+            .iter()
+            .map(|(id, name, args)| StreamItem::ToolCall {
+                id: (*id).into(),
+                name: (*name).into(),
+                args: args.clone(),
+            })
+            .collect(),
+        end: StreamEnd::Complete { finish: None },
+        delay_ms: 0,
+    }
+}
