@@ -6,6 +6,7 @@
 //! every mutating call; ids and jitter come from a seed given at construction. Bad input becomes
 //! an event (`protocol_error`, `error`); a panic means a broken invariant.
 
+pub mod compaction;
 pub mod conversation;
 pub mod machine;
 pub mod permissions;

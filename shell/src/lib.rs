@@ -8,6 +8,8 @@
 pub use openmax_core as core;
 
 pub mod check;
+pub mod extensions;
+pub mod hooks;
 pub mod provider;
 pub mod session;
 pub mod spec;

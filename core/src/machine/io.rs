@@ -62,6 +62,10 @@ pub enum Input {
     /// The turn's task died unexpectedly (a bug or panic in the shell's effect runner):
     /// reported as `error` then `done` `error`.
     Crashed { message: String },
+    /// A deadline returned by [`super::Core::poll_timeout`] is due. Pass the current time as
+    /// `now`: every timer whose deadline is at or before `now` fires; an early `Timeout` does
+    /// nothing.
+    Timeout,
 }
 
 /// What a hook run reported.

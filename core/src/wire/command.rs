@@ -142,3 +142,55 @@ impl Command {
         serde_json::to_string(self).expect("command serializes")
     }
 }
+
+/// One command's shape: its `cmd` value and its fields in wire order.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandSpec {
+    pub cmd: &'static str,
+    pub fields: &'static [super::event::FieldSpec],
+}
+
+const fn field(
+    name: &'static str,
+    ty: super::event::FieldType,
+    values: &'static [&'static str],
+) -> super::event::FieldSpec {
+    super::event::FieldSpec {
+        name,
+        ty,
+        required: true,
+        values,
+    }
+}
+
+/// The field table of every command, in [`COMMAND_NAMES`] order. The JSON Schema of
+/// `--spec stdio --json` is generated from it (extra fields are allowed: they are ignored).
+pub const COMMAND_FIELDS: &[CommandSpec] = &[
+    CommandSpec {
+        cmd: "user",
+        fields: &[field("text", super::event::FieldType::String, &[])],
+    },
+    CommandSpec {
+        cmd: "approve",
+        fields: &[
+            field("approval_id", super::event::FieldType::String, &[]),
+            field("approved", super::event::FieldType::Bool, &[]),
+        ],
+    },
+    CommandSpec {
+        cmd: "approval_mode",
+        fields: &[field("mode", super::event::FieldType::String, &Mode::ALL)],
+    },
+    CommandSpec {
+        cmd: "reload",
+        fields: &[],
+    },
+    CommandSpec {
+        cmd: "cancel",
+        fields: &[],
+    },
+    CommandSpec {
+        cmd: "quit",
+        fields: &[],
+    },
+];

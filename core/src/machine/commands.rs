@@ -1,0 +1,303 @@
+//! Client commands: parsing a raw line, admitting a `user` turn, `cancel` in every state,
+//! `approval_mode`, `reload`, `quit`, and the answers to their effects.
+//!
+//! Invariants: every `user` is answered by exactly one `done`, except one sent while a turn is
+//! in flight (a `protocol_error` alone); commands after `quit` (or end of input) are ignored;
+//! the mode changes only after `ModeSaved`.
+
+use crate::conversation::{Block, Message, Role};
+use crate::record::Record;
+use crate::wire::{ApprovalOutcome, Command, Event, Mode};
+
+use super::turn::{Phase, Turn};
+use super::{Core, Effect, Freeze};
+
+impl Core {
+    pub(super) fn on_line(&mut self, raw: &str) {
+        let cmd = match Command::parse_line(raw) {
+            Ok(None) => return,
+            Ok(Some(c)) => c,
+            Err(e) => {
+                if !self.draining {
+                    self.protocol_error(e.to_string());
+                }
+                return;
+            }
+        };
+        if self.draining {
+            return;
+        }
+        match cmd {
+            Command::User { text } => self.on_user(text),
+            Command::Approve {
+                approval_id,
+                approved,
+            } => self.on_approve(&approval_id, approved),
+            Command::ApprovalMode { mode } => self.on_approval_mode(&mode),
+            Command::Reload => self.on_reload(),
+            Command::Cancel => self.on_cancel(),
+            Command::Quit => self.on_quit(),
+        }
+    }
+
+    fn on_user(&mut self, text: String) {
+        if self.busy() {
+            return self.protocol_error(
+                "a turn is already in flight; wait for its done before sending the next user \
+                 command (or send cancel)",
+            );
+        }
+        if text.trim().is_empty() {
+            self.protocol_error("user text is empty");
+            return self.ev(Event::Done {
+                stop_reason: "refused".into(),
+            });
+        }
+        if !self.config.trusted {
+            self.protocol_error(
+                "this project is not trusted: run `openmax --trust` in the project, then try \
+                 again",
+            );
+            return self.ev(Event::Done {
+                stop_reason: "refused".into(),
+            });
+        }
+        self.turn = Turn::default();
+        self.fire_observe(
+            "user_prompt_submit",
+            serde_json::json!({"prompt": text.clone()}),
+        );
+        self.start_prompt_hooks(text);
+    }
+
+    /// The prompt passed its hooks: into the conversation (after pending notes), persisted,
+    /// and the first request goes out.
+    pub(super) fn admit_prompt(&mut self, text: String) {
+        let mut content: Vec<Block> = std::mem::take(&mut self.pending_notes)
+            .into_iter()
+            .map(|n| Block::text(format!("[openmax note] {n}")))
+            .collect();
+        content.push(Block::text(text));
+        let record = self.push_message(Message {
+            role: Role::User,
+            content,
+        });
+        self.persist_background(vec![record]);
+        self.start_request();
+    }
+
+    fn on_cancel(&mut self) {
+        if self.turn.ending.is_some() {
+            // Already ending (a cancel waiting on a tool or a persistence ack): nothing more.
+            return;
+        }
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Idle => self.protocol_error("cancel: no turn is running"),
+            Phase::Closed => self.phase = Phase::Closed,
+            Phase::PromptHooks { .. } | Phase::Backoff { .. } | Phase::TurnEndHooks { .. } => {
+                self.end_turn("cancelled")
+            }
+            Phase::Streaming(a) => {
+                self.eff(Effect::CancelRequest { request: a.request });
+                if a.text.is_empty() {
+                    self.end_turn("cancelled");
+                } else {
+                    // A token run always ends with message_done: the partial is kept.
+                    self.turn.ending = Some("cancelled".into());
+                    self.end_with_partial(a.text, None, "cancelled");
+                }
+            }
+            p @ (Phase::PersistReply { .. }
+            | Phase::PersistResult { .. }
+            | Phase::PersistRefusal { .. }) => {
+                self.phase = p;
+                self.turn.ending = Some("cancelled".into());
+            }
+            p @ Phase::PersistPartial { .. } => {
+                // The turn already ends `truncated` once the partial text is on disk.
+                self.phase = p;
+            }
+            Phase::Planning { call } => {
+                self.turn.ending = Some("cancelled".into());
+                self.finish_call(
+                    call,
+                    false,
+                    "cancelled: the user cancelled the turn before this call ran".into(),
+                    None,
+                );
+            }
+            Phase::Approving {
+                call, approval_id, ..
+            } => {
+                self.turn.ending = Some("cancelled".into());
+                self.settle(&approval_id, ApprovalOutcome::Cancelled);
+                self.finish_call(
+                    call,
+                    false,
+                    "cancelled: the user cancelled the turn while this call awaited approval"
+                        .into(),
+                    None,
+                );
+            }
+            Phase::RunningTool { call, .. } => {
+                self.turn.ending = Some("cancelled".into());
+                let call_id = self.call_id(call);
+                self.eff(Effect::CancelTool { call_id });
+                self.phase = Phase::RunningTool {
+                    call,
+                    cancelling: true,
+                };
+            }
+        }
+    }
+
+    pub(super) fn on_quit(&mut self) {
+        if self.draining {
+            return;
+        }
+        self.draining = true;
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Idle => self.exit(),
+            Phase::Closed => self.phase = Phase::Closed,
+            Phase::Approving {
+                call, approval_id, ..
+            } => {
+                self.settle(&approval_id, ApprovalOutcome::Declined);
+                self.finish_call(
+                    call,
+                    false,
+                    "declined: the session is shutting down, so the call was not run".into(),
+                    None,
+                );
+            }
+            p @ (Phase::PromptHooks { .. }
+            | Phase::Streaming(_)
+            | Phase::Backoff { .. }
+            | Phase::PersistReply { .. }
+            | Phase::PersistPartial { .. }
+            | Phase::Planning { .. }
+            | Phase::RunningTool { .. }
+            | Phase::PersistResult { .. }
+            | Phase::TurnEndHooks { .. }
+            | Phase::PersistRefusal { .. }) => self.phase = p,
+        }
+    }
+
+    fn on_approval_mode(&mut self, mode: &str) {
+        if self.config.agent_spawned {
+            return self.protocol_error(
+                "approval_mode: an agent-spawned openmax cannot change the approval mode",
+            );
+        }
+        let Some(m) = Mode::parse(mode) else {
+            return self.protocol_error(format!(
+                "approval_mode: unknown mode {mode:?}; legal values: {}",
+                Mode::ALL.join(", ")
+            ));
+        };
+        if !self.config.trusted {
+            return self.protocol_error(
+                "approval_mode: this project is not trusted: run `openmax --trust` in the \
+                 project first",
+            );
+        }
+        self.mode_saves.push_back(m);
+        self.eff(Effect::SaveMode { mode: m });
+    }
+
+    pub(super) fn on_mode_saved(&mut self, mode: Mode) {
+        let Some(pos) = self.mode_saves.iter().position(|m| *m == mode) else {
+            return;
+        };
+        self.mode_saves.remove(pos);
+        self.config.mode = mode;
+        self.ev(Event::ApprovalMode { mode });
+        self.note(format!("approval mode is now {}", mode.as_str()));
+        self.persist_background(vec![Record::ModeChanged { mode }]);
+    }
+
+    pub(super) fn on_mode_save_failed(&mut self, mode: Mode, message: String) {
+        let Some(pos) = self.mode_saves.iter().position(|m| *m == mode) else {
+            return;
+        };
+        self.mode_saves.remove(pos);
+        self.protocol_error(format!(
+            "approval_mode: could not save mode {}: {message}; the mode is unchanged ({})",
+            mode.as_str(),
+            self.config.mode.as_str()
+        ));
+    }
+
+    fn on_reload(&mut self) {
+        if self.busy() {
+            return self.protocol_error("reload: a turn is in flight; send reload after its done");
+        }
+        if self.refreezing {
+            return self.protocol_error("reload: a reload is already in progress");
+        }
+        self.refreezing = true;
+        self.eff(Effect::Refreeze);
+    }
+
+    pub(super) fn on_frozen(&mut self, snapshot: Freeze) {
+        if !self.refreezing {
+            return;
+        }
+        self.refreezing = false;
+        if self.in_turn() {
+            self.deferred_freeze = Some(Box::new(snapshot));
+        } else {
+            self.apply_freeze(snapshot);
+        }
+    }
+
+    /// Replace the freeze: `refrozen`, the receipt as a harness note, the record.
+    pub(super) fn apply_freeze(&mut self, snapshot: Freeze) {
+        let tools: Vec<String> = snapshot.tools.iter().map(|t| t.name.clone()).collect();
+        self.ev(Event::Refrozen {
+            tools: tools.clone(),
+            skills: snapshot.skills.clone(),
+            changes: snapshot.changes.clone(),
+        });
+        self.note(receipt_text(&snapshot, &tools));
+        for n in snapshot.notes.clone() {
+            self.note(n);
+        }
+        self.persist_background(vec![Record::Refrozen {
+            system: snapshot.system.clone(),
+            tools: snapshot.tools.clone(),
+        }]);
+        self.config.freeze = snapshot;
+    }
+}
+
+/// The refreeze receipt as the model reads it.
+fn receipt_text(snapshot: &Freeze, tools: &[String]) -> String {
+    let mut s = String::from("tools, skills and prompt were re-read");
+    if snapshot.changes.is_empty() {
+        s.push_str("; nothing changed");
+    } else {
+        s.push_str("; changes:");
+        for c in &snapshot.changes {
+            let who = if c.by == "agent" {
+                "by this session's agent"
+            } else {
+                "from outside this session"
+            };
+            s.push_str(&format!(
+                " {} {} {} ({}, {who});",
+                c.kind, c.name, c.change, c.path
+            ));
+        }
+        s.pop();
+    }
+    s.push_str(&format!(
+        ". Tools now: {}.",
+        if tools.is_empty() {
+            "none".to_string()
+        } else {
+            tools.join(", ")
+        }
+    ));
+    s
+}

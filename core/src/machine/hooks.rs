@@ -1,0 +1,249 @@
+//! Hooks as inputs and effects of the turn machine.
+//!
+//! - Blocking hooks: `user_prompt_submit` (before a prompt is admitted; a refusal ends the turn
+//!   `blocked` with nothing sent) and `turn_end` (after a reply with no tool calls; a refusal is
+//!   honored up to [`MAX_CONTINUATIONS`] times by appending its reason as a user message and
+//!   asking the model again). They run one at a time, in config order.
+//! - Observe-only hooks (`session_start`, `tool_start`, `tool_end`, `compacted`, and any
+//!   non-blocking hook of the two blocking events) are fire-and-forget: only a failure is
+//!   reported, as `hook_failed`.
+//! - A hook with `not_loaded` set is never run: `hook_failed` carries why.
+//!
+//! Every payload carries `event` and `session_id`, plus the event's own fields.
+
+use std::collections::VecDeque;
+
+use crate::conversation::Message;
+use crate::wire::Event;
+
+use super::turn::{HookRun, Phase};
+use super::{Core, Effect, HookOutcome, HookSpec};
+
+/// `turn_end` refusals honored per turn before it ends `unverified`.
+pub const MAX_CONTINUATIONS: u32 = 8;
+
+/// Events whose blocking hooks may refuse.
+fn can_block(event: &str) -> bool {
+    matches!(event, "user_prompt_submit" | "turn_end")
+}
+
+impl Core {
+    fn payload(&self, event: &str, mut fields: serde_json::Value) -> serde_json::Value {
+        if let serde_json::Value::Object(m) = &mut fields {
+            m.insert("event".into(), event.into());
+            m.insert("session_id".into(), self.config.session_id.clone().into());
+        }
+        fields
+    }
+
+    fn hook_failed(&mut self, hook: &str, event: &str, detail: String) {
+        self.ev(Event::HookFailed {
+            hook: hook.to_string(),
+            event: event.to_string(),
+            detail,
+        });
+    }
+
+    /// Fire every observe-only hook of `event`.
+    pub(super) fn fire_observe(&mut self, event: &str, fields: serde_json::Value) {
+        let hooks: Vec<HookSpec> = self
+            .config
+            .freeze
+            .hooks
+            .iter()
+            .filter(|h| h.event == event && !(h.blocking && can_block(event)))
+            .cloned()
+            .collect();
+        if hooks.is_empty() {
+            return;
+        }
+        let payload = self.payload(event, fields);
+        for h in hooks {
+            if let Some(why) = &h.not_loaded {
+                self.hook_failed(&h.name, event, why.clone());
+                continue;
+            }
+            let run = self.next_hook_run;
+            self.next_hook_run += 1;
+            self.observe_runs
+                .insert(run, (h.name.clone(), event.to_string()));
+            self.eff(Effect::RunHook {
+                hook_run: run,
+                hook: h.name,
+                event: event.to_string(),
+                payload: payload.clone(),
+            });
+        }
+    }
+
+    fn blocking_hooks(&self, event: &str) -> VecDeque<HookSpec> {
+        self.config
+            .freeze
+            .hooks
+            .iter()
+            .filter(|h| h.event == event && h.blocking)
+            .cloned()
+            .collect()
+    }
+
+    /// Start the next runnable hook of `rest` (reporting unloaded ones); `None` when none is
+    /// left.
+    fn next_blocking(
+        &mut self,
+        event: &str,
+        rest: &mut VecDeque<HookSpec>,
+        fields: &serde_json::Value,
+    ) -> Option<HookRun> {
+        while let Some(h) = rest.pop_front() {
+            if let Some(why) = &h.not_loaded {
+                self.hook_failed(&h.name, event, why.clone());
+                continue;
+            }
+            let run = self.next_hook_run;
+            self.next_hook_run += 1;
+            let payload = self.payload(event, fields.clone());
+            self.eff(Effect::RunHook {
+                hook_run: run,
+                hook: h.name.clone(),
+                event: event.to_string(),
+                payload,
+            });
+            return Some(HookRun {
+                run,
+                hook: h.name,
+                event: event.to_string(),
+            });
+        }
+        None
+    }
+
+    pub(super) fn start_prompt_hooks(&mut self, prompt: String) {
+        let rest = self.blocking_hooks("user_prompt_submit");
+        self.continue_prompt_hooks(prompt, rest);
+    }
+
+    fn continue_prompt_hooks(&mut self, prompt: String, mut rest: VecDeque<HookSpec>) {
+        let fields = serde_json::json!({ "prompt": prompt });
+        match self.next_blocking("user_prompt_submit", &mut rest, &fields) {
+            Some(current) => {
+                self.phase = Phase::PromptHooks {
+                    prompt,
+                    current,
+                    rest,
+                }
+            }
+            None => self.admit_prompt(prompt),
+        }
+    }
+
+    pub(super) fn start_turn_end_hooks(&mut self, finish_reason: String) {
+        let rest = self.blocking_hooks("turn_end");
+        self.fire_observe("turn_end", self.turn_end_fields());
+        self.continue_turn_end_hooks(finish_reason, rest);
+    }
+
+    fn turn_end_fields(&self) -> serde_json::Value {
+        let last = self
+            .conversation
+            .last()
+            .map(Message::plain_text)
+            .unwrap_or_default();
+        serde_json::json!({
+            "continuation": self.turn.refusals,
+            "continuations_left": MAX_CONTINUATIONS.saturating_sub(self.turn.refusals),
+            "last_message": last,
+        })
+    }
+
+    fn continue_turn_end_hooks(&mut self, finish_reason: String, mut rest: VecDeque<HookSpec>) {
+        let fields = self.turn_end_fields();
+        match self.next_blocking("turn_end", &mut rest, &fields) {
+            Some(current) => {
+                self.phase = Phase::TurnEndHooks {
+                    finish_reason,
+                    current,
+                    rest,
+                }
+            }
+            None => self.end_turn(&finish_reason),
+        }
+    }
+
+    pub(super) fn on_hook_done(&mut self, run: u64, outcome: HookOutcome) {
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::PromptHooks {
+                prompt,
+                current,
+                rest,
+            } if current.run == run => match outcome {
+                HookOutcome::Pass => self.continue_prompt_hooks(prompt, rest),
+                HookOutcome::Failed { detail } => {
+                    self.hook_failed(&current.hook, &current.event, detail);
+                    self.continue_prompt_hooks(prompt, rest);
+                }
+                HookOutcome::Refuse { .. } => self.end_turn("blocked"),
+            },
+            Phase::TurnEndHooks {
+                finish_reason,
+                current,
+                rest,
+            } if current.run == run => match outcome {
+                HookOutcome::Pass => self.continue_turn_end_hooks(finish_reason, rest),
+                HookOutcome::Failed { detail } => {
+                    self.hook_failed(&current.hook, &current.event, detail);
+                    self.continue_turn_end_hooks(finish_reason, rest);
+                }
+                HookOutcome::Refuse { reason } => {
+                    if self.turn.refusals >= MAX_CONTINUATIONS {
+                        self.end_turn("unverified");
+                    } else {
+                        let record = self.push_message(Message::user_text(reason.clone()));
+                        let ticket = self.persist(vec![record]);
+                        self.phase = Phase::PersistRefusal {
+                            ticket,
+                            hook: current.hook,
+                            reason,
+                        };
+                    }
+                }
+            },
+            other @ (Phase::Idle
+            | Phase::Closed
+            | Phase::PromptHooks { .. }
+            | Phase::Streaming(_)
+            | Phase::Backoff { .. }
+            | Phase::PersistReply { .. }
+            | Phase::PersistPartial { .. }
+            | Phase::Planning { .. }
+            | Phase::Approving { .. }
+            | Phase::RunningTool { .. }
+            | Phase::PersistResult { .. }
+            | Phase::TurnEndHooks { .. }
+            | Phase::PersistRefusal { .. }) => {
+                self.phase = other;
+                if let Some((hook, event)) = self.observe_runs.remove(&run) {
+                    if let HookOutcome::Failed { detail } = outcome {
+                        self.hook_failed(&hook, &event, detail);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A honored refusal is on disk: `turn_refused`, then the model is asked again.
+    pub(super) fn after_refusal(&mut self, hook: String, reason: String) {
+        let continuation = self.turn.refusals;
+        self.ev(Event::TurnRefused {
+            hook,
+            reason,
+            continuation,
+            continuations_left: MAX_CONTINUATIONS.saturating_sub(continuation),
+        });
+        self.turn.refusals += 1;
+        if let Some(stop) = self.turn.ending.clone() {
+            self.end_turn(&stop);
+        } else {
+            self.start_request();
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Retry policy of model requests: which failures are retried, in what words the `retry`
+//! event names them, the backoff with seeded jitter, and the PRNG behind the jitter.
+//!
+//! Invariants (the contract's `retry` paragraph):
+//! - retried: transport failures, HTTP 429/500/502/503/504/529, and — only before any reply
+//!   text of the attempt — a stream that ended without completion, stalled, or failed with a
+//!   rate limit, an overload or a server fault;
+//! - never retried: a Retry-After over 60 s, `insufficient_quota`, other statuses, other
+//!   in-stream failure kinds;
+//! - the wait is `min(base * 2^(attempt-1), max)` plus jitter up to 25%, or the Retry-After
+//!   when that is longer.
+
+use crate::provider::{FailureKind, RequestFailure};
+
+use super::io::RetrySettings;
+
+/// The longest Retry-After (seconds) that is still honored by waiting.
+pub const MAX_RETRY_AFTER_S: u64 = 60;
+
+/// Consecutive attempts that never reached the endpoint before the request gives up.
+pub const UNREACHABLE_LIMIT: u32 = 3;
+
+/// What to do about a failed attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Retry (budget permitting) after at least `min_wait_ms`.
+    Retry {
+        reason: String,
+        min_wait_ms: u64,
+        /// The attempt never reached the endpoint (counts toward [`UNREACHABLE_LIMIT`]).
+        unreachable: bool,
+    },
+    /// Fail the turn at once with this error message.
+    Fail { message: String },
+    /// The prompt did not fit the model's window (the compaction hook).
+    ContextExceeded { message: String },
+}
+
+/// Classify a request that produced no stream.
+pub fn classify_request_failure(f: &RequestFailure) -> Verdict {
+    match f {
+        RequestFailure::Unreachable { detail } => Verdict::Retry {
+            reason: if detail.trim().is_empty() {
+                "the endpoint could not be reached".to_string()
+            } else {
+                detail.clone()
+            },
+            min_wait_ms: 0,
+            unreachable: true,
+        },
+        RequestFailure::Transport { detail } => Verdict::Retry {
+            reason: if detail.trim().is_empty() {
+                "transport failure".to_string()
+            } else {
+                format!("transport failure: {detail}")
+            },
+            min_wait_ms: 0,
+            unreachable: false,
+        },
+        RequestFailure::Http {
+            status,
+            retry_after_s,
+            kind,
+            message,
+        } => {
+            if *kind == FailureKind::ContextLength {
+                return Verdict::ContextExceeded {
+                    message: message.clone(),
+                };
+            }
+            if *kind == FailureKind::InsufficientQuota {
+                return Verdict::Fail {
+                    message: format!(
+                        "HTTP {status}: the provider reports an exhausted quota \
+                         (insufficient_quota); not retrying: {message}"
+                    ),
+                };
+            }
+            if !RequestFailure::RETRYABLE_STATUS.contains(status) {
+                return Verdict::Fail {
+                    message: format!("HTTP {status}: {message}"),
+                };
+            }
+            match retry_after_s {
+                Some(s) if *s > MAX_RETRY_AFTER_S => Verdict::Fail {
+                    message: format!(
+                        "HTTP {status}: the server asked to wait {s} s; not retrying \
+                         (waits over {MAX_RETRY_AFTER_S} s are not honored): {message}"
+                    ),
+                },
+                other => Verdict::Retry {
+                    reason: format!("HTTP {status}"),
+                    min_wait_ms: other.unwrap_or(0).saturating_mul(1000),
+                    unreachable: false,
+                },
+            }
+        }
+    }
+}
+
+/// Classify a failure the provider reported inside the stream. `had_text`: reply text of
+/// this attempt already streamed.
+pub fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool) -> Verdict {
+    if kind == FailureKind::ContextLength {
+        return Verdict::ContextExceeded {
+            message: message.to_string(),
+        };
+    }
+    if !had_text && kind.retryable() {
+        let what = match kind {
+            FailureKind::RateLimit => "rate limited",
+            FailureKind::Overloaded => "overloaded",
+            FailureKind::Server => "server error",
+            FailureKind::InsufficientQuota | FailureKind::ContextLength | FailureKind::Other => {
+                "failure"
+            }
+        };
+        return Verdict::Retry {
+            reason: format!("the provider reported {what} before any reply text"),
+            min_wait_ms: 0,
+            unreachable: false,
+        };
+    }
+    Verdict::Fail {
+        message: format!("the provider failed the reply: {message}"),
+    }
+}
+
+/// The backoff after attempt `failed_attempt` (1-based), with seeded jitter up to 25%.
+pub fn backoff_ms(settings: &RetrySettings, failed_attempt: u32, rng: &mut SplitMix64) -> u64 {
+    let shift = failed_attempt.saturating_sub(1).min(63);
+    let exp = settings
+        .retry_base_ms
+        .saturating_mul(1u64.checked_shl(shift).unwrap_or(u64::MAX));
+    let base = exp.min(settings.retry_max_ms);
+    let jitter_max = base / 4;
+    let jitter = if jitter_max == 0 {
+        0
+    } else {
+        rng.next_u64() % (jitter_max + 1)
+    };
+    base.saturating_add(jitter)
+}
+
+/// SplitMix64: a tiny, seedable PRNG (Steele, Lea, Flood 2014). Deterministic per seed.
+#[derive(Debug, Clone)]
+pub struct SplitMix64 {
+    state: u64,
+}
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64 { state: seed }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let s = RetrySettings {
+            max_attempts: 5,
+            retry_base_ms: 1000,
+            retry_max_ms: 5000,
+            stream_idle_timeout_ms: 0,
+        };
+        let mut r = SplitMix64::new(7);
+        let b1 = backoff_ms(&s, 1, &mut r);
+        assert!((1000..=1250).contains(&b1));
+        let b2 = backoff_ms(&s, 2, &mut r);
+        assert!((2000..=2500).contains(&b2));
+        let b9 = backoff_ms(&s, 90, &mut r);
+        assert!((5000..=6250).contains(&b9));
+    }
+
+    #[test]
+    fn classification() {
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 503,
+            retry_after_s: Some(120),
+            kind: FailureKind::Other,
+            message: "busy".into(),
+        });
+        assert!(matches!(v, Verdict::Fail { ref message } if message.contains("wait 120 s")));
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 400,
+            retry_after_s: None,
+            kind: FailureKind::Other,
+            message: "bad".into(),
+        });
+        assert!(matches!(v, Verdict::Fail { .. }));
+        assert!(matches!(
+            classify_stream_failure(FailureKind::Overloaded, "x", true),
+            Verdict::Fail { .. }
+        ));
+        assert!(matches!(
+            classify_stream_failure(FailureKind::Overloaded, "x", false),
+            Verdict::Retry { .. }
+        ));
+    }
+}

@@ -1,0 +1,400 @@
+//! The model request loop: admitting a request (iteration and token caps), sending attempts,
+//! folding stream items, retries with backoff, and the three ways a stream ends (completed,
+//! failed, ended without completion).
+//!
+//! Invariants: a `token` is emitted only for the current attempt, and once one is, that
+//! request is never retried; tool calls are dispatched only from a stream that completed; a
+//! truncated reply keeps its partial text (persisted before `message_done`), a failed one
+//! does not.
+
+use crate::conversation::{Block, Message, Role};
+use crate::provider::{ProviderItem, RequestFailure, RequestId};
+use crate::wire::Event;
+
+use super::budget::{self, Scale};
+use super::retry::{self, Verdict};
+use super::turn::{self, Attempt, Call, Phase, Reply, Usage};
+use super::{Core, Effect};
+
+impl Core {
+    /// Admit the next model request of the turn, or end the turn at the token cap.
+    pub(super) fn start_request(&mut self) {
+        let cap = self.config.limits.max_agent_tokens;
+        if cap > 0 && self.turn.tokens >= cap {
+            self.end_turn("budget_exhausted");
+            return;
+        }
+        if let Some(r) = self.flush_notes() {
+            self.persist_background(vec![r]);
+        }
+        let body = turn::build_request(&self.config.freeze, &self.conversation);
+        self.turn.body_estimate = budget::estimate_body(&body);
+        self.turn.body = Some(Box::new(body));
+        self.turn.unreachable = 0;
+        let request = self.next_request;
+        self.next_request += 1;
+        self.send_attempt(request, 1);
+    }
+
+    /// Send one attempt of the current request and wait for its stream.
+    pub(super) fn send_attempt(&mut self, request: RequestId, attempt: u32) {
+        let body = match self.turn.body.clone() {
+            Some(b) => b,
+            None => Box::new(turn::build_request(&self.config.freeze, &self.conversation)),
+        };
+        self.eff(Effect::SendRequest {
+            request,
+            attempt,
+            body,
+        });
+        let idle = self.idle_deadline();
+        self.phase = Phase::Streaming(Box::new(Attempt::new(request, attempt, idle)));
+    }
+
+    fn idle_deadline(&self) -> Option<crate::time::Millis> {
+        match self.config.retry.stream_idle_timeout_ms {
+            0 => None,
+            ms => Some(self.deadline(ms)),
+        }
+    }
+
+    /// The phase's attempt, taken out, when it is `(request, attempt)`.
+    fn take_attempt(&mut self, request: RequestId, attempt: u32) -> Option<Attempt> {
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Streaming(a) if a.request == request && a.attempt == attempt => Some(*a),
+            other @ (Phase::Idle
+            | Phase::Closed
+            | Phase::PromptHooks { .. }
+            | Phase::Streaming(_)
+            | Phase::Backoff { .. }
+            | Phase::PersistReply { .. }
+            | Phase::PersistPartial { .. }
+            | Phase::Planning { .. }
+            | Phase::Approving { .. }
+            | Phase::RunningTool { .. }
+            | Phase::PersistResult { .. }
+            | Phase::TurnEndHooks { .. }
+            | Phase::PersistRefusal { .. }) => {
+                self.phase = other;
+                None
+            }
+        }
+    }
+
+    pub(super) fn on_provider(&mut self, request: RequestId, attempt: u32, item: ProviderItem) {
+        let Some(mut a) = self.take_attempt(request, attempt) else {
+            return;
+        };
+        a.idle_deadline = self.idle_deadline();
+        // Any item means the endpoint was reached.
+        self.turn.unreachable = 0;
+        match item {
+            ProviderItem::Opened => {}
+            ProviderItem::TextDelta { text } => {
+                if !text.is_empty() {
+                    a.text.push_str(&text);
+                    self.ev(Event::Token { text });
+                }
+            }
+            ProviderItem::ThinkingDelta { text } => {
+                if !text.is_empty() {
+                    a.thinking.push_str(&text);
+                    self.ev(Event::Thinking { text });
+                }
+            }
+            ProviderItem::ThinkingSignature { signature } => {
+                a.signature = Some(signature);
+            }
+            ProviderItem::ToolCallStart { index, id, name } => {
+                let c = a.calls.entry(index).or_default();
+                c.id = id;
+                c.name = name;
+            }
+            ProviderItem::ToolCallArgs { index, json } => {
+                a.calls.entry(index).or_default().args.push_str(&json);
+            }
+            ProviderItem::Usage {
+                prompt_tokens,
+                completion_tokens,
+                cached_tokens,
+            } => {
+                a.usage = Some(Usage {
+                    prompt_tokens,
+                    completion_tokens,
+                    cached_tokens,
+                });
+            }
+            ProviderItem::Completed { finish_reason } => return self.completed(a, finish_reason),
+            ProviderItem::EndedWithoutCompletion { detail } => {
+                return self.stream_ended(a, detail, false)
+            }
+            ProviderItem::Failed { kind, message } => {
+                let had_text = !a.text.is_empty();
+                return self
+                    .attempt_failed(a, retry::classify_stream_failure(kind, &message, had_text));
+            }
+        }
+        self.phase = Phase::Streaming(Box::new(a));
+    }
+
+    pub(super) fn on_request_failed(
+        &mut self,
+        request: RequestId,
+        attempt: u32,
+        failure: RequestFailure,
+    ) {
+        let Some(a) = self.take_attempt(request, attempt) else {
+            return;
+        };
+        self.attempt_failed(a, retry::classify_request_failure(&failure));
+    }
+
+    /// A stream that ended with no completion signal (or stalled, `stalled`).
+    pub(super) fn stream_ended(&mut self, a: Attempt, detail: String, stalled: bool) {
+        if a.text.is_empty() {
+            let reason = if stalled {
+                format!("{detail} before any reply text")
+            } else {
+                "the stream ended before any reply text".to_string()
+            };
+            self.retry_or_give_up(a, reason, 0, false, true);
+        } else {
+            let message = if stalled {
+                format!("the reply was cut off: {detail}")
+            } else if detail.trim().is_empty() {
+                "the reply stream ended without a completion signal".to_string()
+            } else {
+                format!("the reply stream ended without a completion signal: {detail}")
+            };
+            self.truncate(a.text, message);
+        }
+    }
+
+    fn attempt_failed(&mut self, a: Attempt, verdict: Verdict) {
+        match verdict {
+            Verdict::Retry {
+                reason,
+                min_wait_ms,
+                unreachable,
+            } => self.retry_or_give_up(a, reason, min_wait_ms, unreachable, false),
+            Verdict::Fail { message } => self.fail_turn(message),
+            Verdict::ContextExceeded { message } => self.context_exceeded(message),
+        }
+    }
+
+    /// The prompt does not fit the model's window. Compaction (issue 9) hooks in here: compact,
+    /// then re-send once. For now the turn fails.
+    fn context_exceeded(&mut self, message: String) {
+        self.fail_turn(format!(
+            "the prompt exceeded the model's context window: {message}"
+        ));
+    }
+
+    /// `error` then `done error` (nothing is in flight: the attempt is over).
+    fn fail_turn(&mut self, message: String) {
+        self.ev(Event::Error { message });
+        self.end_turn("error");
+    }
+
+    fn retry_or_give_up(
+        &mut self,
+        a: Attempt,
+        reason: String,
+        min_wait_ms: u64,
+        unreachable: bool,
+        truncate_on_last: bool,
+    ) {
+        if !a.text.is_empty() {
+            // Never retry once reply text streamed (a failure the shell reports late).
+            return self.fail_turn(format!("the reply stream failed: {reason}"));
+        }
+        if unreachable {
+            self.turn.unreachable += 1;
+        } else {
+            self.turn.unreachable = 0;
+        }
+        let max = self.config.retry.max_attempts;
+        if self.turn.unreachable >= retry::UNREACHABLE_LIMIT {
+            self.fail_turn(format!(
+                "the model endpoint was unreachable {} times in a row ({reason}); giving up",
+                self.turn.unreachable
+            ));
+        } else if a.attempt >= max {
+            let message = format!(
+                "the model request failed after {} attempt{}: {reason}",
+                a.attempt,
+                if a.attempt == 1 { "" } else { "s" }
+            );
+            if truncate_on_last {
+                self.truncate(String::new(), message);
+            } else {
+                self.fail_turn(message);
+            }
+        } else {
+            let next = a.attempt + 1;
+            self.ev(Event::Retry {
+                attempt: next,
+                max_attempts: max,
+                reason,
+            });
+            let backoff = retry::backoff_ms(&self.config.retry, a.attempt, &mut self.rng);
+            let deadline = self.deadline(backoff.max(min_wait_ms));
+            self.phase = Phase::Backoff {
+                request: a.request,
+                attempt: next,
+                deadline,
+            };
+        }
+    }
+
+    /// A reply cut off: keep the partial text (persisted first), then `message_done`, `error`,
+    /// `done truncated`.
+    fn truncate(&mut self, text: String, message: String) {
+        self.end_with_partial(text, Some(message), "truncated");
+    }
+
+    /// End the turn after a partial reply: the text (when any) is kept and persisted, then
+    /// `message_done`, the `error` (when given) and `done stop`.
+    pub(super) fn end_with_partial(&mut self, text: String, message: Option<String>, stop: &str) {
+        if text.is_empty() {
+            self.finish_partial(text, message, stop.to_string());
+        } else {
+            let record = self.push_message(Message::assistant_text(text.clone()));
+            let ticket = self.persist(vec![record]);
+            self.phase = Phase::PersistPartial {
+                ticket,
+                text,
+                message,
+                stop: stop.to_string(),
+            };
+        }
+    }
+
+    pub(super) fn finish_partial(&mut self, text: String, message: Option<String>, stop: String) {
+        self.ev(Event::MessageDone { text });
+        if let Some(message) = message {
+            self.ev(Event::Error { message });
+        }
+        self.end_turn(&stop);
+    }
+
+    /// The stream completed: build the assistant message, persist it, and continue after the
+    /// ack.
+    fn completed(&mut self, a: Attempt, finish_reason: String) {
+        let mut content = Vec::new();
+        if !a.thinking.is_empty() || a.signature.is_some() {
+            content.push(Block::Thinking {
+                text: a.thinking.clone(),
+                signature: a.signature.clone(),
+            });
+        }
+        if !a.text.is_empty() {
+            content.push(Block::text(a.text.clone()));
+        }
+        let mut calls = Vec::new();
+        for pc in a.calls.into_values() {
+            let id = if pc.id.is_empty() {
+                let id = format!("call_{}", self.next_call);
+                self.next_call += 1;
+                id
+            } else {
+                pc.id
+            };
+            let args = parse_args(&pc.args);
+            content.push(Block::ToolUse {
+                id: id.clone(),
+                name: pc.name.clone(),
+                input: serde_json::Value::Object(args.clone().unwrap_or_default()),
+            });
+            calls.push(Call {
+                id,
+                name: pc.name,
+                args,
+                resolved: false,
+            });
+        }
+        if let Some(u) = a.usage {
+            self.turn.tokens = self
+                .turn
+                .tokens
+                .saturating_add(u.prompt_tokens)
+                .saturating_add(u.completion_tokens);
+            self.scale = Scale::learn(u.prompt_tokens, self.turn.body_estimate);
+        }
+        let reply = Reply {
+            text: a.text,
+            finish_reason,
+            usage: a.usage,
+            calls,
+        };
+        if content.is_empty() {
+            self.after_reply(reply);
+        } else {
+            let record = self.push_message(Message {
+                role: Role::Assistant,
+                content,
+            });
+            let ticket = self.persist(vec![record]);
+            self.phase = Phase::PersistReply {
+                ticket,
+                reply: Box::new(reply),
+            };
+        }
+    }
+
+    /// The reply is on disk: `message_done`, `usage`, `budget`, then tools or the turn's end.
+    pub(super) fn after_reply(&mut self, reply: Reply) {
+        // A final reply always ends with message_done (even an empty one, so a turn_end
+        // refusal follows a message_done); a reply that only calls tools has one when it had
+        // text.
+        if !reply.text.is_empty() || reply.calls.is_empty() {
+            self.ev(Event::MessageDone {
+                text: reply.text.clone(),
+            });
+        }
+        if let Some(u) = reply.usage {
+            self.ev(Event::Usage {
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+                cached_tokens: u.cached_tokens,
+            });
+        }
+        self.emit_budget();
+        self.turn.round = reply.calls;
+        self.turn.next_call = 0;
+        if let Some(stop) = self.turn.ending.clone() {
+            self.end_turn(&stop);
+        } else if !self.turn.round.is_empty() {
+            self.next_call();
+        } else {
+            self.start_turn_end_hooks(reply.finish_reason);
+        }
+    }
+
+    fn emit_budget(&mut self) {
+        let estimate = budget::estimate_request(
+            &self.config.freeze.system,
+            &self.config.freeze.tools,
+            &self.conversation,
+        );
+        self.ev(Event::Budget {
+            used_tokens: Scale::apply(self.scale, estimate),
+            context_tokens: self.config.context_tokens,
+        });
+    }
+}
+
+/// Parse a tool call's streamed arguments: empty means `{}`; anything but a JSON object is an
+/// error naming what was wrong.
+fn parse_args(raw: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Ok(serde_json::Map::new());
+    }
+    let shown: String = trimmed.chars().take(200).collect();
+    match serde_json::from_str::<serde_json::Value>(trimmed) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(_) => Err(format!("arguments are not a JSON object: {shown}")),
+        Err(e) => Err(format!("arguments are not a JSON object: {e}: {shown}")),
+    }
+}

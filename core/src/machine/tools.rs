@@ -1,0 +1,349 @@
+//! The tool round: for each call of a completed reply, in order: `tool_start`, plan, policy,
+//! approval, run, `diff`s, persist the result, then `tool_end`; after the last call the next
+//! model request (or `max_iterations`).
+//!
+//! Invariants: every `tool_start` is followed by exactly one `tool_end` of the same call before
+//! the turn's `done`; every approval issued settles exactly once; `tool_end` of a call that ran
+//! goes out only after its result is on disk.
+
+use crate::conversation::{Block, Message, Role};
+use crate::tool::{SourceGate, ToolOutcome, ToolPlan};
+use crate::wire::{ApprovalOutcome, ApprovalReason, Event};
+
+use super::approval::{self, Verdict};
+use super::turn::Phase;
+use super::{Core, Effect};
+
+impl Core {
+    pub(super) fn call_id(&self, call: usize) -> String {
+        self.turn
+            .round
+            .get(call)
+            .map(|c| c.id.clone())
+            .unwrap_or_default()
+    }
+
+    /// Start the next call of the round, or finish the round.
+    pub(super) fn next_call(&mut self) {
+        let i = self.turn.next_call;
+        let Some(call) = self.turn.round.get(i).cloned() else {
+            return self.round_complete();
+        };
+        let args = call.args.clone().unwrap_or_default();
+        self.ev(Event::ToolStart {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            args: args.clone(),
+        });
+        self.fire_observe(
+            "tool_start",
+            serde_json::json!({"call_id": call.id, "name": call.name, "args": args}),
+        );
+        match call.args {
+            Err(message) => self.finish_call(i, false, message, None),
+            Ok(args) => {
+                self.eff(Effect::PlanTool {
+                    call_id: call.id,
+                    name: call.name,
+                    args: serde_json::Value::Object(args),
+                });
+                self.phase = Phase::Planning { call: i };
+            }
+        }
+    }
+
+    fn round_complete(&mut self) {
+        self.turn.rounds += 1;
+        self.turn.round.clear();
+        self.turn.next_call = 0;
+        if self.turn.rounds >= self.config.limits.max_iterations {
+            self.end_turn("max_iterations");
+        } else {
+            self.start_request();
+        }
+    }
+
+    /// The phase's call index when it is `phase_call` naming `call_id`.
+    fn current_call_is(&self, call: usize, call_id: &str) -> bool {
+        self.turn.round.get(call).is_some_and(|c| c.id == call_id)
+    }
+
+    pub(super) fn on_tool_planned(&mut self, call_id: &str, plan: ToolPlan) {
+        let call = match &self.phase {
+            Phase::Planning { call } if self.current_call_is(*call, call_id) => *call,
+            Phase::Idle
+            | Phase::Closed
+            | Phase::PromptHooks { .. }
+            | Phase::Streaming(_)
+            | Phase::Backoff { .. }
+            | Phase::PersistReply { .. }
+            | Phase::PersistPartial { .. }
+            | Phase::Planning { .. }
+            | Phase::Approving { .. }
+            | Phase::RunningTool { .. }
+            | Phase::PersistResult { .. }
+            | Phase::TurnEndHooks { .. }
+            | Phase::PersistRefusal { .. } => return,
+        };
+        let name = self.turn.round[call].name.clone();
+        match approval::decide(self.config.mode, &self.config.permissions, &name, &plan) {
+            Verdict::Refuse { output, note } => self.finish_call(call, false, output, note),
+            Verdict::Run => self.run_tool(call),
+            Verdict::Ask { reason, source } => {
+                self.request_approval(call, &name, plan, reason, source)
+            }
+        }
+    }
+
+    fn request_approval(
+        &mut self,
+        call: usize,
+        name: &str,
+        plan: ToolPlan,
+        reason: ApprovalReason,
+        source: Option<SourceGate>,
+    ) {
+        let approval_id = format!("a{}", self.next_approval);
+        self.next_approval += 1;
+        self.approvals.insert(approval_id.clone(), false);
+        let (source_path, source_sha, env) = match &source {
+            Some(g) => (g.source_path.clone(), g.source_sha.clone(), g.env.clone()),
+            None => (String::new(), String::new(), Vec::new()),
+        };
+        self.ev(Event::ApprovalRequest {
+            approval_id: approval_id.clone(),
+            name: name.to_string(),
+            summary: plan.summary,
+            detail: plan.detail,
+            reason,
+            source_path,
+            source_sha,
+            env,
+        });
+        if self.config.non_interactive || self.draining {
+            self.settle(&approval_id, ApprovalOutcome::Declined);
+            let why = if self.draining {
+                "declined: the session is shutting down, so the call was not run"
+            } else {
+                "declined: no human can answer approvals in this non-interactive run, so the call was not run"
+            };
+            self.finish_call(call, false, why.to_string(), None);
+            return;
+        }
+        let deadline = match self.config.limits.approval_timeout_ms {
+            0 => None,
+            ms => Some(self.deadline(ms)),
+        };
+        self.phase = Phase::Approving {
+            call,
+            approval_id,
+            deadline,
+            source,
+        };
+    }
+
+    /// Mark an approval settled and say so on the wire.
+    pub(super) fn settle(&mut self, approval_id: &str, outcome: ApprovalOutcome) {
+        self.approvals.insert(approval_id.to_string(), true);
+        self.ev(Event::ApprovalSettled {
+            approval_id: approval_id.to_string(),
+            outcome,
+        });
+    }
+
+    /// The `approve` command.
+    pub(super) fn on_approve(&mut self, approval_id: &str, approved: bool) {
+        match self.approvals.get(approval_id) {
+            None => {
+                return self.protocol_error(format!(
+                    "approve: no approval with id {approval_id:?} was issued"
+                ))
+            }
+            Some(true) => {
+                return self.protocol_error(format!(
+                    "approve: approval {approval_id:?} has already settled"
+                ))
+            }
+            Some(false) => {}
+        }
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Approving {
+                call,
+                approval_id: id,
+                source,
+                ..
+            } if id == approval_id => {
+                if approved {
+                    self.settle(&id, ApprovalOutcome::Approved);
+                    if let Some(g) = source {
+                        self.eff(Effect::ApproveSource {
+                            source_path: g.source_path,
+                            source_sha: g.source_sha,
+                        });
+                    }
+                    self.run_tool(call);
+                } else {
+                    self.settle(&id, ApprovalOutcome::Declined);
+                    self.finish_call(
+                        call,
+                        false,
+                        "declined: the human did not approve this call, so it was not run"
+                            .to_string(),
+                        None,
+                    );
+                }
+            }
+            other @ (Phase::Idle
+            | Phase::Closed
+            | Phase::PromptHooks { .. }
+            | Phase::Streaming(_)
+            | Phase::Backoff { .. }
+            | Phase::PersistReply { .. }
+            | Phase::PersistPartial { .. }
+            | Phase::Planning { .. }
+            | Phase::Approving { .. }
+            | Phase::RunningTool { .. }
+            | Phase::PersistResult { .. }
+            | Phase::TurnEndHooks { .. }
+            | Phase::PersistRefusal { .. }) => {
+                // An unsettled id is always the current approval; say so rather than panic.
+                self.phase = other;
+                self.protocol_error(format!("approve: approval {approval_id:?} is not pending"));
+            }
+        }
+    }
+
+    fn run_tool(&mut self, call: usize) {
+        let Some(c) = self.turn.round.get(call).cloned() else {
+            return;
+        };
+        self.eff(Effect::RunTool {
+            call_id: c.id,
+            name: c.name,
+            args: serde_json::Value::Object(c.args.unwrap_or_default()),
+        });
+        self.phase = Phase::RunningTool {
+            call,
+            cancelling: false,
+        };
+    }
+
+    pub(super) fn on_tool_done(&mut self, call_id: &str, outcome: ToolOutcome) {
+        let (call, cancelling) = match &self.phase {
+            Phase::RunningTool { call, cancelling } if self.current_call_is(*call, call_id) => {
+                (*call, *cancelling)
+            }
+            Phase::Idle
+            | Phase::Closed
+            | Phase::PromptHooks { .. }
+            | Phase::Streaming(_)
+            | Phase::Backoff { .. }
+            | Phase::PersistReply { .. }
+            | Phase::PersistPartial { .. }
+            | Phase::Planning { .. }
+            | Phase::Approving { .. }
+            | Phase::RunningTool { .. }
+            | Phase::PersistResult { .. }
+            | Phase::TurnEndHooks { .. }
+            | Phase::PersistRefusal { .. } => return,
+        };
+        for d in outcome.diffs {
+            self.ev(Event::Diff {
+                call_id: call_id.to_string(),
+                path: d.path,
+                diff: d.diff,
+                added: d.added,
+                removed: d.removed,
+            });
+        }
+        if cancelling {
+            let mut output =
+                "cancelled: the user cancelled the turn while this call ran".to_string();
+            if !outcome.output.is_empty() {
+                output.push_str("; output so far:\n");
+                output.push_str(&outcome.output);
+            }
+            self.finish_call(call, false, output, None);
+        } else {
+            self.finish_call(call, outcome.ok, outcome.output, None);
+        }
+    }
+
+    /// Put the call's result (and a harness note riding it) into the conversation and persist
+    /// it; `tool_end` follows the ack.
+    pub(super) fn finish_call(
+        &mut self,
+        call: usize,
+        ok: bool,
+        output: String,
+        note: Option<String>,
+    ) {
+        let id = self.call_id(call);
+        if let Some(c) = self.turn.round.get_mut(call) {
+            c.resolved = true;
+        }
+        let mut content = vec![Block::ToolResult {
+            id,
+            ok,
+            output: output.clone(),
+        }];
+        if let Some(n) = &note {
+            content.push(Block::text(format!("[openmax note] {n}")));
+        }
+        let record = self.push_message(Message {
+            role: Role::User,
+            content,
+        });
+        let ticket = self.persist(vec![record]);
+        self.phase = Phase::PersistResult {
+            call,
+            ticket,
+            ok,
+            output,
+            note,
+        };
+    }
+
+    /// The result is on disk: `tool_end` (and its note), then the next call or the turn's end.
+    pub(super) fn after_result(
+        &mut self,
+        call: usize,
+        ok: bool,
+        output: String,
+        note: Option<String>,
+    ) {
+        let call_id = self.call_id(call);
+        self.ev(Event::ToolEnd {
+            call_id: call_id.clone(),
+            ok,
+            output: output.clone(),
+        });
+        if let Some(text) = note {
+            self.ev(Event::HarnessNote {
+                call_id: call_id.clone(),
+                text,
+            });
+        }
+        self.fire_observe(
+            "tool_end",
+            serde_json::json!({"call_id": call_id, "ok": ok, "output": output}),
+        );
+        if let Some(stop) = self.turn.ending.clone() {
+            self.end_turn(&stop);
+        } else {
+            self.turn.next_call = call + 1;
+            self.next_call();
+        }
+    }
+
+    /// End a call's `tool_start` at once (the turn is failing; nothing waits on disk). The
+    /// conversation gets the call's result when the turn ends (`end_turn` resolves the round).
+    pub(super) fn force_tool_end(&mut self, call: usize, output: &str) {
+        let call_id = self.call_id(call);
+        self.ev(Event::ToolEnd {
+            call_id,
+            ok: false,
+            output: output.to_string(),
+        });
+    }
+}

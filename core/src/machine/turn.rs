@@ -1,0 +1,215 @@
+//! The turn's explicit state ([`Phase`]) and the per-turn and per-attempt data it carries.
+//!
+//! Invariants:
+//! - `Phase::Idle` ⇔ no turn is running; `done` is emitted only after the phase left every
+//!   running state, so a `user` handled right after `done` is admitted.
+//! - At most one thing is awaited at a time: one request attempt, one tool plan, one approval,
+//!   one tool run, one hook run or one persistence ticket. Inputs naming anything else (a stale
+//!   attempt, another call id, an old ticket) are ignored.
+//! - Deadlines live in the phase that owns them, so leaving a phase cancels its timer.
+//! - A round's tool calls run strictly in order; every `tool_start` gets its `tool_end`
+//!   before the turn's `done`, and every `tool_use` the model made gets a tool result in the
+//!   conversation before the next request (a round cut short fills the rest with "not run").
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use crate::conversation::{Block, Message, ModelRequest, Role};
+use crate::provider::RequestId;
+use crate::time::Millis;
+use crate::tool::SourceGate;
+
+use super::io::{Freeze, HookSpec};
+
+/// Where the turn is. Every transition of the machine is one match arm over this enum.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Phase {
+    /// No turn is running.
+    Idle,
+    /// Blocking `user_prompt_submit` hooks run one at a time before the prompt is admitted.
+    PromptHooks {
+        prompt: String,
+        current: HookRun,
+        rest: VecDeque<HookSpec>,
+    },
+    /// One attempt of a model request is out: requesting, then streaming.
+    Streaming(Box<Attempt>),
+    /// Waiting out the backoff before `attempt` of `request` goes out.
+    Backoff {
+        request: RequestId,
+        attempt: u32,
+        deadline: Millis,
+    },
+    /// The completed reply is being persisted; its events follow the ack.
+    PersistReply { ticket: u64, reply: Box<Reply> },
+    /// A cut-off reply's partial text is being persisted; `message_done`, the `error` (when
+    /// there is one) and `done` with `stop` follow the ack (truncated, or a cancel mid-reply).
+    PersistPartial {
+        ticket: u64,
+        text: String,
+        message: Option<String>,
+        stop: String,
+    },
+    /// The shell is inspecting call `call` of the round.
+    Planning { call: usize },
+    /// Call `call` waits for a human.
+    Approving {
+        call: usize,
+        approval_id: String,
+        deadline: Option<Millis>,
+        source: Option<SourceGate>,
+    },
+    /// Call `call` runs; `cancelling` once a `CancelTool` went out.
+    RunningTool { call: usize, cancelling: bool },
+    /// Call `call`'s result is being persisted; `tool_end` follows the ack.
+    PersistResult {
+        call: usize,
+        ticket: u64,
+        ok: bool,
+        output: String,
+        note: Option<String>,
+    },
+    /// Blocking `turn_end` hooks run one at a time after a reply with no tool calls.
+    TurnEndHooks {
+        finish_reason: String,
+        current: HookRun,
+        rest: VecDeque<HookSpec>,
+    },
+    /// A honored `turn_end` refusal is being persisted; `turn_refused` follows the ack.
+    PersistRefusal {
+        ticket: u64,
+        hook: String,
+        reason: String,
+    },
+    /// The session is over (`Exit` was emitted). Every input is ignored.
+    Closed,
+}
+
+/// A blocking hook run in flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct HookRun {
+    pub run: u64,
+    pub hook: String,
+    pub event: String,
+}
+
+/// One attempt of a model request and what its stream brought so far.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Attempt {
+    pub request: RequestId,
+    pub attempt: u32,
+    /// When the stream counts as stalled (reset by every item); `None` when disabled.
+    pub idle_deadline: Option<Millis>,
+    pub text: String,
+    pub thinking: String,
+    pub signature: Option<String>,
+    /// Tool calls by the provider's index, in the provider's order.
+    pub calls: BTreeMap<u32, PendingCall>,
+    pub usage: Option<Usage>,
+}
+
+impl Attempt {
+    pub fn new(request: RequestId, attempt: u32, idle_deadline: Option<Millis>) -> Attempt {
+        Attempt {
+            request,
+            attempt,
+            idle_deadline,
+            text: String::new(),
+            thinking: String::new(),
+            signature: None,
+            calls: BTreeMap::new(),
+            usage: None,
+        }
+    }
+}
+
+/// A tool call being streamed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct PendingCall {
+    pub id: String,
+    pub name: String,
+    pub args: String,
+}
+
+/// Token accounting of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cached_tokens: Option<u64>,
+}
+
+/// A completed reply whose events wait for persistence.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Reply {
+    pub text: String,
+    pub finish_reason: String,
+    pub usage: Option<Usage>,
+    pub calls: Vec<Call>,
+}
+
+/// One tool call of a completed reply.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Call {
+    pub id: String,
+    pub name: String,
+    /// The arguments object, or why they are not one.
+    pub args: Result<serde_json::Map<String, serde_json::Value>, String>,
+    /// A tool result for it is in the conversation.
+    pub resolved: bool,
+}
+
+/// What a running turn accumulates across its requests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Turn {
+    /// Tool rounds completed in this turn.
+    pub rounds: u32,
+    /// Prompt plus completion tokens reported in this turn.
+    pub tokens: u64,
+    /// `turn_end` refusals honored in this turn.
+    pub refusals: u32,
+    /// The stop reason the turn will end with at the next safe point (a `cancel` that must
+    /// wait for a tool or a persistence ack).
+    pub ending: Option<String>,
+    /// The current round's calls and the index of the next one to start.
+    pub round: Vec<Call>,
+    pub next_call: usize,
+    /// Consecutive attempts of the current request that never reached the endpoint.
+    pub unreachable: u32,
+    /// The current request's body, re-sent on every attempt.
+    pub body: Option<Box<ModelRequest>>,
+    /// The estimate of that body (for the budget scale).
+    pub body_estimate: u64,
+    /// Persistence tickets of this turn nobody waits on; a failure of one fails the turn.
+    pub background: BTreeSet<u64>,
+}
+
+/// The request body from the freeze and the conversation, normalized for every provider:
+/// consecutive messages of one role are merged into one, and in a merged user message the
+/// tool results come first (Anthropic requires them right after the `tool_use` turn).
+/// Messages with no content are dropped.
+pub(super) fn build_request(freeze: &Freeze, conversation: &[Message]) -> ModelRequest {
+    let mut messages: Vec<Message> = Vec::new();
+    for m in conversation {
+        if m.content.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some(last) if last.role == m.role => last.content.extend(m.content.iter().cloned()),
+            Some(_) | None => messages.push(m.clone()),
+        }
+    }
+    for m in &mut messages {
+        if m.role == Role::User {
+            let (mut results, rest): (Vec<Block>, Vec<Block>) = std::mem::take(&mut m.content)
+                .into_iter()
+                .partition(|b| matches!(b, Block::ToolResult { .. }));
+            results.extend(rest);
+            m.content = results;
+        }
+    }
+    ModelRequest {
+        system: freeze.system.clone(),
+        tools: freeze.tools.clone(),
+        messages,
+    }
+}

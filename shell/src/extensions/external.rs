@@ -1,0 +1,176 @@
+//! Planning and running external tool calls.
+//!
+//! Plan: the call's [`SourceGate`] carries the manifest path, the sha of the source bytes as they
+//! are *now* (so an edit after the freeze asks again), the env grant, and whether a human
+//! approved exactly those bytes. Run: the bytes are hashed again and must still be the planned
+//! ones; the process gets the arguments as JSON on stdin, runs in the project in its own process
+//! group with only PATH, HOME, LANG, its allowlist and `OPENMAX_AGENT_SESSION`, and is killed
+//! with its group at the timeout or on cancel.
+
+use std::path::Path;
+
+use openmax_core::tool::{SourceGate, ToolOutcome, ToolPlan};
+
+use super::manifest::ExternalTool;
+use super::source::short;
+use crate::extensions::process::{self, ProcessSpec, Status};
+
+/// Variables every external tool receives from openmax's own environment when set.
+pub const BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+
+/// Inspect a call. `approved(source_path, full_sha256)` asks the project's approval store.
+pub fn plan(
+    tool: &ExternalTool,
+    project: &Path,
+    args: &serde_json::Value,
+    approved: &dyn Fn(&str, &str) -> bool,
+) -> ToolPlan {
+    let mut plan = ToolPlan {
+        mutating: tool.mutating,
+        targets: vec![args.to_string()],
+        summary: one_line(&format!("{} {}", tool.name, args)),
+        detail: detail(tool, args),
+        source: None,
+        invalid: None,
+    };
+    if let Some(problem) = check_args(tool, args) {
+        plan.invalid = Some(problem);
+        return plan;
+    }
+    match tool.current_sha256(project) {
+        Ok(sha) => {
+            plan.source = Some(SourceGate {
+                source_path: tool.manifest_path.clone(),
+                source_sha: short(&sha),
+                env: tool.env.clone(),
+                approved: approved(&tool.manifest_path, &sha),
+            });
+        }
+        Err(e) => plan.invalid = Some(format!("external tool {} cannot be run: {e}", tool.name)),
+    }
+    plan
+}
+
+/// Run a call whose plan showed `planned_sha` (12 hex). `agent_session` is exported as
+/// `OPENMAX_AGENT_SESSION`.
+pub async fn run(
+    tool: &ExternalTool,
+    project: &Path,
+    args: &serde_json::Value,
+    planned_sha: &str,
+    agent_session: &str,
+    output_cap: usize,
+    cancel: tokio::sync::oneshot::Receiver<()>,
+) -> ToolOutcome {
+    match tool.current_sha256(project) {
+        Ok(sha) if short(&sha) == planned_sha => {}
+        Ok(sha) => {
+            return failed(format!(
+            "{} changed since it was approved (sha {} is now {}); call the tool again to review it",
+            tool.manifest_path,
+            planned_sha,
+            short(&sha)
+        ))
+        }
+        Err(e) => return failed(format!("external tool {} cannot be run: {e}", tool.name)),
+    }
+    let mut env: Vec<(String, String)> = Vec::new();
+    for name in BASE_ENV
+        .iter()
+        .copied()
+        .chain(tool.env.iter().map(String::as_str))
+    {
+        if let Ok(v) = std::env::var(name) {
+            env.push((name.to_string(), v));
+        }
+    }
+    env.push((
+        "OPENMAX_AGENT_SESSION".to_string(),
+        agent_session.to_string(),
+    ));
+    let spec = ProcessSpec {
+        argv: tool.command.clone(),
+        cwd: project.to_path_buf(),
+        env,
+        stdin: args.to_string().into_bytes(),
+        timeout_ms: tool.timeout_ms,
+        output_cap,
+    };
+    let r = process::run(spec, cancel).await;
+    let mut output = r.stdout;
+    if !r.stderr.trim().is_empty() {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        output.push_str("[stderr]\n");
+        output.push_str(&r.stderr);
+    }
+    if r.truncated {
+        output.push_str(&format!("\n[output cut at {output_cap} bytes]"));
+    }
+    let ok = matches!(r.status, Status::Exited(0));
+    if !ok {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        output.push_str(&r.status.describe(tool.timeout_ms));
+    }
+    ToolOutcome {
+        ok,
+        output,
+        diffs: Vec::new(),
+    }
+}
+
+fn failed(output: String) -> ToolOutcome {
+    ToolOutcome {
+        ok: false,
+        output,
+        diffs: Vec::new(),
+    }
+}
+
+/// Arguments must be an object holding every `required` property of the manifest's schema.
+fn check_args(tool: &ExternalTool, args: &serde_json::Value) -> Option<String> {
+    let obj = match args.as_object() {
+        Some(o) => o,
+        None => return Some(format!("arguments to {} must be a JSON object", tool.name)),
+    };
+    let required = tool.parameters.get("required").and_then(|r| r.as_array());
+    for r in required.into_iter().flatten() {
+        if let Some(name) = r.as_str() {
+            if !obj.contains_key(name) {
+                return Some(format!(
+                    "missing required argument {name:?} for {}",
+                    tool.name
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn detail(tool: &ExternalTool, args: &serde_json::Value) -> String {
+    let mut d = format!(
+        "external tool {} ({})\ncommand: {}\narguments (stdin): {}\nsource files: {}",
+        tool.name,
+        tool.manifest_path,
+        tool.command.join(" "),
+        args,
+        tool.source_files.join(", ")
+    );
+    if tool.mutating {
+        d.push_str("\nmutating: yes");
+    }
+    d
+}
+
+fn one_line(s: &str) -> String {
+    let flat: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+    if flat.chars().count() > 120 {
+        let cut: String = flat.chars().take(117).collect();
+        format!("{cut}...")
+    } else {
+        flat
+    }
+}

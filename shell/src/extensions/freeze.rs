@@ -1,0 +1,292 @@
+//! The freeze: what the model sees for a session (system prompt, tool schemas, skills), read once
+//! with the sha256 of every file behind it, and the receipt of a refreeze (`reload`): what
+//! changed, in which file, and who changed it.
+//!
+//! Attribution: a changed or added file is `agent` when its current bytes are exactly what this
+//! session's own `write_file`/`edit_file` last wrote there (the runtime records those writes),
+//! else `outside`. A removed file is always `outside` (the built-in tools cannot delete).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use openmax_core::conversation::ToolSchema;
+use openmax_core::machine::Freeze;
+use openmax_core::wire::event::FreezeChange;
+
+use super::manifest::{self, ExternalTool};
+use super::skills::{self, Skill};
+use super::source::sha256_hex;
+
+/// What a freeze reads.
+pub struct FreezeInputs<'a> {
+    pub project: &'a Path,
+    /// `$OPENMAX_HOME` (for its AGENTS.md).
+    pub home: &'a Path,
+    pub builtin_prompt: &'a str,
+    pub builtin_tools: Vec<ToolSchema>,
+    pub is_builtin: &'a dyn Fn(&str) -> bool,
+}
+
+/// One file behind the freeze.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// `tool`, `skill` or `prompt`.
+    pub kind: &'static str,
+    pub name: String,
+    pub sha256: String,
+}
+
+/// Every file behind a freeze, by path (project-relative, or absolute for files outside it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub files: BTreeMap<String, Entry>,
+}
+
+/// A freeze and what the shell needs to run it.
+#[derive(Debug, Clone)]
+pub struct Frozen {
+    /// What the core is given.
+    pub freeze: Freeze,
+    pub snapshot: Snapshot,
+    pub external: Vec<ExternalTool>,
+    pub skills: Vec<Skill>,
+    /// Broken manifests and skills, for stderr (also in `freeze.notes` for the model).
+    pub problems: Vec<String>,
+}
+
+/// Read everything now.
+pub fn freeze(inputs: &FreezeInputs<'_>) -> Frozen {
+    let project = inputs.project;
+    let mut snapshot = Snapshot::default();
+    let mut system = inputs.builtin_prompt.trim_end().to_string();
+
+    let user_agents = inputs.home.join("AGENTS.md");
+    let project_agents = project.join("AGENTS.md");
+    for (label, path, key) in [
+        (
+            "User instructions ($OPENMAX_HOME/AGENTS.md)",
+            &user_agents,
+            user_agents.to_string_lossy().into_owned(),
+        ),
+        (
+            "Project instructions (AGENTS.md)",
+            &project_agents,
+            "AGENTS.md".to_string(),
+        ),
+    ] {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            snapshot.files.insert(
+                key,
+                Entry {
+                    kind: "prompt",
+                    name: "AGENTS.md".to_string(),
+                    sha256: sha256_hex(text.as_bytes()),
+                },
+            );
+            if !text.trim().is_empty() {
+                system.push_str(&format!("\n\n# {label}\n\n{}", text.trim_end()));
+            }
+        }
+    }
+
+    let (external, mut problems) = manifest::load_all(project, inputs.is_builtin);
+    for t in &external {
+        for f in &t.source_files {
+            let sha = std::fs::read(project.join(f))
+                .map(|b| sha256_hex(&b))
+                .unwrap_or_default();
+            snapshot.files.insert(
+                f.clone(),
+                Entry {
+                    kind: "tool",
+                    name: t.name.clone(),
+                    sha256: sha,
+                },
+            );
+        }
+    }
+    let (skills, skill_problems) = skills::load_all(project);
+    problems.extend(skill_problems);
+    for s in &skills {
+        snapshot.files.insert(
+            s.path.clone(),
+            Entry {
+                kind: "skill",
+                name: s.name.clone(),
+                sha256: s.sha256.clone(),
+            },
+        );
+    }
+    if !skills.is_empty() {
+        system.push_str("\n\n# Skills\n\nLoad one with the `skill` tool when it applies:\n");
+        for s in &skills {
+            system.push_str(&format!("- {}: {}\n", s.name, s.description));
+        }
+    }
+
+    let mut tools = inputs.builtin_tools.clone();
+    tools.extend(skills::tool_schema(&skills));
+    tools.extend(external.iter().map(ExternalTool::schema));
+
+    let notes = problems
+        .iter()
+        .map(|p| format!("extension not loaded: {p}"))
+        .collect();
+    Frozen {
+        freeze: Freeze {
+            system,
+            tools,
+            skills: skills.iter().map(|s| s.name.clone()).collect(),
+            hooks: Vec::new(),
+            changes: Vec::new(),
+            notes,
+        },
+        snapshot,
+        external,
+        skills,
+        problems,
+    }
+}
+
+/// What changed between two snapshots, attributed. `agent_writes` maps a path (as in the
+/// snapshot) to the sha256 of the bytes this session's tools last wrote there.
+pub fn changes(
+    old: &Snapshot,
+    new: &Snapshot,
+    agent_writes: &BTreeMap<String, String>,
+) -> Vec<FreezeChange> {
+    let mut out = Vec::new();
+    let by = |path: &str, sha: &str| {
+        if agent_writes.get(path).is_some_and(|w| w == sha) {
+            "agent"
+        } else {
+            "outside"
+        }
+        .to_string()
+    };
+    for (path, n) in &new.files {
+        match old.files.get(path) {
+            None => out.push(FreezeChange {
+                kind: n.kind.to_string(),
+                name: n.name.clone(),
+                change: "added".into(),
+                path: path.clone(),
+                by: by(path, &n.sha256),
+            }),
+            Some(o) if o.sha256 != n.sha256 => out.push(FreezeChange {
+                kind: n.kind.to_string(),
+                name: n.name.clone(),
+                change: "changed".into(),
+                path: path.clone(),
+                by: by(path, &n.sha256),
+            }),
+            Some(_) => {}
+        }
+    }
+    for (path, o) in &old.files {
+        if !new.files.contains_key(path) {
+            out.push(FreezeChange {
+                kind: o.kind.to_string(),
+                name: o.name.clone(),
+                change: "removed".into(),
+                path: path.clone(),
+                by: "outside".into(),
+            });
+        }
+    }
+    out
+}
+
+/// The key a written file has in a snapshot: project-relative when inside the project.
+pub fn snapshot_key(project: &Path, written: &Path) -> String {
+    let p: PathBuf = written
+        .canonicalize()
+        .unwrap_or_else(|_| written.to_path_buf());
+    manifest::relative(project, &p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("omx-freeze-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.canonicalize().unwrap()
+    }
+
+    fn write(p: &Path, rel: &str, s: &str) {
+        std::fs::create_dir_all(p.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(p.join(rel), s).unwrap();
+    }
+
+    #[test]
+    fn freeze_and_attributed_changes() {
+        let p = project("chg");
+        let home = p.join("home");
+        write(&p, "home/AGENTS.md", "be nice");
+        write(&p, "AGENTS.md", "use tabs");
+        write(
+            &p,
+            ".openmax/skills/rel/SKILL.md",
+            "---\nname: rel\ndescription: Release\n---\nsteps\n",
+        );
+        write(
+            &p,
+            ".openmax/tools/t.json",
+            r#"{"name":"t","description":"T","parameters":{"type":"object"},"command":["sh","t.sh"]}"#,
+        );
+        write(&p, "t.sh", "echo\n");
+        let builtin = |n: &str| n == "read_file";
+        let inputs = FreezeInputs {
+            project: &p,
+            home: &home,
+            builtin_prompt: "You are openmax.",
+            builtin_tools: vec![],
+            is_builtin: &builtin,
+        };
+        let one = freeze(&inputs);
+        assert!(one.freeze.system.contains("be nice") && one.freeze.system.contains("use tabs"));
+        assert!(one.freeze.system.contains("- rel: Release"));
+        let names: Vec<&str> = one.freeze.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, vec!["skill", "t"]);
+        assert_eq!(one.freeze.skills, vec!["rel".to_string()]);
+
+        // The agent edits the skill (recorded), someone else edits the prompt and the script.
+        write(
+            &p,
+            ".openmax/skills/rel/SKILL.md",
+            "---\nname: rel\ndescription: Release\n---\nnew steps\n",
+        );
+        let mut writes = BTreeMap::new();
+        writes.insert(
+            ".openmax/skills/rel/SKILL.md".to_string(),
+            sha256_hex(b"---\nname: rel\ndescription: Release\n---\nnew steps\n"),
+        );
+        write(&p, "AGENTS.md", "use spaces");
+        write(&p, "t.sh", "echo 2\n");
+        let two = freeze(&inputs);
+        let c = changes(&one.snapshot, &two.snapshot, &writes);
+        let find = |path: &str| {
+            c.iter()
+                .find(|x| x.path == path)
+                .unwrap_or_else(|| panic!("{path} in {c:?}"))
+        };
+        assert_eq!(
+            (
+                find(".openmax/skills/rel/SKILL.md").by.as_str(),
+                find(".openmax/skills/rel/SKILL.md").change.as_str()
+            ),
+            ("agent", "changed")
+        );
+        assert_eq!(find("AGENTS.md").by, "outside");
+        assert_eq!(find("t.sh").kind, "tool");
+        assert_eq!(c.len(), 3, "{c:?}");
+        std::fs::remove_file(p.join(".openmax/tools/t.json")).unwrap();
+        let three = freeze(&inputs);
+        let c = changes(&two.snapshot, &three.snapshot, &writes);
+        assert!(c.iter().any(|x| x.change == "removed" && x.name == "t"));
+        std::fs::remove_dir_all(&p).unwrap();
+    }
+}

@@ -1,0 +1,301 @@
+//! External tool manifests: `.openmax/tools/<name>.json`.
+//!
+//! ```json
+//! {"name": "lint", "description": "Run the linter", "parameters": {"type": "object", …},
+//!  "command": ["python3", "tools/lint.py"], "mutating": false, "env": ["LINT_TOKEN"],
+//!  "timeout_s": 60}
+//! ```
+//! `name` must equal the file stem and not shadow a built-in tool; `parameters` is the JSON
+//! Schema of the arguments object; `command` is an argv (no shell); `env` is the allowlist of
+//! variables the tool receives beside PATH, HOME and LANG (the credential grant an approval card
+//! shows); `timeout_s` defaults to 60. Unknown fields are errors, so a typo never silently drops
+//! a setting.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::source;
+
+/// Where manifests live, relative to the project.
+pub const TOOLS_DIR: &str = ".openmax/tools";
+/// Default and largest per-call timeout.
+pub const DEFAULT_TIMEOUT_S: u64 = 60;
+pub const MAX_TIMEOUT_S: u64 = 3600;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManifestFile {
+    name: String,
+    description: String,
+    parameters: serde_json::Value,
+    command: Vec<String>,
+    #[serde(default)]
+    mutating: bool,
+    #[serde(default)]
+    env: Vec<String>,
+    #[serde(default)]
+    timeout_s: Option<u64>,
+}
+
+/// A validated external tool as frozen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalTool {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+    pub command: Vec<String>,
+    pub mutating: bool,
+    pub env: Vec<String>,
+    pub timeout_ms: u64,
+    /// Project-relative path of the manifest (the `source_path` on the wire).
+    pub manifest_path: String,
+    /// Manifest first, then every project file the argv names: what the sha covers.
+    pub source_files: Vec<String>,
+    /// Full hex sha256 over `source_files` when frozen.
+    pub sha256: String,
+}
+
+impl ExternalTool {
+    /// The tool's schema as the model sees it.
+    pub fn schema(&self) -> openmax_core::conversation::ToolSchema {
+        openmax_core::conversation::ToolSchema {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.parameters.clone(),
+        }
+    }
+
+    /// The sha over the source files as they are now (they may have changed since the freeze).
+    pub fn current_sha256(&self, project: &Path) -> Result<String, String> {
+        source::source_sha256(project, &self.source_files)
+    }
+}
+
+/// Load every manifest in the project. Returns the valid tools (sorted by name) and one
+/// problem line per broken manifest (naming the file), so the others still load.
+pub fn load_all(
+    project: &Path,
+    is_builtin: &dyn Fn(&str) -> bool,
+) -> (Vec<ExternalTool>, Vec<String>) {
+    let dir = project.join(TOOLS_DIR);
+    let mut tools = Vec::new();
+    let mut problems = Vec::new();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (tools, problems),
+        Err(e) => {
+            problems.push(format!("{TOOLS_DIR}: cannot list external tools: {e}"));
+            return (tools, problems);
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        match load_one(project, &path, is_builtin) {
+            Ok(tool) => {
+                if tools.iter().any(|t: &ExternalTool| t.name == tool.name) {
+                    problems.push(format!(
+                        "{}: duplicate tool name {:?}",
+                        tool.manifest_path, tool.name
+                    ));
+                } else {
+                    tools.push(tool);
+                }
+            }
+            Err(e) => problems.push(e),
+        }
+    }
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    (tools, problems)
+}
+
+/// Load and validate one manifest; the error names the file and what is wrong.
+pub fn load_one(
+    project: &Path,
+    path: &Path,
+    is_builtin: &dyn Fn(&str) -> bool,
+) -> Result<ExternalTool, String> {
+    let rel = relative(project, path);
+    let bytes = std::fs::read(path).map_err(|e| format!("{rel}: cannot read: {e}"))?;
+    let m: ManifestFile =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{rel}: invalid manifest: {e}"))?;
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    if !valid_name(&m.name) {
+        return Err(format!(
+            "{rel}: invalid name {:?}: use 1-64 letters, digits, '_' or '-'",
+            m.name
+        ));
+    }
+    if m.name != stem {
+        return Err(format!(
+            "{rel}: name {:?} must equal the file name {:?}",
+            m.name, stem
+        ));
+    }
+    if is_builtin(&m.name) {
+        return Err(format!("{rel}: name {:?} is a built-in tool", m.name));
+    }
+    if m.description.trim().is_empty() {
+        return Err(format!("{rel}: description is empty"));
+    }
+    match m.parameters.get("type") {
+        Some(serde_json::Value::String(t)) if t == "object" && m.parameters.is_object() => {}
+        _ => {
+            return Err(format!(
+                "{rel}: parameters must be a JSON Schema object with \"type\": \"object\""
+            ))
+        }
+    }
+    if m.command.is_empty() || m.command[0].is_empty() {
+        return Err(format!("{rel}: command must be a non-empty argv array"));
+    }
+    if let Some(bad) = m.env.iter().find(|v| !valid_env_name(v)) {
+        return Err(format!("{rel}: env entry {bad:?} is not a variable name"));
+    }
+    let timeout_s = m.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
+    if timeout_s == 0 || timeout_s > MAX_TIMEOUT_S {
+        return Err(format!(
+            "{rel}: timeout_s must be between 1 and {MAX_TIMEOUT_S}"
+        ));
+    }
+    let mut source_files = vec![rel.clone()];
+    for arg in &m.command {
+        if let Some(file) = project_file(project, arg) {
+            if !source_files.contains(&file) {
+                source_files.push(file);
+            }
+        }
+    }
+    let sha256 =
+        source::source_sha256(project, &source_files).map_err(|e| format!("{rel}: {e}"))?;
+    Ok(ExternalTool {
+        name: m.name,
+        description: m.description,
+        parameters: m.parameters,
+        command: m.command,
+        mutating: m.mutating,
+        env: m.env,
+        timeout_ms: timeout_s * 1000,
+        manifest_path: rel,
+        source_files,
+        sha256,
+    })
+}
+
+/// The project-relative path of a regular file inside the project that `arg` names, if any.
+/// Symlinks are resolved, so a link out of the project is not a project file.
+fn project_file(project: &Path, arg: &str) -> Option<String> {
+    if arg.is_empty() || arg.starts_with('-') {
+        return None;
+    }
+    let candidate = if Path::new(arg).is_absolute() {
+        PathBuf::from(arg)
+    } else {
+        project.join(arg)
+    };
+    let real = candidate.canonicalize().ok()?;
+    if !real.is_file() {
+        return None;
+    }
+    let rel = real.strip_prefix(project).ok()?;
+    Some(rel.to_string_lossy().into_owned())
+}
+
+/// `path` relative to the project when inside it, else as given.
+pub fn relative(project: &Path, path: &Path) -> String {
+    path.strip_prefix(project)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn valid_env_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("omx-manifest-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join(TOOLS_DIR)).unwrap();
+        dir.canonicalize().unwrap()
+    }
+
+    fn write(p: &Path, rel: &str, s: &str) {
+        std::fs::create_dir_all(p.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(p.join(rel), s).unwrap();
+    }
+
+    const GOOD: &str = r#"{"name":"lint","description":"Lint","parameters":{"type":"object"},"command":["sh","tools/lint.sh"],"env":["LINT_TOKEN"]}"#;
+
+    #[test]
+    fn loads_good_and_reports_broken_ones() {
+        let p = project("mix");
+        write(&p, ".openmax/tools/lint.json", GOOD);
+        write(&p, "tools/lint.sh", "echo hi\n");
+        write(&p, ".openmax/tools/bad.json", "{not json");
+        write(
+            &p,
+            ".openmax/tools/other.json",
+            r#"{"name":"nope","description":"x","parameters":{"type":"object"},"command":["x"]}"#,
+        );
+        write(
+            &p,
+            ".openmax/tools/read_file.json",
+            r#"{"name":"read_file","description":"x","parameters":{"type":"object"},"command":["x"]}"#,
+        );
+        write(
+            &p,
+            ".openmax/tools/typo.json",
+            r#"{"name":"typo","description":"x","parameters":{"type":"object"},"command":["x"],"mutatin":true}"#,
+        );
+        let (tools, problems) = load_all(&p, &|n| n == "read_file");
+        assert_eq!(tools.len(), 1, "{problems:?}");
+        let t = &tools[0];
+        assert_eq!(
+            t.source_files,
+            vec![
+                ".openmax/tools/lint.json".to_string(),
+                "tools/lint.sh".to_string()
+            ]
+        );
+        assert_eq!(t.timeout_ms, 60_000);
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems
+            .iter()
+            .any(|e| e.contains("bad.json") && e.contains("invalid manifest")));
+        assert!(problems
+            .iter()
+            .any(|e| e.contains("other.json") && e.contains("must equal")));
+        assert!(problems
+            .iter()
+            .any(|e| e.contains("read_file.json") && e.contains("built-in")));
+        assert!(problems
+            .iter()
+            .any(|e| e.contains("typo.json") && e.contains("mutatin")));
+        // Editing the script changes the sha.
+        let before = t.sha256.clone();
+        write(&p, "tools/lint.sh", "echo changed\n");
+        assert_ne!(t.current_sha256(&p).unwrap(), before);
+        std::fs::remove_dir_all(&p).unwrap();
+    }
+}

@@ -1,0 +1,21 @@
+//! Project extensions and the freeze: external tools (`.openmax/tools/<name>.json`), skills
+//! (`.openmax/skills/<name>/SKILL.md`), the prompt files (`AGENTS.md`), and the snapshot of their
+//! exact bytes that a session is frozen on.
+//!
+//! Invariants: everything here reads the project, which is agent-writable, so nothing read here
+//! is trusted: external code is identified by the sha256 of its exact bytes ([`source`]) and
+//! only runs when a human approved those bytes (the core decides, from the plan's
+//! [`openmax_core::tool::SourceGate`]). A broken manifest never stops the others from loading: it
+//! becomes a note for the model and a line on stderr.
+
+pub mod approve;
+pub mod external;
+pub mod freeze;
+pub mod manifest;
+pub mod process;
+pub mod skills;
+pub mod source;
+
+pub use freeze::{freeze, FreezeInputs, Frozen, Snapshot};
+pub use manifest::ExternalTool;
+pub use skills::Skill;

@@ -1,0 +1,366 @@
+//! Hooks: `[[hooks]]` from the user or project config, frozen with the sha of every project file
+//! they run, and run with a JSON payload on stdin.
+//!
+//! A hook refuses by exiting 2 (stderr is the reason) or by printing
+//! `{"decision":"refuse","reason":"…"}` on stdout; exit 0 otherwise passes; anything else (a
+//! crash, a timeout, a start failure) is a failure the core reports as `hook_failed`. Only
+//! `user_prompt_submit` and `turn_end` may block.
+//!
+//! Project hooks are agent-writable code: a hook defined in `<project>/.openmax/config.toml` runs
+//! only when a human approved (`openmax --approve PATH`) the exact bytes of every project file its
+//! command names, or of the project config itself when it names none; and only while those bytes
+//! are the ones frozen. Otherwise it is not run and reported.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use openmax_core::machine::{HookOutcome, HookSpec};
+use serde::Deserialize;
+
+use crate::extensions::process::{self, ProcessSpec, Status};
+use crate::extensions::source::sha256_hex;
+
+/// Events a hook may name.
+pub const EVENTS: [&str; 6] = [
+    "session_start",
+    "user_prompt_submit",
+    "tool_start",
+    "tool_end",
+    "turn_end",
+    "compacted",
+];
+/// Events whose hooks may block.
+pub const BLOCKING_EVENTS: [&str; 2] = ["user_prompt_submit", "turn_end"];
+/// Default per-run timeout.
+pub const DEFAULT_TIMEOUT_S: u64 = 60;
+/// Where project hooks are defined (their source when they name no project file).
+pub const PROJECT_CONFIG: &str = ".openmax/config.toml";
+
+/// One `[[hooks]]` table as written in config.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    pub event: String,
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub blocking: bool,
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}
+
+/// Where a hook was defined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// `$OPENMAX_HOME/config.toml`: written by the user, trusted.
+    User,
+    /// `<project>/.openmax/config.toml`: agent-writable, gated by approval.
+    Project,
+}
+
+/// A hook as frozen for the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrozenHook {
+    pub config: HookConfig,
+    pub origin: Origin,
+    /// The label events carry: the command's first word's file name plus the event.
+    pub name: String,
+    /// Project files (relative) and their sha256 at the freeze.
+    pub files: BTreeMap<String, String>,
+    /// Why it will not run, decided at the freeze.
+    pub not_loaded: Option<String>,
+}
+
+impl FrozenHook {
+    /// The core's view.
+    pub fn spec(&self) -> HookSpec {
+        HookSpec {
+            name: self.name.clone(),
+            event: self.config.event.clone(),
+            blocking: self.config.blocking,
+            not_loaded: self.not_loaded.clone(),
+        }
+    }
+}
+
+/// Check a hook table; the error names what is wrong.
+pub fn validate(h: &HookConfig) -> Result<(), String> {
+    if !EVENTS.contains(&h.event.as_str()) {
+        return Err(format!(
+            "hook event {:?} is not one of {}",
+            h.event,
+            EVENTS.join(", ")
+        ));
+    }
+    if h.command.is_empty() || h.command[0].is_empty() {
+        return Err("hook command must be a non-empty argv array".to_string());
+    }
+    if h.blocking && !BLOCKING_EVENTS.contains(&h.event.as_str()) {
+        return Err(format!(
+            "a {} hook cannot block; only {} hooks may",
+            h.event,
+            BLOCKING_EVENTS.join(" and ")
+        ));
+    }
+    if h.timeout_s == Some(0) {
+        return Err("hook timeout_s must be at least 1".to_string());
+    }
+    Ok(())
+}
+
+/// Freeze hooks: hash the project files each project hook runs and decide whether it may run.
+/// `approved(path, full_sha)` asks the project's approval store.
+pub fn freeze(
+    hooks: &[(HookConfig, Origin)],
+    project: &Path,
+    approved: &dyn Fn(&str, &str) -> bool,
+) -> Vec<FrozenHook> {
+    hooks
+        .iter()
+        .map(|(config, origin)| {
+            let base = Path::new(&config.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = format!("{}:{}", config.event, base);
+            let mut files = BTreeMap::new();
+            let mut not_loaded = None;
+            if *origin == Origin::Project {
+                let mut named: Vec<String> = config.command.iter().filter_map(|a| project_file(project, a)).collect();
+                if named.is_empty() {
+                    named.push(PROJECT_CONFIG.to_string());
+                }
+                for f in named {
+                    match std::fs::read(project.join(&f)) {
+                        Ok(bytes) => {
+                            let sha = sha256_hex(&bytes);
+                            if not_loaded.is_none() && !approved(&f, &sha) {
+                                not_loaded = Some(format!(
+                                    "project hook file {f} is not approved; a human can run: openmax --approve {f}"
+                                ));
+                            }
+                            files.insert(f, sha);
+                        }
+                        Err(e) => not_loaded = Some(format!("project hook file {f} cannot be read: {e}")),
+                    }
+                }
+            }
+            FrozenHook { config: config.clone(), origin: *origin, name, files, not_loaded }
+        })
+        .collect()
+}
+
+/// Run a frozen hook with its payload. `agent_session` is exported as `OPENMAX_AGENT_SESSION`.
+pub async fn run(
+    hook: &FrozenHook,
+    project: &Path,
+    payload: &serde_json::Value,
+    agent_session: &str,
+    cancel: tokio::sync::oneshot::Receiver<()>,
+) -> HookOutcome {
+    if let Some(why) = &hook.not_loaded {
+        return HookOutcome::Failed {
+            detail: why.clone(),
+        };
+    }
+    for (f, sha) in &hook.files {
+        let now = std::fs::read(project.join(f))
+            .map(|b| sha256_hex(&b))
+            .unwrap_or_default();
+        if &now != sha {
+            return HookOutcome::Failed {
+                detail: format!(
+                    "hook file {f} changed since the freeze; not run (reload to review it)"
+                ),
+            };
+        }
+    }
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k != "OPENMAX_AGENT_SESSION")
+        .collect();
+    env.push((
+        "OPENMAX_AGENT_SESSION".to_string(),
+        agent_session.to_string(),
+    ));
+    let timeout_ms = hook.config.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S) * 1000;
+    let spec = ProcessSpec {
+        argv: hook.config.command.clone(),
+        cwd: project.to_path_buf(),
+        env,
+        stdin: payload.to_string().into_bytes(),
+        timeout_ms,
+        output_cap: 64 * 1024,
+    };
+    let r = process::run(spec, cancel).await;
+    outcome(&r.status, &r.stdout, &r.stderr, timeout_ms)
+}
+
+/// Turn a finished process into a hook outcome.
+pub fn outcome(status: &Status, stdout: &str, stderr: &str, timeout_ms: u64) -> HookOutcome {
+    match status {
+        Status::Exited(0) => match decision(stdout) {
+            Some(reason) => HookOutcome::Refuse { reason },
+            None => HookOutcome::Pass,
+        },
+        Status::Exited(2) => {
+            let reason = stderr.trim();
+            HookOutcome::Refuse {
+                reason: if reason.is_empty() {
+                    "the hook refused (exit 2) without a reason".to_string()
+                } else {
+                    reason.to_string()
+                },
+            }
+        }
+        other => {
+            let mut detail = other.describe(timeout_ms);
+            let tail = stderr.trim();
+            if !tail.is_empty() {
+                let tail: String = tail
+                    .chars()
+                    .rev()
+                    .take(500)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                detail.push_str(&format!("; stderr: {tail}"));
+            }
+            HookOutcome::Failed { detail }
+        }
+    }
+}
+
+/// `{"decision":"refuse","reason":"…"}` on stdout (the last JSON line that parses).
+fn decision(stdout: &str) -> Option<String> {
+    for line in stdout.lines().rev() {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line.trim()) {
+            if v.get("decision").and_then(|d| d.as_str()) == Some("refuse") {
+                let reason = v
+                    .get("reason")
+                    .and_then(|r| r.as_str())
+                    .unwrap_or("the hook refused without a reason");
+                return Some(reason.to_string());
+            }
+            return None;
+        }
+    }
+    None
+}
+
+fn project_file(project: &Path, arg: &str) -> Option<String> {
+    if arg.is_empty() || arg.starts_with('-') {
+        return None;
+    }
+    let candidate = if Path::new(arg).is_absolute() {
+        std::path::PathBuf::from(arg)
+    } else {
+        project.join(arg)
+    };
+    let real = candidate.canonicalize().ok()?;
+    if !real.is_file() {
+        return None;
+    }
+    Some(
+        real.strip_prefix(project)
+            .ok()?
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(event: &str, cmd: &[&str], blocking: bool) -> HookConfig {
+        HookConfig {
+            event: event.into(),
+            command: cmd.iter().map(|s| s.to_string()).collect(),
+            blocking,
+            timeout_s: Some(5),
+        }
+    }
+
+    #[test]
+    fn validation() {
+        assert!(validate(&cfg("turn_end", &["x"], true)).is_ok());
+        assert!(validate(&cfg("tool_end", &["x"], true))
+            .unwrap_err()
+            .contains("cannot block"));
+        assert!(validate(&cfg("nope", &["x"], false))
+            .unwrap_err()
+            .contains("not one of"));
+        assert!(validate(&cfg("turn_end", &[], false)).is_err());
+    }
+
+    #[test]
+    fn outcomes() {
+        assert_eq!(outcome(&Status::Exited(0), "", "", 1), HookOutcome::Pass);
+        assert_eq!(
+            outcome(&Status::Exited(2), "", "tests fail\n", 1),
+            HookOutcome::Refuse {
+                reason: "tests fail".into()
+            }
+        );
+        assert_eq!(
+            outcome(
+                &Status::Exited(0),
+                "log\n{\"decision\":\"refuse\",\"reason\":\"no\"}\n",
+                "",
+                1
+            ),
+            HookOutcome::Refuse {
+                reason: "no".into()
+            }
+        );
+        assert!(
+            matches!(outcome(&Status::Exited(1), "", "boom", 1), HookOutcome::Failed { detail } if detail.contains("boom"))
+        );
+        assert!(
+            matches!(outcome(&Status::TimedOut, "", "", 1000), HookOutcome::Failed { detail } if detail.contains("timed out"))
+        );
+    }
+
+    #[test]
+    fn project_hooks_need_approval_and_unchanged_bytes() {
+        let p = std::env::temp_dir().join(format!("omx-hooks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(p.join(".openmax")).unwrap();
+        let p = p.canonicalize().unwrap();
+        std::fs::write(
+            p.join("check.sh"),
+            "echo '{\"decision\":\"refuse\",\"reason\":\"r\"}'\n",
+        )
+        .unwrap();
+        let hooks = vec![(
+            cfg("turn_end", &["bash", "check.sh"], true),
+            Origin::Project,
+        )];
+        let frozen = freeze(&hooks, &p, &|_, _| false);
+        assert!(frozen[0]
+            .not_loaded
+            .as_deref()
+            .unwrap()
+            .contains("openmax --approve check.sh"));
+        let frozen = freeze(&hooks, &p, &|f, _| f == "check.sh");
+        assert_eq!(frozen[0].not_loaded, None);
+        assert_eq!(frozen[0].name, "turn_end:bash");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (_tx, rx) = tokio::sync::oneshot::channel();
+        let out = rt.block_on(run(
+            &frozen[0],
+            &p,
+            &serde_json::json!({"event":"turn_end"}),
+            "s1",
+            rx,
+        ));
+        assert_eq!(out, HookOutcome::Refuse { reason: "r".into() });
+        std::fs::write(p.join("check.sh"), "exit 0\n").unwrap();
+        let (_tx, rx) = tokio::sync::oneshot::channel();
+        let out = rt.block_on(run(&frozen[0], &p, &serde_json::json!({}), "s1", rx));
+        assert!(
+            matches!(out, HookOutcome::Failed { detail } if detail.contains("changed since the freeze"))
+        );
+        std::fs::remove_dir_all(&p).unwrap();
+    }
+}
