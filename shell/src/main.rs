@@ -1,5 +1,12 @@
-//! The `openmax` binary entry point.
+//! The `openmax` binary entry point: parse the flags, run, exit with the code.
+//!
+//! `std::process::exit` is used deliberately: the stdin reader thread may be blocked in a read
+//! and must not keep the process alive after the session is over.
+
+use clap::Parser;
 
 fn main() {
-    println!("openmax 0.2.0");
+    let cli = openmax_shell::cli::Cli::parse();
+    let code = openmax_shell::app::run(cli);
+    std::process::exit(code);
 }

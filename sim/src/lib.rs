@@ -4,6 +4,18 @@
 //!
 //! It must never let wall-clock time or scheduling change what a scenario produces: the same
 //! scenario run twice gives byte-identical output. The mock server binds loopback only.
+//!
+//! - [`scenario`]: the scenario file format.
+//! - [`driver`]: runs a scenario through the core on a virtual clock.
+//! - [`checks`]: the turn guarantees as named checks over a run.
+//! - [`oracle`]: the core's stream validator and pairing checker applied to a run.
+//! - [`gen`]: quickcheck generators of scenarios, with shrinking.
 
+pub mod checks;
+pub mod driver;
+pub mod explore;
+pub mod gen;
 pub mod mock;
+pub mod oracle;
+pub mod scenario;
 pub mod script;

@@ -1,2 +1,20 @@
-//! The session store under `$OPENMAX_HOME`: the project's session index, one append-only record
-//! per session, the owner lock, and resume for `--continue`. (Filled in by the session work.)
+//! The session store under `$OPENMAX_HOME`: the per-project state files (trust, approval mode,
+//! approved source hashes), the project's session index, one append-only record per session,
+//! the owner lock, and resume for `--continue`. The on-disk format is documented in
+//! `docs/sessions.md`.
+//!
+//! Modules: [`state`] (state root, project state, atomic writes), [`store`] (the session
+//! writer), [`index`] (`sessions/index.json`), [`lock`] (single ownership), [`line`] (parsing
+//! a record line), [`transcript`] (the bounded `transcript` line), [`resume`] (`--continue`).
+
+pub mod index;
+pub mod line;
+pub mod lock;
+pub mod resume;
+pub mod state;
+pub mod store;
+pub mod transcript;
+
+pub use resume::{resume_latest, ResumeError, Resumed};
+pub use state::{write_atomic, Home, ProjectState};
+pub use store::{SessionWriter, StoreError};

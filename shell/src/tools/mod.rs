@@ -1,3 +1,229 @@
 //! Built-in tools: read_file, list_dir, glob, grep (read-only); write_file, edit_file, shell
-//! (mutating). Paths are confined to the project after resolving symlinks. (Filled in by the
-//! tools work.)
+//! (mutating). Paths are confined to the project after resolving symlinks.
+//!
+//! The runtime asks [`plan`] about a call first (never runs anything; the core decides
+//! approvals from the [`ToolPlan`]), then [`run`]s it. Invariants:
+//! - [`builtin_schemas`] is in a fixed order and [`is_builtin`] agrees with it.
+//! - Every path argument is re-validated in `run` (the tree may change after `plan`); an
+//!   escape is a failed outcome and nothing is read or written.
+//! - Every failed outcome's output starts with the tool's name and says why.
+//! - `write_file`/`edit_file` outcomes carry their diff; `plan` carries the diff as computed
+//!   from the file at plan time in `detail`.
+
+mod args;
+mod cap;
+mod command;
+mod diff;
+mod edit;
+mod glob;
+mod grep;
+mod list;
+pub mod path;
+mod read;
+mod schema;
+mod split;
+mod walk;
+mod write;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use openmax_core::conversation::ToolSchema;
+pub use openmax_core::tool::{FileDiff, ToolOutcome, ToolPlan};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+pub use split::parts as command_parts;
+
+/// Names of the built-in tools, in schema order.
+pub const BUILTIN_NAMES: [&str; 7] = [
+    "read_file",
+    "list_dir",
+    "glob",
+    "grep",
+    "write_file",
+    "edit_file",
+    "shell",
+];
+
+/// What the tools need to know about the session they run in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolContext {
+    /// The project root, canonical (symlinks resolved); every path is confined to it.
+    pub project: PathBuf,
+    /// Value of `OPENMAX_AGENT_SESSION` in spawned processes.
+    pub agent_session: String,
+    /// Default `shell` timeout.
+    pub shell_timeout_ms: u64,
+    /// Byte cap of one tool output (before the notice saying what was cut).
+    pub output_cap_bytes: usize,
+}
+
+impl ToolContext {
+    /// Default `shell` timeout: two minutes.
+    pub const DEFAULT_SHELL_TIMEOUT_MS: u64 = 120_000;
+    /// Default output cap.
+    pub const DEFAULT_OUTPUT_CAP_BYTES: usize = 30_000;
+
+    /// A context with the defaults; `project` is canonicalized (it must exist).
+    pub fn new(
+        project: impl Into<PathBuf>,
+        agent_session: impl Into<String>,
+    ) -> std::io::Result<Self> {
+        Ok(ToolContext {
+            project: project.into().canonicalize()?,
+            agent_session: agent_session.into(),
+            shell_timeout_ms: Self::DEFAULT_SHELL_TIMEOUT_MS,
+            output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
+        })
+    }
+}
+
+/// The built-in tools' schemas, in [`BUILTIN_NAMES`] order.
+pub fn builtin_schemas() -> Vec<ToolSchema> {
+    schema::all()
+}
+
+/// Whether `name` is a built-in tool.
+pub fn is_builtin(name: &str) -> bool {
+    BUILTIN_NAMES.contains(&name)
+}
+
+/// Inspect a call before running it (may read files to compute the diff a write would make).
+/// Never runs anything.
+pub fn plan(ctx: &ToolContext, name: &str, args: &Value) -> ToolPlan {
+    match name {
+        "read_file" => read::plan(ctx, args),
+        "list_dir" => list::plan(ctx, args),
+        "glob" => glob::plan(ctx, args),
+        "grep" => grep::plan(ctx, args),
+        "write_file" => write::plan_write(ctx, args),
+        "edit_file" => write::plan_edit(ctx, args),
+        "shell" => command::plan(ctx, args),
+        other => ToolPlan {
+            mutating: false,
+            targets: vec![other.to_string()],
+            summary: other.to_string(),
+            detail: String::new(),
+            source: None,
+            invalid: Some(unknown(other)),
+        },
+    }
+}
+
+/// Run a call. Sending `()` on `cancel` cancels it: `shell` kills its whole process group,
+/// the search tools stop walking, and a failed outcome saying so comes back promptly. A write
+/// already started completes and is reported as it happened. Dropping the sender without
+/// sending is not a cancel.
+pub async fn run(
+    ctx: &ToolContext,
+    name: &str,
+    args: &Value,
+    cancel: oneshot::Receiver<()>,
+) -> ToolOutcome {
+    match name {
+        "shell" => command::run(ctx, args, cancel).await,
+        "write_file" | "edit_file" => {
+            let (ctx2, args2, name2) = (ctx.clone(), args.clone(), name.to_string());
+            let job = tokio::task::spawn_blocking(move || {
+                if name2 == "write_file" {
+                    write::run_write(&ctx2, &args2)
+                } else {
+                    write::run_edit(&ctx2, &args2)
+                }
+            });
+            match job.await {
+                Ok(outcome) => outcome,
+                Err(e) => fail(format!("{name}: internal error: {e}")),
+            }
+        }
+        "read_file" | "list_dir" | "glob" | "grep" => run_read_only(ctx, name, args, cancel).await,
+        other => fail(unknown(other)),
+    }
+}
+
+async fn run_read_only(
+    ctx: &ToolContext,
+    name: &str,
+    args: &Value,
+    mut cancel: oneshot::Receiver<()>,
+) -> ToolOutcome {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ctx2, args2, name2, stop2) = (ctx.clone(), args.clone(), name.to_string(), stop.clone());
+    let mut job = tokio::task::spawn_blocking(move || match name2.as_str() {
+        "read_file" => read::run(&ctx2, &args2, &stop2),
+        "list_dir" => list::run(&ctx2, &args2, &stop2),
+        "glob" => glob::run(&ctx2, &args2, &stop2),
+        _ => grep::run(&ctx2, &args2, &stop2),
+    });
+    let mut cancel_live = true;
+    loop {
+        tokio::select! {
+            r = &mut job => {
+                return match r {
+                    Ok(outcome) => outcome,
+                    Err(e) => fail(format!("{name}: internal error: {e}")),
+                };
+            }
+            r = &mut cancel, if cancel_live => match r {
+                Ok(()) => {
+                    // The walk sees the flag and winds down on its own thread.
+                    stop.store(true, Ordering::Relaxed);
+                    return fail(format!("{name}: cancelled"));
+                }
+                Err(_) => cancel_live = false,
+            },
+        }
+    }
+}
+
+fn unknown(name: &str) -> String {
+    format!(
+        "unknown tool `{name}` (built-in tools: {})",
+        BUILTIN_NAMES.join(", ")
+    )
+}
+
+/// A successful outcome without diffs.
+fn ok(output: String) -> ToolOutcome {
+    ToolOutcome {
+        ok: true,
+        output,
+        diffs: Vec::new(),
+    }
+}
+
+/// A failed outcome.
+fn fail(output: String) -> ToolOutcome {
+    ToolOutcome {
+        ok: false,
+        output,
+        diffs: Vec::new(),
+    }
+}
+
+/// The plan of a read-only call.
+fn read_plan(targets: Vec<String>, summary: String, detail: String) -> ToolPlan {
+    ToolPlan {
+        mutating: false,
+        targets,
+        summary,
+        detail,
+        source: None,
+        invalid: None,
+    }
+}
+
+/// The plan of a call that cannot run.
+fn invalid_plan(mutating: bool, message: String) -> ToolPlan {
+    let tool = message.split(':').next().unwrap_or("").to_string();
+    ToolPlan {
+        mutating,
+        targets: vec![tool.clone()],
+        summary: tool,
+        detail: String::new(),
+        source: None,
+        invalid: Some(message),
+    }
+}

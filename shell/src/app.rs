@@ -1,0 +1,256 @@
+//! What one invocation of `openmax` does, from parsed flags to an exit code: the one-shot
+//! actions (`--check`, `--spec`, `--trust`, `--approve`) and the session start-up shared by
+//! `--stdio` and `-p` (project, config, trust and mode, session file, freeze, handshake), which
+//! then hands over to [`crate::runtime`].
+//!
+//! Invariants:
+//! - Every failure before the handshake is one clear stderr line and a nonzero exit, and nothing
+//!   is written to stdout.
+//! - `hello` is the first stdout line, written before stdin is read; `transcript` follows it
+//!   only for `--continue`.
+//! - An agent-spawned process (`OPENMAX_AGENT_SESSION` set) cannot trust a project or approve a
+//!   source.
+
+use std::path::{Path, PathBuf};
+
+use openmax_core::machine::{CoreConfig, HookSpec, Input};
+use openmax_core::wire::{Command, Hello, Mode};
+use openmax_core::Core;
+use sha2::{Digest, Sha256};
+
+use crate::backend::{self, Backend};
+use crate::cli::{Action, Cli};
+use crate::config::{self, Overrides, Settings};
+use crate::output::JsonlSink;
+use crate::print_mode::PrintSink;
+use crate::runtime::Runtime;
+
+/// The variable whose presence marks an agent-spawned openmax.
+pub const AGENT_ENV: &str = "OPENMAX_AGENT_SESSION";
+
+/// Run the invocation; returns the process exit code.
+pub fn run(cli: Cli) -> i32 {
+    let action = match cli.action() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("openmax: {e}");
+            return 2;
+        }
+    };
+    match action {
+        Action::Check => crate::check::run(std::io::stdin().lock(), std::io::stdout().lock()),
+        Action::Spec { json } => crate::spec::run(json, std::io::stdout().lock()),
+        Action::Trust => trust(&cli),
+        Action::Approve { path } => approve(&cli, &path),
+        Action::Stdio { resume } => session(&cli, None, resume),
+        Action::Print { prompt, resume } => session(&cli, Some(prompt), resume),
+    }
+}
+
+/// Whether this process was started by an agent.
+pub fn agent_spawned() -> bool {
+    std::env::var_os(AGENT_ENV).is_some()
+}
+
+fn fail(msg: impl std::fmt::Display) -> i32 {
+    eprintln!("openmax: {msg}");
+    1
+}
+
+fn project_of(cli: &Cli) -> Result<PathBuf, String> {
+    let start = match &cli.project {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().map_err(|e| format!("working directory: {e}"))?,
+    };
+    crate::project::discover(&start).map_err(|e| e.to_string())
+}
+
+fn trust(cli: &Cli) -> i32 {
+    if agent_spawned() {
+        return fail(format!(
+            "--trust refused: this openmax was started by an agent ({AGENT_ENV} is set); \
+             a human must run it"
+        ));
+    }
+    let project = match project_of(cli) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let home = match backend::home_from_env() {
+        Ok(h) => h,
+        Err(e) => return fail(e),
+    };
+    match backend::set_trusted(&home, &project) {
+        Ok(dir) => {
+            println!(
+                "trusted {} (recorded in {})",
+                project.display(),
+                dir.display()
+            );
+            0
+        }
+        Err(e) => fail(format!("could not trust {}: {e}", project.display())),
+    }
+}
+
+fn approve(_cli: &Cli, path: &Path) -> i32 {
+    if agent_spawned() {
+        return fail(format!(
+            "--approve refused: this openmax was started by an agent ({AGENT_ENV} is set); \
+             a human must run it"
+        ));
+    }
+    fail(format!(
+        "--approve {} is not supported yet in this build",
+        path.display()
+    ))
+}
+
+/// Where a session runs and with what settings.
+struct Setup {
+    home: PathBuf,
+    project: PathBuf,
+    settings: Settings,
+    /// A scratch demo project: trusted, mode given.
+    demo: Option<Mode>,
+}
+
+fn setup(cli: &Cli, print: bool) -> Result<Setup, String> {
+    let env = |k: &str| std::env::var(k).ok();
+    let env_over = Overrides::from_env(&env);
+    let flags = Overrides {
+        provider: cli.provider.clone(),
+        model: cli.model.clone(),
+        base_url: cli.base_url.clone(),
+    };
+    let wants_demo = flags.provider.as_deref().or(env_over.provider.as_deref()) == Some("demo");
+    let (home, project, demo) = if wants_demo && cli.project.is_none() {
+        let dirs = crate::demo_setup::create()
+            .map_err(|e| format!("could not create the demo project: {e}"))?;
+        eprintln!("openmax: demo project at {}", dirs.project.display());
+        let mode = if print { Mode::Auto } else { Mode::Ask };
+        (dirs.home, dirs.project, Some(mode))
+    } else {
+        (backend::home_from_env()?, project_of(cli)?, None)
+    };
+    let layers = config::load_layers(&home, &project).map_err(|e| e.0)?;
+    let settings = config::resolve(layers, &env_over, &flags, &env).map_err(|e| e.0)?;
+    if demo.is_some() {
+        backend::set_trusted(&home, &project)
+            .map_err(|e| format!("could not trust the demo project: {e}"))?;
+    }
+    Ok(Setup {
+        home,
+        project,
+        settings,
+        demo,
+    })
+}
+
+/// A new session id: 16 hex of sha256(time, pid, counter).
+pub fn new_session_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut h = Sha256::new();
+    h.update(t.to_le_bytes());
+    h.update(std::process::id().to_le_bytes());
+    h.update(N.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    let d = h.finalize();
+    d[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn seed_of(session_id: &str) -> u64 {
+    let d = Sha256::digest(session_id.as_bytes());
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_le_bytes(b)
+}
+
+fn hook_specs(settings: &Settings) -> Vec<HookSpec> {
+    settings
+        .hooks
+        .iter()
+        .map(|h| HookSpec {
+            name: h
+                .command
+                .split_whitespace()
+                .next()
+                .unwrap_or("hook")
+                .to_string(),
+            event: h.event.clone(),
+            blocking: h.blocking,
+            not_loaded: None,
+        })
+        .collect()
+}
+
+fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
+    let print = prompt.is_some();
+    let setup = match setup(cli, print) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    if resume {
+        return fail("--continue is not supported yet in this build");
+    }
+    let session_id = new_session_id();
+    let (trusted, saved_mode) = backend::project_state(&setup.home, &setup.project);
+    let mode = setup.demo.or(saved_mode).unwrap_or(Mode::Ask);
+    let backend = match Backend::new(
+        &setup.home,
+        &setup.project,
+        setup.settings.provider.clone(),
+        hook_specs(&setup.settings),
+    ) {
+        Ok(b) => b,
+        Err(e) => return fail(e),
+    };
+    let freeze = backend.freeze();
+    let mut cfg = CoreConfig::new(&session_id, freeze);
+    cfg.seed = seed_of(&session_id);
+    cfg.trusted = trusted || setup.demo.is_some();
+    cfg.agent_spawned = agent_spawned();
+    cfg.mode = mode;
+    cfg.permissions = setup.settings.permissions.clone();
+    cfg.retry = setup.settings.retry.clone();
+    cfg.limits = setup.settings.limits.clone();
+    cfg.context_tokens = setup.settings.context_tokens;
+    cfg.non_interactive = print;
+    let core = Core::new(cfg);
+    let project = setup.project.display().to_string();
+
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("could not start the runtime: {e}")),
+    };
+    match prompt {
+        Some(prompt) => {
+            let sink = PrintSink::new(std::io::stdout(), std::io::stderr());
+            let mut runtime = Runtime::new(core, backend, sink);
+            runtime.push_input(Input::Line(Command::User { text: prompt }.to_line()));
+            runtime.push_input(Input::EndOfInput);
+            let (code, sink) = rt.block_on(runtime.run());
+            sink.exit_code().unwrap_or(code)
+        }
+        None => {
+            let mut sink = JsonlSink::new(&session_id, std::io::stdout());
+            sink.raw_line(
+                &Hello::new(&session_id, env!("CARGO_PKG_VERSION"), &project, false).to_json(),
+            );
+            let runtime = Runtime::new(core, backend, sink);
+            let tx = runtime.sender();
+            std::thread::spawn(move || {
+                crate::framing::pump(std::io::stdin().lock(), |input| tx.send(input).is_ok())
+            });
+            let (code, _sink) = rt.block_on(runtime.run());
+            code
+        }
+    }
+}

@@ -1,0 +1,506 @@
+//! Configuration: `$OPENMAX_HOME/config.toml`, then `<project>/.openmax/config.toml`, then the
+//! environment (`OPENMAX_PROVIDER`, `OPENMAX_MODEL`, `OPENMAX_BASE_URL`), then flags; later
+//! layers override earlier ones key by key. `[permissions]` lists are concatenated (user rules
+//! first, then project rules); `[[hooks]]` likewise.
+//!
+//! Invariants:
+//! - Every error names the file (and for a syntax error, its line and column) or the
+//!   environment variable to set, and is reported before the handshake.
+//! - A project file (agent-writable) can never set `base_url`, `api_key_env` or any key
+//!   material: a project must not redirect credentials.
+//! - Unknown keys are errors (a typo is never silently ignored).
+//! - The API key itself is only ever read from the environment variable `api_key_env` names.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use openmax_core::machine::{Limits, RetrySettings};
+use openmax_core::permissions::{Permissions, Rule};
+
+/// The provider names `[provider] name` accepts.
+pub const PROVIDER_NAMES: [&str; 4] = ["anthropic", "openai", "openai-chat", "demo"];
+
+/// One configuration file as written (every key optional).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    #[serde(default)]
+    pub provider: ProviderSection,
+    #[serde(default)]
+    pub limits: LimitsSection,
+    #[serde(default)]
+    pub permissions: PermissionsSection,
+    #[serde(default)]
+    pub hooks: Vec<HookConfig>,
+}
+
+/// `[provider]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSection {
+    pub name: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub context_tokens: Option<u64>,
+    pub max_attempts: Option<u32>,
+    pub retry_base_ms: Option<u64>,
+    /// Seconds; fractional values are allowed (`0.2`).
+    pub stream_idle_timeout_s: Option<f64>,
+    pub max_output_tokens: Option<u64>,
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    pub max_iterations: Option<u32>,
+    pub max_agent_tokens: Option<u64>,
+    /// Seconds; fractional values are allowed.
+    pub approval_timeout_s: Option<f64>,
+}
+
+/// `[permissions]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsSection {
+    #[serde(default)]
+    pub deny: Vec<String>,
+    #[serde(default)]
+    pub ask: Vec<String>,
+}
+
+/// One `[[hooks]]` entry (parsed and kept; run by the hooks work).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    pub event: String,
+    pub command: String,
+    #[serde(default)]
+    pub blocking: bool,
+    pub timeout_s: Option<f64>,
+}
+
+/// Overrides from the environment or the command line (the same three keys).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+}
+
+impl Overrides {
+    /// `OPENMAX_PROVIDER`, `OPENMAX_MODEL`, `OPENMAX_BASE_URL` (empty values ignored).
+    pub fn from_env(get: &dyn Fn(&str) -> Option<String>) -> Overrides {
+        let get = |k: &str| get(k).filter(|v| !v.is_empty());
+        Overrides {
+            provider: get("OPENMAX_PROVIDER"),
+            model: get("OPENMAX_MODEL"),
+            base_url: get("OPENMAX_BASE_URL"),
+        }
+    }
+}
+
+/// The resolved provider settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderSettings {
+    /// One of [`PROVIDER_NAMES`].
+    pub name: String,
+    pub model: String,
+    /// `None`: the provider's default endpoint.
+    pub base_url: Option<String>,
+    /// The variable the key was read from (`None` when the provider needs no key).
+    pub api_key_env: Option<String>,
+    pub api_key: Option<String>,
+    pub max_output_tokens: u64,
+}
+
+/// Everything the session runs with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub provider: ProviderSettings,
+    pub context_tokens: u64,
+    pub retry: RetrySettings,
+    pub limits: Limits,
+    pub permissions: Permissions,
+    pub hooks: Vec<HookConfig>,
+    /// The files that were read, in layer order.
+    pub files: Vec<PathBuf>,
+}
+
+/// A configuration problem, worded for stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The two layered files merged (no environment, no flags yet).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Layers {
+    pub merged: FileConfig,
+    pub files: Vec<PathBuf>,
+}
+
+/// Read `$OPENMAX_HOME/config.toml` and `<project>/.openmax/config.toml` (each optional).
+pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
+    let mut layers = Layers::default();
+    let user = home.join("config.toml");
+    if let Some(text) = read_optional(&user)? {
+        let cfg = parse_file(&user, &text, false)?;
+        layers.merged = merge(layers.merged, cfg);
+        layers.files.push(user);
+    }
+    let proj = project.join(".openmax").join("config.toml");
+    if let Some(text) = read_optional(&proj)? {
+        let cfg = parse_file(&proj, &text, true)?;
+        layers.merged = merge(layers.merged, cfg);
+        layers.files.push(proj);
+    }
+    Ok(layers)
+}
+
+/// Apply env then flag overrides and read the API key (`env` looks a variable up).
+pub fn resolve(
+    layers: Layers,
+    env_over: &Overrides,
+    flags: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, ConfigError> {
+    let p = layers.merged.provider;
+    let name = flags
+        .provider
+        .clone()
+        .or_else(|| env_over.provider.clone())
+        .or(p.name.clone())
+        .ok_or_else(|| {
+            ConfigError(format!(
+                "no provider configured: set [provider] name in $OPENMAX_HOME/config.toml, or \
+                 OPENMAX_PROVIDER, or pass --provider ({}; `--provider demo` needs no key)",
+                PROVIDER_NAMES.join(", ")
+            ))
+        })?;
+    if !PROVIDER_NAMES.contains(&name.as_str()) {
+        return Err(ConfigError(format!(
+            "unknown provider {name:?}: legal providers are {}",
+            PROVIDER_NAMES.join(", ")
+        )));
+    }
+    let model = flags
+        .model
+        .clone()
+        .or_else(|| env_over.model.clone())
+        .or(p.model.clone())
+        .or_else(|| default_model(&name).map(str::to_string))
+        .ok_or_else(|| {
+            ConfigError(format!(
+                "provider {name} needs a model: set [provider] model in \
+                 $OPENMAX_HOME/config.toml, or OPENMAX_MODEL, or pass --model"
+            ))
+        })?;
+    let base_url = flags
+        .base_url
+        .clone()
+        .or_else(|| env_over.base_url.clone())
+        .or(p.base_url.clone());
+    let api_key_env = p
+        .api_key_env
+        .clone()
+        .or_else(|| default_key_env(&name).map(str::to_string));
+    let api_key = match &api_key_env {
+        None => None,
+        Some(var) => match env(var).filter(|v| !v.is_empty()) {
+            Some(k) => Some(k),
+            None => {
+                return Err(ConfigError(format!(
+                    "provider {name} needs an API key: set the environment variable {var} \
+                     (or point [provider] api_key_env in $OPENMAX_HOME/config.toml at the \
+                     variable that holds it)"
+                )))
+            }
+        },
+    };
+    if let Some(url) = &base_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError(format!(
+                "base_url {url:?} must start with http:// or https://"
+            )));
+        }
+    }
+    let defaults = RetrySettings::default();
+    let retry = RetrySettings {
+        max_attempts: p.max_attempts.unwrap_or(defaults.max_attempts).max(1),
+        retry_base_ms: p.retry_base_ms.unwrap_or(defaults.retry_base_ms),
+        retry_max_ms: defaults.retry_max_ms,
+        stream_idle_timeout_ms: match p.stream_idle_timeout_s {
+            Some(s) => seconds_to_ms(s, "[provider] stream_idle_timeout_s")?,
+            None => defaults.stream_idle_timeout_ms,
+        },
+    };
+    let l = layers.merged.limits;
+    let ldef = Limits::default();
+    let limits = Limits {
+        max_iterations: l.max_iterations.unwrap_or(ldef.max_iterations),
+        max_agent_tokens: l.max_agent_tokens.unwrap_or(ldef.max_agent_tokens),
+        approval_timeout_ms: match l.approval_timeout_s {
+            Some(s) => seconds_to_ms(s, "[limits] approval_timeout_s")?,
+            None => ldef.approval_timeout_ms,
+        },
+    };
+    let mut permissions = Permissions::default();
+    for r in &layers.merged.permissions.deny {
+        permissions
+            .deny
+            .push(Rule::parse(r).map_err(|e| ConfigError(format!("[permissions] deny: {e}")))?);
+    }
+    for r in &layers.merged.permissions.ask {
+        permissions
+            .ask
+            .push(Rule::parse(r).map_err(|e| ConfigError(format!("[permissions] ask: {e}")))?);
+    }
+    Ok(Settings {
+        provider: ProviderSettings {
+            name: name.clone(),
+            model,
+            base_url,
+            api_key_env: if api_key.is_some() { api_key_env } else { None },
+            api_key,
+            max_output_tokens: p.max_output_tokens.unwrap_or(8192),
+        },
+        context_tokens: p
+            .context_tokens
+            .unwrap_or_else(|| default_context_tokens(&name)),
+        retry,
+        limits,
+        permissions,
+        hooks: layers.merged.hooks,
+        files: layers.files,
+    })
+}
+
+/// The model used when none is configured.
+pub fn default_model(provider: &str) -> Option<&'static str> {
+    match provider {
+        "anthropic" => Some("claude-sonnet-4-5"),
+        "openai" => Some("gpt-5"),
+        "demo" => Some("demo"),
+        _ => None,
+    }
+}
+
+/// The variable the key is read from when `api_key_env` is not configured. `openai-chat`
+/// reads none by default (local servers need no key).
+pub fn default_key_env(provider: &str) -> Option<&'static str> {
+    match provider {
+        "anthropic" => Some("ANTHROPIC_API_KEY"),
+        "openai" => Some("OPENAI_API_KEY"),
+        _ => None,
+    }
+}
+
+fn default_context_tokens(provider: &str) -> u64 {
+    match provider {
+        "anthropic" => 200_000,
+        "openai" => 400_000,
+        _ => 128_000,
+    }
+}
+
+fn seconds_to_ms(s: f64, key: &str) -> Result<u64, ConfigError> {
+    if !s.is_finite() || s < 0.0 {
+        return Err(ConfigError(format!(
+            "{key} must be a non-negative number of seconds"
+        )));
+    }
+    Ok((s * 1000.0).round() as u64)
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| ConfigError(format!("{}: not valid UTF-8", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// Parse one file. `project`: refuse credential-redirecting keys.
+pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, ConfigError> {
+    let at = |e: &toml::de::Error| -> String {
+        match e.span() {
+            Some(span) => {
+                let (line, col) = line_col(text, span.start);
+                format!("{}:{line}:{col}", path.display())
+            }
+            None => path.display().to_string(),
+        }
+    };
+    let value: toml::Table = toml::from_str(text).map_err(|e| {
+        ConfigError(format!(
+            "{}: broken config file: {}",
+            at(&e),
+            e.message().trim()
+        ))
+    })?;
+    if project {
+        if let Some(toml::Value::Table(p)) = value.get("provider") {
+            for key in p.keys() {
+                if key == "base_url" || key.contains("api_key") || key == "key" {
+                    return Err(ConfigError(format!(
+                        "{}: [provider] {key} is not allowed in a project config (a project \
+                         must not redirect credentials); set it in $OPENMAX_HOME/config.toml",
+                        path.display()
+                    )));
+                }
+            }
+        }
+    }
+    toml::from_str::<FileConfig>(text)
+        .map_err(|e| ConfigError(format!("{}: {}", at(&e), e.message().trim())))
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let upto = &text.as_bytes()[..offset.min(text.len())];
+    let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
+    let col = upto.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+    (line, col)
+}
+
+fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
+    let (b, o) = (base.provider, over.provider);
+    let (bl, ol) = (base.limits, over.limits);
+    let mut deny = base.permissions.deny;
+    deny.extend(over.permissions.deny);
+    let mut ask = base.permissions.ask;
+    ask.extend(over.permissions.ask);
+    let mut hooks = base.hooks;
+    hooks.extend(over.hooks);
+    FileConfig {
+        provider: ProviderSection {
+            name: o.name.or(b.name),
+            model: o.model.or(b.model),
+            base_url: o.base_url.or(b.base_url),
+            api_key_env: o.api_key_env.or(b.api_key_env),
+            context_tokens: o.context_tokens.or(b.context_tokens),
+            max_attempts: o.max_attempts.or(b.max_attempts),
+            retry_base_ms: o.retry_base_ms.or(b.retry_base_ms),
+            stream_idle_timeout_s: o.stream_idle_timeout_s.or(b.stream_idle_timeout_s),
+            max_output_tokens: o.max_output_tokens.or(b.max_output_tokens),
+        },
+        limits: LimitsSection {
+            max_iterations: ol.max_iterations.or(bl.max_iterations),
+            max_agent_tokens: ol.max_agent_tokens.or(bl.max_agent_tokens),
+            approval_timeout_s: ol.approval_timeout_s.or(bl.approval_timeout_s),
+        },
+        permissions: PermissionsSection { deny, ask },
+        hooks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn layered(user: &str, project: &str) -> Result<Layers, ConfigError> {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("openmax-config-{}-{n}", std::process::id()));
+        let home = dir.join("home");
+        let proj = dir.join("proj");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(proj.join(".openmax")).unwrap();
+        if !user.is_empty() {
+            std::fs::write(home.join("config.toml"), user).unwrap();
+        }
+        if !project.is_empty() {
+            std::fs::write(proj.join(".openmax/config.toml"), project).unwrap();
+        }
+        let r = load_layers(&home, &proj);
+        std::fs::remove_dir_all(&dir).unwrap();
+        r
+    }
+
+    #[test]
+    fn layering_env_and_flags() {
+        let l = layered(
+            "[provider]\nname = \"anthropic\"\nmodel = \"a\"\nretry_base_ms = 5\n\
+             [permissions]\ndeny = [\"shell(rm *)\"]\n",
+            "[provider]\nmodel = \"b\"\nstream_idle_timeout_s = 0.25\n\
+             [permissions]\ndeny = [\"read_file(.env)\"]\nask = [\"shell\"]\n",
+        )
+        .unwrap();
+        let env = |k: &str| (k == "ANTHROPIC_API_KEY").then(|| "sk".to_string());
+        let s = resolve(
+            l.clone(),
+            &Overrides::default(),
+            &Overrides::default(),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(s.provider.model, "b");
+        assert_eq!(s.provider.api_key.as_deref(), Some("sk"));
+        assert_eq!(s.retry.retry_base_ms, 5);
+        assert_eq!(s.retry.stream_idle_timeout_ms, 250);
+        assert_eq!(s.permissions.deny.len(), 2);
+        assert_eq!(s.permissions.deny[0].tool, "shell");
+        assert_eq!(s.permissions.ask.len(), 1);
+        let envo = Overrides {
+            model: Some("c".into()),
+            ..Overrides::default()
+        };
+        let flags = Overrides {
+            provider: Some("demo".into()),
+            ..Overrides::default()
+        };
+        let s = resolve(l, &envo, &flags, &no_env).unwrap();
+        assert_eq!(s.provider.name, "demo");
+        assert_eq!(s.provider.model, "c");
+        assert_eq!(s.provider.api_key, None);
+    }
+
+    #[test]
+    fn errors_name_what_to_fix() {
+        let e = layered("[provider]\nname = \"anthropic\"\nmodel = = 1\n", "").unwrap_err();
+        assert!(e.0.contains("config.toml:3:"), "{e}");
+        let e = layered("[provider]\nnmae = \"x\"\n", "").unwrap_err();
+        assert!(e.0.contains("config.toml") && e.0.contains("nmae"), "{e}");
+        let e = layered("", "[provider]\nbase_url = \"http://evil\"\n").unwrap_err();
+        assert!(
+            e.0.contains(".openmax/config.toml") && e.0.contains("base_url"),
+            "{e}"
+        );
+        let e = layered("", "[provider]\napi_key_env = \"X\"\n").unwrap_err();
+        assert!(e.0.contains("api_key_env"), "{e}");
+        let l = layered("[provider]\nname = \"anthropic\"\n", "").unwrap();
+        let e = resolve(l, &Overrides::default(), &Overrides::default(), &no_env).unwrap_err();
+        assert!(e.0.contains("ANTHROPIC_API_KEY"), "{e}");
+        let l = layered("[provider]\nname = \"nope\"\n", "").unwrap();
+        let e = resolve(l, &Overrides::default(), &Overrides::default(), &no_env).unwrap_err();
+        assert!(e.0.contains("openai-chat"), "{e}");
+        let e = layered("[permissions]\ndeny = [\"(x)\"]\n", "")
+            .and_then(|l| {
+                resolve(
+                    l,
+                    &Overrides::default(),
+                    &Overrides {
+                        provider: Some("demo".into()),
+                        ..Overrides::default()
+                    },
+                    &no_env,
+                )
+            })
+            .unwrap_err();
+        assert!(e.0.contains("deny"), "{e}");
+    }
+}

@@ -1,0 +1,98 @@
+//! Where the core's events go: a [`Sink`]. [`JsonlSink`] is the `--stdio` wire (one JSON line per
+//! event, `session_id` first); the `-p` renderer lives in [`crate::print_mode`].
+//!
+//! Invariants: events are written in the order the core emitted them; [`JsonlSink`] buffers and
+//! writes the whole buffer in one `write_all` at each quiet point ([`Sink::flush`]), so a burst
+//! of tokens costs one syscall, and nothing is held back once the core goes quiet. A write error
+//! (the client closed stdout) is remembered and later writes are dropped: the session carries on
+//! until stdin ends, as the contract's EOF rule says.
+
+use std::io::Write;
+
+use openmax_core::wire::{Event, Line};
+
+/// A consumer of the core's events.
+pub trait Sink {
+    /// One event, in emission order.
+    fn event(&mut self, event: Event);
+    /// The core went quiet: make everything written so far visible.
+    fn flush(&mut self);
+}
+
+/// The `--stdio` event writer.
+pub struct JsonlSink<W: Write> {
+    session_id: String,
+    buf: Vec<u8>,
+    out: W,
+    broken: bool,
+}
+
+impl<W: Write> JsonlSink<W> {
+    pub fn new(session_id: &str, out: W) -> JsonlSink<W> {
+        JsonlSink {
+            session_id: session_id.to_string(),
+            buf: Vec::with_capacity(8 * 1024),
+            out,
+            broken: false,
+        }
+    }
+
+    /// Write a raw line (the handshake) and flush it at once.
+    pub fn raw_line(&mut self, json: &str) {
+        self.buf.extend_from_slice(json.as_bytes());
+        self.buf.push(b'\n');
+        self.flush();
+    }
+
+    /// The writer (tests).
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+impl<W: Write> Sink for JsonlSink<W> {
+    fn event(&mut self, event: Event) {
+        let line = Line {
+            session_id: self.session_id.clone(),
+            event,
+        };
+        line.write_json(&mut self.buf);
+        self.buf.push(b'\n');
+    }
+
+    fn flush(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        if !self.broken {
+            let r = self.out.write_all(&self.buf).and_then(|_| self.out.flush());
+            self.broken = r.is_err();
+        }
+        self.buf.clear();
+        if self.buf.capacity() > 1 << 20 {
+            self.buf.shrink_to(8 * 1024);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_carry_session_id_first_and_flush_at_quiet_points() {
+        let mut s = JsonlSink::new("s1", Vec::new());
+        s.event(Event::Token { text: "hi".into() });
+        s.event(Event::ProtocolError {
+            message: "bad".into(),
+        });
+        assert!(s.out.is_empty());
+        s.flush();
+        let out = String::from_utf8(s.into_inner()).unwrap();
+        assert_eq!(
+            out,
+            "{\"session_id\":\"s1\",\"type\":\"token\",\"text\":\"hi\"}\n\
+             {\"type\":\"protocol_error\",\"message\":\"bad\"}\n"
+        );
+    }
+}

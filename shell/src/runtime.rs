@@ -1,0 +1,250 @@
+//! The runtime loop: one tokio current-thread runtime, one channel of core [`Input`]s fed by the
+//! stdin reader thread, provider tasks, tool tasks and the effects performed inline; one loop
+//! that takes the next input, calls `core.handle(now, input)`, and drains `core.poll()`.
+//!
+//! Invariants:
+//! - Single mutation then full drain: every `handle` is followed by polling the core to empty;
+//!   events go to the [`Sink`] in emission order, effects are started in emission order.
+//! - Quick effects (persist, save mode, approve source, refreeze, hook stand-in) are performed
+//!   inline and their answer is queued locally, ahead of anything else, so e.g. a `Persisted`
+//!   ack is seen before any later provider item.
+//! - The sink is flushed when the core goes quiet: no queued input and nothing ready on the
+//!   channel. A burst of inputs therefore costs one stdout write.
+//! - Time: `now` is milliseconds since the runtime started (monotonic `Instant`). The next
+//!   deadline comes from `core.poll_timeout()`; when it is due the core gets `Input::Timeout`.
+//! - Every spawned request is aborted on `CancelRequest`, on a newer attempt of the same request,
+//!   and at exit; a task that panics is reported to the core as `Input::Crashed`, never a stall.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use openmax_core::machine::{Effect, HookOutcome, Input, Output};
+use openmax_core::provider::RequestId;
+use openmax_core::tool::ToolOutcome;
+use openmax_core::{Core, Millis};
+
+use crate::backend::{Backend, InputTx};
+use crate::output::Sink;
+
+/// A core with its effect backends and its event sink.
+pub struct Runtime<S: Sink> {
+    core: Core,
+    backend: Backend,
+    sink: S,
+    tx: InputTx,
+    rx: mpsc::UnboundedReceiver<Input>,
+    ready: VecDeque<Input>,
+    requests: BTreeMap<RequestId, AbortHandle>,
+    tool_cancels: BTreeMap<String, oneshot::Sender<()>>,
+    start: Instant,
+}
+
+impl<S: Sink> Runtime<S> {
+    /// A runtime whose clock starts now.
+    pub fn new(core: Core, backend: Backend, sink: S) -> Runtime<S> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Runtime {
+            core,
+            backend,
+            sink,
+            tx,
+            rx,
+            ready: VecDeque::new(),
+            requests: BTreeMap::new(),
+            tool_cancels: BTreeMap::new(),
+            start: Instant::now(),
+        }
+    }
+
+    /// A sender for inputs from outside (the stdin reader).
+    pub fn sender(&self) -> InputTx {
+        self.tx.clone()
+    }
+
+    /// Queue an input ahead of the channel (`-p` feeds its command this way).
+    pub fn push_input(&mut self, input: Input) {
+        self.ready.push_back(input);
+    }
+
+    /// The sink (for the handshake before [`Runtime::run`]).
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
+    }
+
+    fn now(&self) -> Millis {
+        Millis(self.start.elapsed().as_millis() as u64)
+    }
+
+    /// Run until the core asks to exit; returns the exit code and the sink.
+    pub async fn run(mut self) -> (i32, S) {
+        loop {
+            let input = match self.ready.pop_front() {
+                Some(i) => i,
+                None => self.next_input().await,
+            };
+            if let Input::ToolDone { call_id, .. } = &input {
+                self.tool_cancels.remove(call_id);
+            }
+            let now = self.now();
+            self.core.handle(now, input);
+            let mut exit = None;
+            while let Some(out) = self.core.poll() {
+                match out {
+                    Output::Event(ev) => self.sink.event(ev),
+                    Output::Effect(effect) => {
+                        if let Some(code) = self.perform(effect) {
+                            exit = Some(code);
+                        }
+                    }
+                }
+            }
+            if let Some(code) = exit {
+                self.sink.flush();
+                self.shutdown();
+                return (code, self.sink);
+            }
+            if self.ready.is_empty() && self.rx.is_empty() {
+                self.sink.flush();
+            }
+        }
+    }
+
+    async fn next_input(&mut self) -> Input {
+        match self.core.poll_timeout() {
+            Some((at, _reason)) => {
+                let deadline = self.start + Duration::from_millis(at.0);
+                tokio::select! {
+                    biased;
+                    _ = tokio::time::sleep_until(deadline.into()) => Input::Timeout,
+                    i = self.rx.recv() => i.unwrap_or(Input::EndOfInput),
+                }
+            }
+            // We hold a sender ourselves, so the channel never closes; the fallback is moot.
+            None => self.rx.recv().await.unwrap_or(Input::EndOfInput),
+        }
+    }
+
+    fn shutdown(&mut self) {
+        for (_, h) in std::mem::take(&mut self.requests) {
+            h.abort();
+        }
+        for (_, c) in std::mem::take(&mut self.tool_cancels) {
+            let _ = c.send(());
+        }
+    }
+
+    /// Carry out one effect. Returns the exit code for [`Effect::Exit`].
+    fn perform(&mut self, effect: Effect) -> Option<i32> {
+        match effect {
+            Effect::SendRequest {
+                request,
+                attempt,
+                body,
+            } => {
+                let handle = self
+                    .backend
+                    .spawn_request(request, attempt, *body, self.tx.clone());
+                if let Some(old) = self.requests.insert(request, handle.abort_handle()) {
+                    old.abort();
+                }
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = handle.await {
+                        if e.is_panic() {
+                            let _ = tx.send(Input::Crashed {
+                                message: format!("the model request task crashed: {e}"),
+                            });
+                        }
+                    }
+                });
+            }
+            Effect::CancelRequest { request } => {
+                if let Some(h) = self.requests.remove(&request) {
+                    h.abort();
+                }
+            }
+            Effect::PlanTool {
+                call_id,
+                name,
+                args,
+            } => {
+                let job = self.backend.plan_job(name, args);
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let input = match tokio::task::spawn_blocking(job).await {
+                        Ok(plan) => Input::ToolPlanned { call_id, plan },
+                        Err(e) => Input::Crashed {
+                            message: format!("inspecting tool call {call_id} crashed: {e}"),
+                        },
+                    };
+                    let _ = tx.send(input);
+                });
+            }
+            Effect::RunTool {
+                call_id,
+                name,
+                args,
+            } => {
+                let (cancel_tx, cancel_rx) = oneshot::channel();
+                self.tool_cancels.insert(call_id.clone(), cancel_tx);
+                let job = tokio::spawn(self.backend.run_job(name, args, cancel_rx));
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let outcome = match job.await {
+                        Ok(o) => o,
+                        Err(e) => ToolOutcome {
+                            ok: false,
+                            output: format!("the tool crashed: {e}"),
+                            diffs: Vec::new(),
+                        },
+                    };
+                    let _ = tx.send(Input::ToolDone { call_id, outcome });
+                });
+            }
+            Effect::CancelTool { call_id } => {
+                if let Some(c) = self.tool_cancels.remove(&call_id) {
+                    let _ = c.send(());
+                }
+            }
+            Effect::RunHook { hook_run, .. } => {
+                self.ready.push_back(Input::HookDone {
+                    hook_run,
+                    outcome: HookOutcome::Failed {
+                        detail: "hooks not yet supported".into(),
+                    },
+                });
+            }
+            Effect::Persist { ticket, records } => {
+                let input = match self.backend.persist(records) {
+                    Ok(()) => Input::Persisted { ticket },
+                    Err(message) => Input::PersistFailed { ticket, message },
+                };
+                self.ready.push_back(input);
+            }
+            Effect::SaveMode { mode } => {
+                let input = match self.backend.save_mode(mode) {
+                    Ok(()) => Input::ModeSaved { mode },
+                    Err(message) => Input::ModeSaveFailed { mode, message },
+                };
+                self.ready.push_back(input);
+            }
+            Effect::ApproveSource {
+                source_path,
+                source_sha,
+            } => {
+                if let Err(e) = self.backend.approve_source(&source_path, &source_sha) {
+                    eprintln!("openmax: could not record the approval of {source_path}: {e}");
+                }
+            }
+            Effect::Refreeze => {
+                let snapshot = Box::new(self.backend.freeze());
+                self.ready.push_back(Input::Frozen { snapshot });
+            }
+            Effect::Exit { code } => return Some(code),
+        }
+        None
+    }
+}

@@ -1,0 +1,151 @@
+//! The project's session index, `sessions/index.json`: which sessions exist, when each was
+//! created and last used, and where each record's last compaction point is, so `--continue`
+//! finds the most recent session and seeks to its context without scanning records.
+//!
+//! Invariants:
+//! - The file is only ever replaced whole by [`super::state::write_atomic`]; readers need no
+//!   lock and see the old index or the new one. A leftover temp file from a crashed writer is a
+//!   differently named file and never read.
+//! - Read-modify-write happens under an exclusive OS lock on `sessions/index.lock`, so sessions
+//!   of one project written by several processes never lose each other's entries.
+//! - A compaction point in the index is a hint written *after* its record line is on disk: it
+//!   may lag behind the record (a crash between the two), never run ahead of it. Resume reads
+//!   forward from it and applies any later compaction it finds, so a lagging hint only costs
+//!   reading time.
+
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use openmax_core::wire::Mode;
+use serde::{Deserialize, Serialize};
+
+use super::state::write_json_atomic;
+
+/// The index format version (`v`).
+pub const INDEX_VERSION: u32 = 1;
+
+/// `sessions/index.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Index {
+    pub v: u32,
+    /// In creation order.
+    pub sessions: Vec<IndexEntry>,
+}
+
+/// One session of the index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexEntry {
+    pub id: String,
+    /// Unix milliseconds.
+    pub created_ms: u64,
+    /// Unix milliseconds of the last create, resume or compaction.
+    pub updated_ms: u64,
+    /// The record file's name inside `sessions/`.
+    pub record: String,
+    /// The last compaction point known to the index, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionPoint>,
+}
+
+/// Where a compaction record starts, and what was in force there that precedes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactionPoint {
+    /// Byte offset of the compaction record line.
+    pub offset: u64,
+    /// 1-based line number of that line.
+    pub line: u64,
+    /// Byte offset of the last `refrozen` line before it (the prompt and schemas in force), if
+    /// any; else the header's are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refrozen_offset: Option<u64>,
+    /// The mode set by the last `mode_changed` line before it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+}
+
+/// Why the index could not be read.
+#[derive(Debug)]
+pub enum IndexError {
+    /// There is no index file.
+    Missing,
+    /// It exists but is not a readable index of a known version.
+    Corrupt(String),
+    Io(String),
+}
+
+impl Index {
+    /// The entry most recently created, resumed or compacted (ties: the later entry).
+    pub fn latest(&self) -> Option<&IndexEntry> {
+        self.sessions
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, e)| (e.updated_ms, *i))
+            .map(|(_, e)| e)
+    }
+}
+
+/// `sessions/index.json` of a sessions directory.
+pub fn index_path(sessions_dir: &Path) -> PathBuf {
+    sessions_dir.join("index.json")
+}
+
+/// Read the index of a sessions directory (no lock: the file is replaced atomically).
+pub fn read_index(sessions_dir: &Path) -> Result<Index, IndexError> {
+    let path = index_path(sessions_dir);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(IndexError::Missing),
+        Err(e) => {
+            return Err(IndexError::Io(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )))
+        }
+    };
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        IndexError::Corrupt(format!("session index {} is corrupt: {e}", path.display()))
+    })?;
+    match value.get("v").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(INDEX_VERSION) => {}
+        Some(v) => {
+            return Err(IndexError::Corrupt(format!(
+            "session index {} has unknown version {v} (this openmax reads version {INDEX_VERSION})",
+            path.display()
+        )))
+        }
+        None => {
+            return Err(IndexError::Corrupt(format!(
+                "session index {} is corrupt: no version field",
+                path.display()
+            )))
+        }
+    }
+    serde_json::from_value(value).map_err(|e| {
+        IndexError::Corrupt(format!("session index {} is corrupt: {e}", path.display()))
+    })
+}
+
+/// Read-modify-write the index under `sessions/index.lock`. A missing index starts empty; a
+/// corrupt one is an error (never silently replaced: it lists the user's sessions).
+pub fn update_index(sessions_dir: &Path, f: impl FnOnce(&mut Index)) -> io::Result<()> {
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(sessions_dir.join("index.lock"))?;
+    lock.lock()?;
+    let mut index = match read_index(sessions_dir) {
+        Ok(i) => i,
+        Err(IndexError::Missing) => Index {
+            v: INDEX_VERSION,
+            sessions: Vec::new(),
+        },
+        Err(IndexError::Corrupt(m)) => return Err(io::Error::new(io::ErrorKind::InvalidData, m)),
+        Err(IndexError::Io(m)) => return Err(io::Error::other(m)),
+    };
+    f(&mut index);
+    let result = write_json_atomic(&index_path(sessions_dir), &index);
+    drop(lock); // releases the OS lock after the rename is durable
+    result
+}

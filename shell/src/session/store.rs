@@ -1,0 +1,327 @@
+//! Writing a session: [`SessionWriter`] owns one session's record file
+//! (`sessions/<id>.jsonl`) and its exclusive lock for the process's life, and appends record
+//! lines durably.
+//!
+//! Invariants:
+//! - The record file holds only whole lines of JSON ([`RecordLine`]), the first one the
+//!   `session` header. Each [`SessionWriter::append`] is one `write` of whole lines followed by
+//!   `fdatasync`; after it returns `Ok` those records survive a crash. This is the only fsync on
+//!   the hot path.
+//! - If a write or sync fails, the file is cut back to the end of the last good line (so a
+//!   later append never leaves a torn line in the middle); if even that fails the writer is
+//!   poisoned and every later append fails.
+//! - A compaction record is written to the record first and then, as a seek hint, to the index
+//!   (see [`super::index`]); an index write that fails is retried on the next append and never
+//!   fails an append whose records are on disk.
+//! - Exactly one writer per session exists at a time across all processes ([`SessionLock`]).
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use openmax_core::record::{Record, RecordLine};
+use openmax_core::wire::Mode;
+
+use super::index::{update_index, CompactionPoint, IndexEntry};
+use super::lock::{LockError, SessionLock};
+use super::state::{now_ms, sync_dir, ProjectState};
+
+/// The owner of one session's record.
+#[derive(Debug)]
+pub struct SessionWriter {
+    session_id: String,
+    sessions_dir: PathBuf,
+    path: PathBuf,
+    file: File,
+    lock: SessionLock,
+    /// End of the last good line (the file's length when not poisoned).
+    len: u64,
+    /// Lines in the file.
+    lines: u64,
+    /// Offset of the last `refrozen` line, if any.
+    last_refrozen: Option<u64>,
+    /// Mode set by the last `mode_changed` line, if any.
+    mode: Option<Mode>,
+    /// A compaction point on disk in the record but not yet in the index.
+    index_pending: Option<CompactionPoint>,
+    /// Why appends are refused, after a failure that could not be rolled back.
+    poisoned: Option<String>,
+}
+
+/// Why a session could not be created.
+#[derive(Debug)]
+pub enum StoreError {
+    /// A record with this id already exists.
+    Exists(String),
+    /// Another process owns the session.
+    Locked(String),
+    /// The id or header is not acceptable.
+    Invalid(String),
+    Io(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Exists(m)
+            | StoreError::Locked(m)
+            | StoreError::Invalid(m)
+            | StoreError::Io(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl SessionWriter {
+    /// Start a new session: create `sessions/`, take the session's lock, write the header line
+    /// (durably, with the file's directory entry), then add the session to the index.
+    /// `header` must be a [`Record::Session`] whose `session_id` is `session_id`.
+    pub fn create(
+        state: &ProjectState,
+        session_id: &str,
+        header: Record,
+    ) -> Result<SessionWriter, StoreError> {
+        check_id(session_id)?;
+        match &header {
+            Record::Session { session_id: h, .. } if h == session_id => {}
+            Record::Session { session_id: h, .. } => {
+                return Err(StoreError::Invalid(format!(
+                    "session header names session {h:?}, not {session_id:?}"
+                )))
+            }
+            _ => {
+                return Err(StoreError::Invalid(
+                    "a session record must start with a session header".to_string(),
+                ))
+            }
+        }
+        let sessions_dir = state.sessions_dir();
+        let io_err = |what: &str, p: &Path, e: io::Error| {
+            StoreError::Io(format!("cannot {what} {}: {e}", p.display()))
+        };
+        let new_dir = !sessions_dir.is_dir();
+        fs::create_dir_all(&sessions_dir).map_err(|e| io_err("create", &sessions_dir, e))?;
+        if new_dir {
+            // Make the new directories themselves durable (best effort beyond our own).
+            if let Some(parent) = sessions_dir.parent() {
+                let _ = sync_dir(parent);
+                if let Some(grand) = parent.parent() {
+                    let _ = sync_dir(grand);
+                }
+            }
+        }
+        let lock_path = sessions_dir.join(format!("{session_id}.lock"));
+        let lock = SessionLock::try_acquire(&lock_path).map_err(|e| match e {
+            LockError::Held { .. } => StoreError::Locked(e.describe(session_id)),
+            LockError::Io(_) => StoreError::Io(e.describe(session_id)),
+        })?;
+        let record_name = format!("{session_id}.jsonl");
+        let path = sessions_dir.join(&record_name);
+        let mut file = match OpenOptions::new().append(true).create_new(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::Exists(format!(
+                    "session record {} already exists",
+                    path.display()
+                )))
+            }
+            Err(e) => return Err(io_err("create", &path, e)),
+        };
+        let mut line = RecordLine::new(header).to_json().into_bytes();
+        line.push(b'\n');
+        file.write_all(&line)
+            .and_then(|()| file.sync_data())
+            .and_then(|()| sync_dir(&sessions_dir))
+            .map_err(|e| io_err("write", &path, e))?;
+        let now = now_ms();
+        update_index(&sessions_dir, |index| {
+            index.sessions.retain(|e| e.id != session_id);
+            index.sessions.push(IndexEntry {
+                id: session_id.to_string(),
+                created_ms: now,
+                updated_ms: now,
+                record: record_name,
+                compaction: None,
+            });
+        })
+        .map_err(|e| {
+            StoreError::Io(format!(
+                "cannot update the session index in {}: {e}",
+                sessions_dir.display()
+            ))
+        })?;
+        Ok(SessionWriter {
+            session_id: session_id.to_string(),
+            sessions_dir,
+            path,
+            file,
+            lock,
+            len: line.len() as u64,
+            lines: 1,
+            last_refrozen: None,
+            mode: None,
+            index_pending: None,
+            poisoned: None,
+        })
+    }
+
+    /// Append records, one line each, in one write, then `fdatasync`. After `Ok` the records
+    /// survive a crash. A `session` header cannot be appended.
+    pub fn append(&mut self, records: &[Record]) -> io::Result<()> {
+        if let Some(why) = &self.poisoned {
+            return Err(io::Error::other(format!(
+                "session record {} is unusable after an earlier failure: {why}",
+                self.path.display()
+            )));
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut buf = Vec::new();
+        let mut lines = self.lines;
+        let mut last_refrozen = self.last_refrozen;
+        let mut mode = self.mode;
+        let mut compaction = None;
+        for record in records {
+            let start = self.len + buf.len() as u64;
+            lines += 1;
+            match record {
+                Record::Session { .. } => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "the session header is written once, by SessionWriter::create",
+                    ))
+                }
+                Record::Compaction { .. } => {
+                    compaction = Some(CompactionPoint {
+                        offset: start,
+                        line: lines,
+                        refrozen_offset: last_refrozen,
+                        mode,
+                    })
+                }
+                Record::Refrozen { .. } => last_refrozen = Some(start),
+                Record::ModeChanged { mode: m } => mode = Some(*m),
+                Record::Message { .. } | Record::TurnEnd { .. } => {}
+            }
+            serde_json::to_writer(&mut buf, &RecordLine::new(record.clone()))
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            buf.push(b'\n');
+        }
+        if let Err(e) = self
+            .file
+            .write_all(&buf)
+            .and_then(|()| self.file.sync_data())
+        {
+            self.roll_back(&e);
+            return Err(e);
+        }
+        self.len += buf.len() as u64;
+        self.lines = lines;
+        self.last_refrozen = last_refrozen;
+        self.mode = mode;
+        if compaction.is_some() {
+            self.index_pending = compaction;
+        }
+        self.flush_index();
+        Ok(())
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The record file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The lock file held by this writer.
+    pub fn lock_path(&self) -> &Path {
+        self.lock.path()
+    }
+
+    /// Whether a compaction point is on disk in the record but not yet in the index (the
+    /// index write failed and is retried on the next append).
+    pub fn index_lagging(&self) -> bool {
+        self.index_pending.is_some()
+    }
+
+    /// A writer for an existing record that resume has read and cut back to `len`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn resumed(
+        session_id: String,
+        sessions_dir: PathBuf,
+        path: PathBuf,
+        file: File,
+        lock: SessionLock,
+        len: u64,
+        lines: u64,
+        last_refrozen: Option<u64>,
+        mode: Option<Mode>,
+    ) -> SessionWriter {
+        SessionWriter {
+            session_id,
+            sessions_dir,
+            path,
+            file,
+            lock,
+            len,
+            lines,
+            last_refrozen,
+            mode,
+            index_pending: None,
+            poisoned: None,
+        }
+    }
+
+    /// Cut a failed append's partial bytes off, or poison the writer if that fails too.
+    fn roll_back(&mut self, cause: &io::Error) {
+        let cut = self
+            .file
+            .set_len(self.len)
+            .and_then(|()| self.file.sync_data());
+        if let Err(e) = cut {
+            self.poisoned = Some(format!(
+                "append failed ({cause}) and the partial write could not be removed ({e})"
+            ));
+        }
+    }
+
+    fn flush_index(&mut self) {
+        let Some(point) = self.index_pending else {
+            return;
+        };
+        let id = self.session_id.clone();
+        let result = update_index(&self.sessions_dir, |index| {
+            if let Some(entry) = index.sessions.iter_mut().find(|e| e.id == id) {
+                entry.compaction = Some(point);
+                entry.updated_ms = now_ms();
+            }
+        });
+        if result.is_ok() {
+            self.index_pending = None;
+        }
+    }
+}
+
+/// A session id becomes file names: `[A-Za-z0-9._-]`, 1 to 128 characters, not starting with
+/// a dot.
+fn check_id(id: &str) -> Result<(), StoreError> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::Invalid(format!(
+            "session id {id:?} is not usable as a file name ([A-Za-z0-9._-], not starting with '.')"
+        )))
+    }
+}

@@ -1,0 +1,657 @@
+//! Session store tests: create/append/resume round trips, compaction points, refreeze and mode
+//! records, torn and corrupt lines, ownership, the transcript caps, and the index's atomicity.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use openmax_core::conversation::{Block, Message, Role, ToolSchema};
+use openmax_core::record::{Record, RecordLine};
+use openmax_core::wire::Mode;
+use openmax_shell::session::index::read_index;
+use openmax_shell::session::{
+    resume_latest, Home, ProjectState, ResumeError, SessionWriter, StoreError,
+};
+
+/// A temporary directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "openmax-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).expect("temp dir is creatable");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A state root and a project directory in a temp dir.
+fn setup(tag: &str) -> (TempDir, ProjectState) {
+    let t = TempDir::new(tag);
+    let project = t.0.join("proj");
+    fs::create_dir_all(&project).expect("project dir is creatable");
+    let home = Home::new(t.0.join("home"));
+    let state = ProjectState::open(&home, &project);
+    (t, state)
+}
+
+fn tool(name: &str) -> ToolSchema {
+    ToolSchema {
+        name: name.to_string(),
+        description: format!("the {name} tool"),
+        parameters: serde_json::json!({"type": "object"}),
+    }
+}
+
+fn header(id: &str) -> Record {
+    Record::Session {
+        session_id: id.to_string(),
+        project: "/p".to_string(),
+        system: "system v1".to_string(),
+        tools: vec![tool("read_file")],
+    }
+}
+
+fn msg(m: Message) -> Record {
+    Record::Message { message: m }
+}
+
+fn tool_call_pair(id: &str) -> Vec<Record> {
+    vec![
+        msg(Message {
+            role: Role::Assistant,
+            content: vec![
+                Block::text("let me look"),
+                Block::ToolUse {
+                    id: id.to_string(),
+                    name: "read_file".to_string(),
+                    input: serde_json::json!({"path": "a.rs"}),
+                },
+            ],
+        }),
+        msg(Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                id: id.to_string(),
+                ok: true,
+                output: "fn main() {}".to_string(),
+            }],
+        }),
+    ]
+}
+
+fn record_path(state: &ProjectState, id: &str) -> PathBuf {
+    state.sessions_dir().join(format!("{id}.jsonl"))
+}
+
+fn append_raw(path: &Path, bytes: &[u8]) {
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("record exists");
+    f.write_all(bytes).expect("append works");
+}
+
+#[test]
+fn create_append_resume_round_trip() {
+    let (_t, state) = setup("roundtrip");
+    let mut w = SessionWriter::create(&state, "s1", header("s1")).expect("create");
+    assert_eq!(w.session_id(), "s1");
+    let mut records = vec![msg(Message::user_text("hello"))];
+    records.extend(tool_call_pair("c1"));
+    records.push(msg(Message::assistant_text("done reading")));
+    records.push(Record::TurnEnd {
+        stop_reason: "stop".to_string(),
+    });
+    w.append(&records).expect("append");
+    w.append(&[msg(Message::user_text("again"))])
+        .expect("append");
+    drop(w);
+
+    let r = resume_latest(&state).expect("resume");
+    assert!(r.notices.is_empty(), "{:?}", r.notices);
+    assert_eq!(r.session_id, "s1");
+    assert_eq!(r.system, "system v1");
+    assert_eq!(r.tools, vec![tool("read_file")]);
+    assert_eq!(r.mode, None);
+    assert_eq!(r.history.len(), 5);
+    assert_eq!(r.history[0], Message::user_text("hello"));
+    assert_eq!(r.history[4], Message::user_text("again"));
+    // Transcript: user/assistant text only, no tool traffic.
+    let t: Vec<(String, String)> = r
+        .transcript
+        .messages
+        .iter()
+        .map(|m| (m.role.clone(), m.content.clone()))
+        .collect();
+    assert_eq!(
+        t,
+        vec![
+            ("user".into(), "hello".into()),
+            ("assistant".into(), "let me look".into()),
+            ("assistant".into(), "done reading".into()),
+            ("user".into(), "again".into()),
+        ]
+    );
+    assert!(!r.transcript.truncated);
+    assert_eq!(r.transcript.session_id, "s1");
+
+    // The resumed writer appends where the record left off.
+    let mut w = r.writer;
+    w.append(&[msg(Message::assistant_text("third"))])
+        .expect("append after resume");
+    drop(w);
+    let r = resume_latest(&state).expect("second resume");
+    assert_eq!(r.history.len(), 6);
+    assert_eq!(r.history[5], Message::assistant_text("third"));
+
+    // Every line is a versioned record line.
+    let text = fs::read_to_string(record_path(&state, "s1")).expect("record");
+    for line in text.lines() {
+        let l: RecordLine = serde_json::from_str(line).expect("record line");
+        assert_eq!(l.v, 1);
+    }
+    assert_eq!(text.lines().count(), 8);
+}
+
+#[test]
+fn latest_session_is_the_most_recently_used() {
+    let (_t, state) = setup("latest");
+    let mut a = SessionWriter::create(&state, "a", header("a")).expect("create a");
+    a.append(&[msg(Message::user_text("in a"))])
+        .expect("append");
+    drop(a);
+    let mut b = SessionWriter::create(&state, "b", header("b")).expect("create b");
+    b.append(&[msg(Message::user_text("in b"))])
+        .expect("append");
+    drop(b);
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(r.session_id, "b");
+    let index = read_index(&state.sessions_dir()).expect("index");
+    let ids: Vec<&str> = index.sessions.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, vec!["a", "b"]);
+    assert!(matches!(
+        SessionWriter::create(&state, "a", header("a")),
+        Err(StoreError::Exists(_))
+    ));
+    assert!(matches!(
+        SessionWriter::create(&state, "../x", header("../x")),
+        Err(StoreError::Invalid(_))
+    ));
+    assert!(matches!(
+        SessionWriter::create(&state, "c", header("other")),
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[test]
+fn history_starts_at_the_last_compaction_point() {
+    let (_t, state) = setup("compaction");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    for i in 0..10 {
+        w.append(&[
+            msg(Message::user_text(format!("q{i}"))),
+            msg(Message::assistant_text(format!("a{i}"))),
+        ])
+        .expect("append");
+    }
+    w.append(&[Record::Compaction {
+        messages: vec![Message::user_text("summary 1")],
+        tokens_before: 100,
+        tokens_after: 10,
+        compacted_messages: 20,
+    }])
+    .expect("compaction 1");
+    w.append(&[msg(Message::user_text("q10"))]).expect("append");
+    w.append(&[
+        msg(Message::assistant_text("a10")),
+        Record::Compaction {
+            messages: vec![Message::user_text("summary 2")],
+            tokens_before: 50,
+            tokens_after: 5,
+            compacted_messages: 3,
+        },
+        msg(Message::user_text("q11")),
+    ])
+    .expect("compaction 2 in a batch");
+    drop(w);
+
+    // The index points at the second compaction line.
+    let text = fs::read_to_string(record_path(&state, "s")).expect("record");
+    let second = text.find("summary 2").expect("second compaction");
+    let line_start = text[..second].rfind('\n').expect("not line 1") as u64 + 1;
+    let index = read_index(&state.sessions_dir()).expect("index");
+    let cp = index.sessions[0].compaction.expect("compaction point");
+    assert_eq!(cp.offset, line_start);
+    assert_eq!(cp.line, 25);
+
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(
+        r.history,
+        vec![Message::user_text("summary 2"), Message::user_text("q11")]
+    );
+    // The transcript still shows the messages before the compaction, from message records.
+    let contents: Vec<&str> = r
+        .transcript
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(contents.len(), 23);
+    assert_eq!(contents[0], "q0");
+    assert_eq!(&contents[20..], &["q10", "a10", "q11"]);
+    assert!(!r.transcript.truncated);
+}
+
+#[test]
+fn a_lagging_or_wrong_index_hint_is_still_correct() {
+    let (_t, state) = setup("hint");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[msg(Message::user_text("q0"))]).expect("append");
+    w.append(&[Record::Compaction {
+        messages: vec![Message::user_text("sum")],
+        tokens_before: 1,
+        tokens_after: 1,
+        compacted_messages: 1,
+    }])
+    .expect("append");
+    w.append(&[msg(Message::user_text("q1"))]).expect("append");
+    drop(w);
+    // Simulate a crash between the record and the index: drop the hint.
+    let dir = state.sessions_dir();
+    let mut index = read_index(&dir).expect("index");
+    index.sessions[0].compaction = None;
+    openmax_shell::session::write_atomic(
+        &dir.join("index.json"),
+        &serde_json::to_vec(&index).expect("serializes"),
+    )
+    .expect("write index");
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(
+        r.history,
+        vec![Message::user_text("sum"), Message::user_text("q1")]
+    );
+    drop(r);
+    // Resume caught the index up.
+    let cp = read_index(&dir).expect("index").sessions[0]
+        .compaction
+        .expect("hint restored");
+    // Now point the hint at a wrong offset: resume reads the whole record, with a notice.
+    let mut index = read_index(&dir).expect("index");
+    index.sessions[0].compaction = Some(openmax_shell::session::index::CompactionPoint {
+        offset: cp.offset + 1,
+        ..cp
+    });
+    openmax_shell::session::write_atomic(
+        &dir.join("index.json"),
+        &serde_json::to_vec(&index).expect("serializes"),
+    )
+    .expect("write index");
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(
+        r.history,
+        vec![Message::user_text("sum"), Message::user_text("q1")]
+    );
+    assert_eq!(r.notices.len(), 1, "{:?}", r.notices);
+    assert!(r.notices[0].contains("not used"), "{}", r.notices[0]);
+}
+
+#[test]
+fn refrozen_and_mode_changed_apply_across_compaction() {
+    let (_t, state) = setup("refrozen");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[
+        msg(Message::user_text("q0")),
+        Record::ModeChanged { mode: Mode::Auto },
+        Record::Refrozen {
+            system: "system v2".to_string(),
+            tools: vec![tool("read_file"), tool("grep")],
+        },
+        msg(Message::user_text("q1")),
+    ])
+    .expect("append");
+    drop(w);
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(r.system, "system v2");
+    assert_eq!(r.tools.len(), 2);
+    assert_eq!(r.mode, Some(Mode::Auto));
+
+    // After a compaction the earlier refrozen and mode lines are before the resume point:
+    // the index carries them.
+    let mut w = r.writer;
+    w.append(&[
+        Record::ModeChanged {
+            mode: Mode::Readonly,
+        },
+        Record::Compaction {
+            messages: vec![Message::user_text("sum")],
+            tokens_before: 1,
+            tokens_after: 1,
+            compacted_messages: 2,
+        },
+        msg(Message::user_text("q2")),
+    ])
+    .expect("append");
+    drop(w);
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(r.system, "system v2");
+    assert_eq!(r.tools.len(), 2);
+    assert_eq!(r.mode, Some(Mode::Readonly));
+    assert_eq!(
+        r.history,
+        vec![Message::user_text("sum"), Message::user_text("q2")]
+    );
+    // And a refreeze after the compaction wins.
+    let mut w = r.writer;
+    w.append(&[
+        Record::Refrozen {
+            system: "system v3".to_string(),
+            tools: vec![],
+        },
+        Record::ModeChanged { mode: Mode::Ask },
+    ])
+    .expect("append");
+    drop(w);
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(r.system, "system v3");
+    assert!(r.tools.is_empty());
+    assert_eq!(r.mode, Some(Mode::Ask));
+}
+
+#[test]
+fn torn_last_line_without_newline_is_ignored_and_cut() {
+    let (_t, state) = setup("torn");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[msg(Message::user_text("kept"))])
+        .expect("append");
+    drop(w);
+    let path = record_path(&state, "s");
+    let good_len = fs::metadata(&path).expect("record").len();
+    append_raw(
+        &path,
+        br#"{"v":1,"rec":"message","message":{"role":"user","con"#,
+    );
+
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(r.history, vec![Message::user_text("kept")]);
+    assert_eq!(r.notices.len(), 1, "{:?}", r.notices);
+    assert!(r.notices[0].contains("torn"), "{}", r.notices[0]);
+    assert!(r.notices[0].contains(&path.display().to_string()));
+    assert_eq!(fs::metadata(&path).expect("record").len(), good_len);
+
+    let mut w = r.writer;
+    w.append(&[msg(Message::assistant_text("after"))])
+        .expect("append");
+    drop(w);
+    let r = resume_latest(&state).expect("resume");
+    assert!(r.notices.is_empty(), "{:?}", r.notices);
+    assert_eq!(
+        r.history,
+        vec![Message::user_text("kept"), Message::assistant_text("after")]
+    );
+}
+
+#[test]
+fn unparseable_newline_terminated_last_line_is_torn() {
+    let (_t, state) = setup("torn2");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[msg(Message::user_text("kept"))])
+        .expect("append");
+    drop(w);
+    let path = record_path(&state, "s");
+    append_raw(&path, b"\0\0\0garbage\n");
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(r.history, vec![Message::user_text("kept")]);
+    assert_eq!(r.notices.len(), 1);
+    assert!(fs::read(&path).expect("record").ends_with(b"}\n"));
+}
+
+#[test]
+fn corrupt_middle_line_is_an_error_naming_file_and_line() {
+    let (_t, state) = setup("corrupt");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[msg(Message::user_text("one"))]).expect("append");
+    drop(w);
+    let path = record_path(&state, "s");
+    append_raw(&path, b"{not json\n");
+    let mut w_lines = String::new();
+    w_lines.push_str(&RecordLine::new(msg(Message::user_text("three"))).to_json());
+    w_lines.push('\n');
+    append_raw(&path, w_lines.as_bytes());
+    let before = fs::read(&path).expect("record");
+
+    let err = resume_latest(&state).expect_err("corrupt");
+    let ResumeError::Corrupt(m) = &err else {
+        panic!("expected Corrupt, got {err:?}");
+    };
+    assert!(m.contains(&path.display().to_string()), "{m}");
+    assert!(m.contains("line 3"), "{m}");
+    assert_eq!(err.exit_code(), 1);
+    // Nothing was cut.
+    assert_eq!(fs::read(&path).expect("record"), before);
+}
+
+#[test]
+fn unknown_record_version_is_corrupt_even_as_the_last_line() {
+    let (_t, state) = setup("version");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[msg(Message::user_text("one"))]).expect("append");
+    drop(w);
+    let path = record_path(&state, "s");
+    append_raw(&path, b"{\"v\":2,\"rec\":\"hologram\",\"x\":1}\n");
+    let before = fs::read(&path).expect("record");
+    let err = resume_latest(&state).expect_err("unknown version");
+    let ResumeError::Corrupt(m) = &err else {
+        panic!("expected Corrupt, got {err:?}");
+    };
+    assert!(m.contains("unknown record version 2"), "{m}");
+    assert!(m.contains("line 3"), "{m}");
+    assert_eq!(fs::read(&path).expect("record"), before, "never cut");
+
+    // The same line with a known version but an unknown kind is corrupt too.
+    let (_t2, state2) = setup("version2");
+    drop(SessionWriter::create(&state2, "s", header("s")).expect("create"));
+    append_raw(
+        &record_path(&state2, "s"),
+        b"{\"v\":1,\"rec\":\"hologram\"}\n",
+    );
+    assert!(matches!(
+        resume_latest(&state2),
+        Err(ResumeError::Corrupt(_))
+    ));
+}
+
+#[test]
+fn no_session_is_exit_2() {
+    let (_t, state) = setup("nosession");
+    let err = resume_latest(&state).expect_err("no session");
+    assert_eq!(err, ResumeError::NoSession);
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.to_string().contains("no prior session"));
+    // Nothing was created by looking.
+    assert!(!state.dir().exists());
+}
+
+#[test]
+fn corrupt_index_is_an_error_naming_it() {
+    let (_t, state) = setup("badindex");
+    drop(SessionWriter::create(&state, "s", header("s")).expect("create"));
+    let index = state.sessions_dir().join("index.json");
+    fs::write(&index, b"{\"v\":1,\"sessions\":[").expect("write");
+    let err = resume_latest(&state).expect_err("corrupt index");
+    assert!(matches!(err, ResumeError::Corrupt(_)));
+    assert!(
+        err.to_string().contains(&index.display().to_string()),
+        "{err}"
+    );
+    fs::write(&index, b"{\"v\":9,\"sessions\":[]}").expect("write");
+    let err = resume_latest(&state).expect_err("unknown index version");
+    assert!(err.to_string().contains("unknown version 9"), "{err}");
+    // A record the index lists but that is missing.
+    fs::write(
+        &index,
+        br#"{"v":1,"sessions":[{"id":"gone","created_ms":1,"updated_ms":1,"record":"gone.jsonl"}]}"#,
+    )
+    .expect("write");
+    let err = resume_latest(&state).expect_err("missing record");
+    assert!(matches!(err, ResumeError::Corrupt(_)));
+    assert!(err.to_string().contains("gone.jsonl"), "{err}");
+}
+
+#[test]
+fn second_owner_is_locked_out() {
+    let (_t, state) = setup("locked");
+    let w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    let err = resume_latest(&state).expect_err("locked");
+    let ResumeError::Locked(m) = &err else {
+        panic!("expected Locked, got {err:?}");
+    };
+    assert!(m.contains("another openmax process"), "{m}");
+    assert!(m.contains(&format!("pid {}", std::process::id())), "{m}");
+    assert_eq!(err.exit_code(), 1);
+    drop(w);
+    let r = resume_latest(&state).expect("free after the owner is gone");
+    // While resumed, it is owned again.
+    assert!(matches!(resume_latest(&state), Err(ResumeError::Locked(_))));
+    drop(r);
+    assert!(resume_latest(&state).is_ok());
+}
+
+#[test]
+fn leftover_index_temp_file_does_not_break_reads() {
+    let (_t, state) = setup("tempfile");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[msg(Message::user_text("hi"))]).expect("append");
+    drop(w);
+    let dir = state.sessions_dir();
+    // What a writer killed between write and rename leaves behind.
+    fs::write(dir.join(".index.json.tmp.99999.0"), b"{\"v\":1,\"sess").expect("write");
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(r.history, vec![Message::user_text("hi")]);
+    drop(r);
+    // And the next atomic write still works with it there.
+    drop(SessionWriter::create(&state, "t", header("t")).expect("create"));
+    assert_eq!(read_index(&dir).expect("index").sessions.len(), 2);
+    // No temp files of ours are left behind.
+    let temps: Vec<String> = fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp.") && !n.contains("99999"))
+        .collect();
+    assert!(temps.is_empty(), "{temps:?}");
+}
+
+#[test]
+fn transcript_caps_messages_and_line_keeping_the_newest() {
+    let (_t, state) = setup("caps");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    // A long multi-byte message: cut at 4096 characters on a char boundary.
+    let long: String = "é".repeat(5000);
+    w.append(&[msg(Message::user_text(long.clone()))])
+        .expect("append");
+    drop(w);
+    let r = resume_latest(&state).expect("resume");
+    assert!(r.transcript.truncated);
+    assert_eq!(r.transcript.messages[0].content.chars().count(), 4096);
+    assert_eq!(r.history[0], Message::user_text(long), "history is whole");
+    drop(r);
+
+    // 100 messages of 4000 bytes = 400,000 bytes > 256 KiB: the newest 65 fit (260,000).
+    let (_t2, state) = setup("caps2");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    for i in 0..100 {
+        let text = format!("{i:04}{}", "x".repeat(3996));
+        w.append(&[msg(Message::assistant_text(text))])
+            .expect("append");
+    }
+    drop(w);
+    let r = resume_latest(&state).expect("resume");
+    assert!(r.transcript.truncated);
+    assert_eq!(r.transcript.messages.len(), 65);
+    assert!(r.transcript.messages[0].content.starts_with("0035"));
+    assert!(r.transcript.messages[64].content.starts_with("0099"));
+    let total: usize = r.transcript.messages.iter().map(|m| m.content.len()).sum();
+    assert!(total <= 256 * 1024);
+    drop(r);
+
+    // Exactly at the cap: nothing cut.
+    let (_t3, state) = setup("caps3");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    for _ in 0..64 {
+        w.append(&[msg(Message::user_text("y".repeat(4096)))])
+            .expect("append");
+    }
+    drop(w);
+    let r = resume_latest(&state).expect("resume");
+    assert!(!r.transcript.truncated);
+    assert_eq!(r.transcript.messages.len(), 64);
+}
+
+#[test]
+fn transcript_before_a_compaction_is_read_backwards_and_capped() {
+    let (_t, state) = setup("backwards");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    for i in 0..100 {
+        let mut batch = tool_call_pair(&format!("c{i}"));
+        batch.push(msg(Message::user_text(format!(
+            "{i:04}{}",
+            "z".repeat(3996)
+        ))));
+        w.append(&batch).expect("append");
+    }
+    w.append(&[
+        Record::Compaction {
+            messages: vec![Message::user_text("sum")],
+            tokens_before: 1,
+            tokens_after: 1,
+            compacted_messages: 300,
+        },
+        msg(Message::assistant_text("after")),
+    ])
+    .expect("append");
+    drop(w);
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(r.history.len(), 2);
+    let m = &r.transcript.messages;
+    assert!(r.transcript.truncated);
+    assert_eq!(m.last().expect("some").content, "after");
+    // The newest user messages before the compaction, interleaved with "let me look".
+    assert!(m.iter().any(|x| x.content.starts_with("0099")));
+    assert!(!m.iter().any(|x| x.content.starts_with("0000")));
+    let total: usize = m.iter().map(|x| x.content.len()).sum();
+    assert!(total <= 256 * 1024);
+    // A corrupt line before the compaction point, found while reading backwards.
+    drop(r);
+    let path = record_path(&state, "s");
+    let mut bytes = fs::read(&path).expect("record");
+    // Break the line before the compaction line.
+    let cpos = String::from_utf8_lossy(&bytes)
+        .find("\"compaction\"")
+        .expect("compaction");
+    let prev_nl = bytes[..cpos].iter().rposition(|&b| b == b'\n').expect("nl");
+    let prev_start = bytes[..prev_nl]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .expect("nl")
+        + 1;
+    bytes[prev_start] = b'#';
+    fs::write(&path, &bytes).expect("write");
+    let err = resume_latest(&state).expect_err("corrupt");
+    assert!(matches!(err, ResumeError::Corrupt(_)), "{err:?}");
+    assert!(
+        err.to_string().contains(&format!("byte {prev_start}")),
+        "{err}"
+    );
+}

@@ -1,0 +1,932 @@
+//! The deterministic driver: runs one [`Scenario`] through the pure core on a virtual clock.
+//!
+//! The loop: feed one input, drain `poll` to empty (events go to the wire, effects are answered
+//! from the scenario's queues and their answers scheduled at `now + delay`), then pick the next
+//! thing to happen: the earliest of the next timeline step, the next scheduled answer and the
+//! core's `poll_timeout`, jumping the clock there. Ties go to the timeline step, then to the
+//! scheduled answer (in scheduling order), then to the timer. The run ends when nothing is due
+//! (the core is quiet), after the `Exit` effect, or when the step cap is hit (a violation).
+//!
+//! Defaults when a queue is dry: a model request gets one `Text "ok"` reply that completes; a
+//! planned tool call gets [`ToolScript::default`]; a hook passes; persistence and mode saves
+//! succeed; a refreeze answers with the initial freeze.
+//!
+//! Effects answered: `SendRequest` (stream items, or `RequestFailed`), `CancelRequest` (drops
+//! the request's pending answers, as a shell that aborted the socket would), `PlanTool`,
+//! `RunTool`, `CancelTool` (the pending `ToolDone` comes at once as a killed outcome), `RunHook`,
+//! `Persist`, `SaveMode`, `Refreeze`, `Exit` (ends the run). `ApproveSource` needs no answer.
+//!
+//! Invariant: nothing here reads a clock, a random source or the environment; maps are BTree
+//! maps. The same scenario gives the same [`Run`], byte for byte.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use openmax_core::machine::{Effect, Input, Output, TimerReason};
+use openmax_core::provider::{FailureKind, ProviderItem, RequestFailure, RequestId};
+use openmax_core::tool::ToolOutcome;
+use openmax_core::wire::{Event, Hello, Line};
+use openmax_core::{Core, Millis};
+
+use crate::scenario::{Action, Scenario, ToolScript};
+use crate::script::{Reply, StreamEnd, StreamItem};
+
+/// The version the simulated `hello` reports.
+pub const SIM_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What was fed to the core at one point.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FedInput {
+    /// An input of the core, as fed.
+    Core(Input),
+    /// A timer the core asked for fired (`deadline` is what `poll_timeout` said).
+    Timer {
+        deadline: Millis,
+        reason: TimerReason,
+    },
+}
+
+/// One input fed and everything the core emitted when drained right after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fed {
+    pub at: Millis,
+    pub input: FedInput,
+    pub outputs: Vec<Output>,
+}
+
+/// One `SendRequest` and the script that answered it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sent {
+    pub at: Millis,
+    pub request: RequestId,
+    pub attempt: u32,
+    /// Index into the scenario's `replies`, `None` for the default reply.
+    pub reply: Option<usize>,
+    pub script: Reply,
+}
+
+/// One line of the interleaved record: a stdin line in, or a stdout line out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordLine {
+    /// A stdin line as the client wrote it.
+    In(String),
+    /// A stdin line the shell could not frame (described).
+    InFault(String),
+    /// stdin ended.
+    InEof,
+    /// A stdout line.
+    Out(String),
+}
+
+/// Everything one scenario run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub session_id: String,
+    /// The `hello` line.
+    pub hello: String,
+    /// Every input fed, in order, with its outputs.
+    pub trace: Vec<Fed>,
+    /// The `Exit` effect's code, when the session ended.
+    pub exit_code: Option<i32>,
+    /// Problems the driver itself found (step cap, a timer that never advances, bad config).
+    pub violations: Vec<String>,
+    /// Every model request attempt sent, with its script.
+    pub sends: Vec<Sent>,
+    /// Call ids delivered to the core by a stream whose completion signal was also delivered.
+    pub completed_calls: BTreeSet<String>,
+    /// Call ids delivered to the core by any stream.
+    pub streamed_calls: BTreeSet<String>,
+    /// `poll_timeout` when the run ended.
+    pub final_timeout: Option<(Millis, TimerReason)>,
+    /// Whether the run ended because nothing more was due (not the step cap, not an exit).
+    pub went_quiet: bool,
+}
+
+impl Run {
+    /// The stdout lines: hello, then every event.
+    pub fn wire(&self) -> Vec<String> {
+        let mut out = vec![self.hello.clone()];
+        out.extend(self.events().map(|(_, e)| self.line(e)));
+        out
+    }
+
+    /// The wire as one text, a newline after each line (the golden file format).
+    pub fn wire_text(&self) -> String {
+        let mut s = String::new();
+        for l in self.wire() {
+            s.push_str(&l);
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Serialize an event as the shell would write it.
+    pub fn line(&self, e: &Event) -> String {
+        Line {
+            session_id: self.session_id.clone(),
+            event: e.clone(),
+        }
+        .to_json()
+    }
+
+    /// Every event with the index of the fed input that produced it.
+    pub fn events(&self) -> impl Iterator<Item = (usize, &Event)> {
+        self.trace.iter().enumerate().flat_map(|(i, f)| {
+            f.outputs.iter().filter_map(move |o| match o {
+                Output::Event(e) => Some((i, e)),
+                Output::Effect(_) => None,
+            })
+        })
+    }
+
+    /// Every effect with the index of the fed input that produced it.
+    pub fn effects(&self) -> impl Iterator<Item = (usize, &Effect)> {
+        self.trace.iter().enumerate().flat_map(|(i, f)| {
+            f.outputs.iter().filter_map(move |o| match o {
+                Output::Effect(e) => Some((i, e)),
+                Output::Event(_) => None,
+            })
+        })
+    }
+
+    /// Stdin and stdout interleaved in the order they happened (for the pairing checker).
+    pub fn record(&self) -> Vec<RecordLine> {
+        let mut out = vec![RecordLine::Out(self.hello.clone())];
+        for f in &self.trace {
+            match &f.input {
+                FedInput::Core(Input::Line(l)) => out.push(RecordLine::In(l.clone())),
+                FedInput::Core(Input::Framing(fault)) => {
+                    out.push(RecordLine::InFault(format!("{fault:?}")))
+                }
+                FedInput::Core(Input::EndOfInput) => out.push(RecordLine::InEof),
+                FedInput::Core(_) | FedInput::Timer { .. } => {}
+            }
+            for o in &f.outputs {
+                if let Output::Event(e) = o {
+                    out.push(RecordLine::Out(self.line(e)));
+                }
+            }
+        }
+        out
+    }
+
+    /// A readable listing: time, input, then each output (the `run` command's verbose form).
+    pub fn listing(&self) -> String {
+        let mut s = format!("{}\n", self.hello);
+        for f in &self.trace {
+            s.push_str(&format!("@{:>7} <- {}\n", f.at.0, describe_input(&f.input)));
+            for o in &f.outputs {
+                match o {
+                    Output::Event(e) => s.push_str(&format!("          {}\n", self.line(e))),
+                    Output::Effect(e) => {
+                        s.push_str(&format!("          ! {}\n", describe_effect(e)))
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+/// One short line describing a fed input.
+pub fn describe_input(i: &FedInput) -> String {
+    match i {
+        FedInput::Core(Input::Line(l)) => format!("stdin {l}"),
+        FedInput::Timer { deadline, reason } => format!("timer {reason:?} (due {})", deadline.0),
+        FedInput::Core(other) => {
+            let s = format!("{other:?}");
+            if s.len() > 200 {
+                let mut cut = 200;
+                while !s.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                format!("{}…", &s[..cut])
+            } else {
+                s
+            }
+        }
+    }
+}
+
+/// One short line describing an effect (request bodies elided).
+pub fn describe_effect(e: &Effect) -> String {
+    match e {
+        Effect::SendRequest {
+            request, attempt, ..
+        } => format!("SendRequest {{ request: {request}, attempt: {attempt} }}"),
+        Effect::Persist { ticket, records } => {
+            format!("Persist {{ ticket: {ticket}, records: {} }}", records.len())
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+/// Run a scenario to quiet, exit, or the step cap.
+pub fn run(sc: &Scenario) -> Run {
+    Driver::new(sc).run()
+}
+
+/// What a scheduled answer belongs to, so a cancel can drop it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owner {
+    Request(RequestId),
+    Tool(String),
+    Other,
+}
+
+#[derive(Debug)]
+struct Pending {
+    owner: Owner,
+    input: Input,
+}
+
+struct Driver<'a> {
+    sc: &'a Scenario,
+    core: Option<Core>,
+    now: Millis,
+    steps: Vec<crate::scenario::Step>,
+    next_step: usize,
+    /// Answers due, keyed by (time, sequence).
+    scheduled: BTreeMap<(u64, u64), Pending>,
+    seq: u64,
+    replies: std::collections::VecDeque<(Option<usize>, Reply)>,
+    tools: std::collections::VecDeque<ToolScript>,
+    hooks: std::collections::VecDeque<openmax_core::machine::HookOutcome>,
+    refreezes: std::collections::VecDeque<openmax_core::machine::Freeze>,
+    persist_failures: BTreeSet<u64>,
+    mode_failures: BTreeSet<u64>,
+    persist_count: u64,
+    mode_count: u64,
+    /// Scripts bound to planned calls.
+    bound: BTreeMap<String, ToolScript>,
+    /// Call ids each (request, attempt) delivered so far.
+    calls_of: BTreeMap<(RequestId, u32), Vec<String>>,
+    /// Approvals requested and not yet settled, oldest first; and those settled.
+    open_approvals: Vec<String>,
+    settled_approvals: Vec<String>,
+    last_timer_fired: Option<(Millis, TimerReason)>,
+    run: Run,
+}
+
+impl<'a> Driver<'a> {
+    fn new(sc: &'a Scenario) -> Driver<'a> {
+        let hello = Hello::new(
+            &sc.config.session_id,
+            SIM_VERSION,
+            &sc.config.project,
+            false,
+        )
+        .to_json();
+        let mut run = Run {
+            session_id: sc.config.session_id.clone(),
+            hello,
+            trace: Vec::new(),
+            exit_code: None,
+            violations: Vec::new(),
+            sends: Vec::new(),
+            completed_calls: BTreeSet::new(),
+            streamed_calls: BTreeSet::new(),
+            final_timeout: None,
+            went_quiet: false,
+        };
+        let core = match sc.core_config() {
+            Ok(cfg) => Some(Core::new(cfg)),
+            Err(e) => {
+                run.violations.push(format!("bad scenario config: {e}"));
+                None
+            }
+        };
+        Driver {
+            sc,
+            core,
+            now: Millis::ZERO,
+            steps: sc.timeline(),
+            next_step: 0,
+            scheduled: BTreeMap::new(),
+            seq: 0,
+            replies: sc
+                .replies
+                .iter()
+                .cloned()
+                .enumerate()
+                .map(|(i, r)| (Some(i), r))
+                .collect(),
+            tools: sc.tools.iter().cloned().collect(),
+            hooks: sc.hooks.iter().cloned().collect(),
+            refreezes: sc.refreezes.iter().cloned().collect(),
+            persist_failures: sc.persist_failures.iter().copied().collect(),
+            mode_failures: sc.mode_save_failures.iter().copied().collect(),
+            persist_count: 0,
+            mode_count: 0,
+            bound: BTreeMap::new(),
+            calls_of: BTreeMap::new(),
+            open_approvals: Vec::new(),
+            settled_approvals: Vec::new(),
+            last_timer_fired: None,
+            run,
+        }
+    }
+
+    fn run(mut self) -> Run {
+        if self.core.is_none() {
+            return self.run;
+        }
+        loop {
+            if self.run.exit_code.is_some() {
+                break;
+            }
+            if self.run.trace.len() as u64 >= self.sc.config.step_cap {
+                self.run.violations.push(format!(
+                    "step cap: {} inputs fed and the scenario never went quiet",
+                    self.sc.config.step_cap
+                ));
+                break;
+            }
+            let step_t = self.steps.get(self.next_step).map(|s| s.at.max(self.now.0));
+            let sched_t = self
+                .scheduled
+                .keys()
+                .next()
+                .map(|(t, _)| (*t).max(self.now.0));
+            let timer = self.core().poll_timeout();
+            let timer_t = timer.map(|(t, _)| t.0.max(self.now.0));
+            // Earliest wins; ties: step, then scheduled, then timer.
+            let mut best: Option<(u64, u8)> = None;
+            for (t, rank) in [(step_t, 0u8), (sched_t, 1), (timer_t, 2)] {
+                if let Some(t) = t {
+                    if best.is_none_or(|(bt, _)| t < bt) {
+                        best = Some((t, rank));
+                    }
+                }
+            }
+            let Some((t, rank)) = best else {
+                self.run.went_quiet = true;
+                break;
+            };
+            self.now = Millis(t);
+            match rank {
+                0 => {
+                    let step = self.steps[self.next_step].clone();
+                    self.next_step += 1;
+                    self.do_step(&step.action);
+                }
+                1 => {
+                    // The key exists: it was just read from the same map.
+                    let key = *self
+                        .scheduled
+                        .keys()
+                        .next()
+                        .expect("scheduled answer exists");
+                    let p = self
+                        .scheduled
+                        .remove(&key)
+                        .expect("scheduled answer exists");
+                    self.feed(FedInput::Core(p.input));
+                }
+                _ => {
+                    // rank 2 is only chosen when poll_timeout returned Some.
+                    let (deadline, reason) = timer.expect("timer exists");
+                    if self.last_timer_fired == Some((deadline, reason)) {
+                        self.run.violations.push(format!(
+                            "busy loop: timer {reason:?} due at {} fired again without moving",
+                            deadline.0
+                        ));
+                        break;
+                    }
+                    match timer_input(reason) {
+                        Some(input) => {
+                            self.last_timer_fired = Some((deadline, reason));
+                            self.feed_as(FedInput::Timer { deadline, reason }, input);
+                        }
+                        None => {
+                            self.run.went_quiet = true;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.run.final_timeout = self.core.as_ref().and_then(|c| c.poll_timeout());
+        self.run
+    }
+
+    fn core(&mut self) -> &mut Core {
+        // `run` returns before the loop when the config did not build a core.
+        self.core.as_mut().expect("core was built")
+    }
+
+    fn do_step(&mut self, action: &Action) {
+        let line = match action {
+            Action::ApprovePending { approved } => {
+                let id = self
+                    .open_approvals
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "ap-none".to_string());
+                Some(
+                    serde_json::json!({"cmd": "approve", "approval_id": id, "approved": approved})
+                        .to_string(),
+                )
+            }
+            Action::ApproveSettled => {
+                let id = self
+                    .settled_approvals
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "ap-never-issued".to_string());
+                Some(
+                    serde_json::json!({"cmd": "approve", "approval_id": id, "approved": true})
+                        .to_string(),
+                )
+            }
+            other => other.fixed_line(),
+        };
+        if let Some(line) = line {
+            self.feed(FedInput::Core(Input::Line(line)));
+            return;
+        }
+        match action {
+            Action::Framing { fault } => self.feed(FedInput::Core(Input::Framing(fault.clone()))),
+            Action::Eof => self.feed(FedInput::Core(Input::EndOfInput)),
+            Action::Crash { message } => self.feed(FedInput::Core(Input::Crashed {
+                message: message.clone(),
+            })),
+            Action::Heal => {
+                self.replies.clear();
+                self.tools.clear();
+                self.hooks.clear();
+                self.persist_failures.clear();
+                self.mode_failures.clear();
+            }
+            Action::User { .. }
+            | Action::Approve { .. }
+            | Action::ApprovePending { .. }
+            | Action::ApproveSettled
+            | Action::ApprovalMode { .. }
+            | Action::Reload
+            | Action::Cancel
+            | Action::Quit
+            | Action::Cmd { .. }
+            | Action::Line { .. } => {}
+        }
+    }
+
+    fn feed(&mut self, fed: FedInput) {
+        match fed {
+            FedInput::Core(input) => self.feed_as(FedInput::Core(input.clone()), input),
+            FedInput::Timer { .. } => {}
+        }
+    }
+
+    fn feed_as(&mut self, fed: FedInput, input: Input) {
+        if !matches!(fed, FedInput::Timer { .. }) {
+            self.last_timer_fired = None;
+        }
+        if let Input::Provider {
+            request,
+            attempt,
+            item,
+        } = &input
+        {
+            match item {
+                ProviderItem::ToolCallStart { id, .. } => {
+                    self.calls_of
+                        .entry((*request, *attempt))
+                        .or_default()
+                        .push(id.clone());
+                    self.run.streamed_calls.insert(id.clone());
+                }
+                ProviderItem::Completed { .. } => {
+                    if let Some(ids) = self.calls_of.get(&(*request, *attempt)) {
+                        self.run.completed_calls.extend(ids.iter().cloned());
+                    }
+                }
+                ProviderItem::Opened
+                | ProviderItem::TextDelta { .. }
+                | ProviderItem::ThinkingDelta { .. }
+                | ProviderItem::ThinkingSignature { .. }
+                | ProviderItem::ToolCallArgs { .. }
+                | ProviderItem::Usage { .. }
+                | ProviderItem::EndedWithoutCompletion { .. }
+                | ProviderItem::Failed { .. } => {}
+            }
+        }
+        let now = self.now;
+        self.core().handle(now, input);
+        let mut outputs = Vec::new();
+        while let Some(out) = self.core().poll() {
+            outputs.push(out.clone());
+            match out {
+                Output::Event(e) => self.note_event(&e),
+                Output::Effect(e) => self.answer(e),
+            }
+        }
+        self.run.trace.push(Fed {
+            at: now,
+            input: fed,
+            outputs,
+        });
+    }
+
+    fn note_event(&mut self, e: &Event) {
+        match e {
+            Event::ApprovalRequest { approval_id, .. } => {
+                self.open_approvals.push(approval_id.clone())
+            }
+            Event::ApprovalSettled { approval_id, .. } => {
+                self.open_approvals.retain(|a| a != approval_id);
+                self.settled_approvals.push(approval_id.clone());
+            }
+            _ => {}
+        }
+    }
+
+    fn schedule(&mut self, delay: u64, owner: Owner, input: Input) {
+        let at = self.now.plus(delay).0;
+        self.seq += 1;
+        self.scheduled
+            .insert((at, self.seq), Pending { owner, input });
+    }
+
+    fn answer(&mut self, effect: Effect) {
+        match effect {
+            Effect::SendRequest {
+                request, attempt, ..
+            } => {
+                let (index, script) = self.replies.pop_front().unwrap_or_else(|| {
+                    (
+                        None,
+                        Reply::Stream {
+                            items: vec![StreamItem::Text { text: "ok".into() }],
+                            end: StreamEnd::Complete { finish: None },
+                            delay_ms: 0,
+                        },
+                    )
+                });
+                self.run.sends.push(Sent {
+                    at: self.now,
+                    request,
+                    attempt,
+                    reply: index,
+                    script: script.clone(),
+                });
+                for (delay, input) in reply_inputs(&script, self.sc.config.flavor, request, attempt)
+                {
+                    self.schedule(delay, Owner::Request(request), input);
+                }
+            }
+            Effect::CancelRequest { request } => {
+                self.scheduled
+                    .retain(|_, p| p.owner != Owner::Request(request));
+            }
+            Effect::PlanTool {
+                call_id,
+                name,
+                args,
+            } => {
+                let script = self.tools.pop_front().unwrap_or_default();
+                let plan = self.sc.plan_for(&name, &args, &script);
+                self.bound.insert(call_id.clone(), script);
+                self.schedule(
+                    0,
+                    Owner::Tool(call_id.clone()),
+                    Input::ToolPlanned { call_id, plan },
+                );
+            }
+            Effect::RunTool { call_id, .. } => {
+                let script = self.bound.get(&call_id).cloned().unwrap_or_default();
+                let outcome = ToolOutcome {
+                    ok: script.ok,
+                    output: script.output.clone(),
+                    diffs: script.diffs.clone(),
+                };
+                self.schedule(
+                    script.delay_ms,
+                    Owner::Tool(call_id.clone()),
+                    Input::ToolDone { call_id, outcome },
+                );
+            }
+            Effect::CancelTool { call_id } => {
+                let before = self.scheduled.len();
+                self.scheduled.retain(|_, p| {
+                    !(p.owner == Owner::Tool(call_id.clone())
+                        && matches!(p.input, Input::ToolDone { .. }))
+                });
+                if self.scheduled.len() != before {
+                    let outcome = ToolOutcome {
+                        ok: false,
+                        output: "killed".into(),
+                        diffs: Vec::new(),
+                    };
+                    self.schedule(
+                        0,
+                        Owner::Tool(call_id.clone()),
+                        Input::ToolDone { call_id, outcome },
+                    );
+                }
+            }
+            Effect::RunHook { hook_run, .. } => {
+                let outcome = self
+                    .hooks
+                    .pop_front()
+                    .unwrap_or(openmax_core::machine::HookOutcome::Pass);
+                self.schedule(0, Owner::Other, Input::HookDone { hook_run, outcome });
+            }
+            Effect::Persist { ticket, .. } => {
+                let n = self.persist_count;
+                self.persist_count += 1;
+                let input = if self.persist_failures.contains(&n) {
+                    Input::PersistFailed {
+                        ticket,
+                        message: "disk full (scripted)".into(),
+                    }
+                } else {
+                    Input::Persisted { ticket }
+                };
+                self.schedule(0, Owner::Other, input);
+            }
+            Effect::SaveMode { mode } => {
+                let n = self.mode_count;
+                self.mode_count += 1;
+                let input = if self.mode_failures.contains(&n) {
+                    Input::ModeSaveFailed {
+                        mode,
+                        message: "read-only file system (scripted)".into(),
+                    }
+                } else {
+                    Input::ModeSaved { mode }
+                };
+                self.schedule(0, Owner::Other, input);
+            }
+            Effect::Refreeze => {
+                let snapshot = self
+                    .refreezes
+                    .pop_front()
+                    .unwrap_or_else(|| self.sc.freeze());
+                self.schedule(
+                    0,
+                    Owner::Other,
+                    Input::Frozen {
+                        snapshot: Box::new(snapshot),
+                    },
+                );
+            }
+            Effect::ApproveSource { .. } => {}
+            Effect::Exit { code } => {
+                self.run.exit_code = Some(code);
+            }
+        }
+    }
+}
+
+/// The input that tells the core a timer fired. (Adapter to the machine's timer input.)
+fn timer_input(_reason: TimerReason) -> Option<Input> {
+    None
+}
+
+/// The core inputs a reply script produces, each with its delay after the send.
+pub fn reply_inputs(
+    script: &Reply,
+    flavor: crate::script::Flavor,
+    request: RequestId,
+    attempt: u32,
+) -> Vec<(u64, Input)> {
+    let provider = |item| Input::Provider {
+        request,
+        attempt,
+        item,
+    };
+    match script {
+        Reply::Unreachable => vec![(
+            0,
+            Input::RequestFailed {
+                request,
+                attempt,
+                failure: RequestFailure::Unreachable {
+                    detail: "connection refused (scripted)".into(),
+                },
+            },
+        )],
+        Reply::Status {
+            status,
+            retry_after,
+            error,
+            message,
+        } => {
+            let message = message
+                .clone()
+                .unwrap_or_else(|| format!("HTTP {status} (scripted)"));
+            let kind = FailureKind::classify(error.as_deref().unwrap_or(""), &message);
+            vec![(
+                0,
+                Input::RequestFailed {
+                    request,
+                    attempt,
+                    failure: RequestFailure::Http {
+                        status: *status,
+                        retry_after_s: retry_after.as_deref().and_then(|s| s.trim().parse().ok()),
+                        kind,
+                        message,
+                    },
+                },
+            )]
+        }
+        Reply::Stream {
+            items,
+            end,
+            delay_ms,
+        } => {
+            let mut out = Vec::new();
+            let mut t = *delay_ms;
+            out.push((t, provider(ProviderItem::Opened)));
+            let mut index = 0u32;
+            for item in items {
+                t += delay_ms;
+                match item {
+                    StreamItem::Text { text } => {
+                        out.push((t, provider(ProviderItem::TextDelta { text: text.clone() })))
+                    }
+                    StreamItem::Thinking { text } => out.push((
+                        t,
+                        provider(ProviderItem::ThinkingDelta { text: text.clone() }),
+                    )),
+                    StreamItem::ToolCall { id, name, args } => {
+                        out.push((
+                            t,
+                            provider(ProviderItem::ToolCallStart {
+                                index,
+                                id: id.clone(),
+                                name: name.clone(),
+                            }),
+                        ));
+                        for piece in split_json(&args.to_string()) {
+                            out.push((
+                                t,
+                                provider(ProviderItem::ToolCallArgs { index, json: piece }),
+                            ));
+                        }
+                        index += 1;
+                    }
+                    StreamItem::Usage {
+                        prompt_tokens,
+                        completion_tokens,
+                        cached_tokens,
+                    } => out.push((
+                        t,
+                        provider(ProviderItem::Usage {
+                            prompt_tokens: *prompt_tokens,
+                            completion_tokens: *completion_tokens,
+                            cached_tokens: *cached_tokens,
+                        }),
+                    )),
+                }
+            }
+            t += delay_ms;
+            let has_calls = items
+                .iter()
+                .any(|i| matches!(i, StreamItem::ToolCall { .. }));
+            match end {
+                StreamEnd::Complete { finish } => out.push((
+                    t,
+                    provider(ProviderItem::Completed {
+                        finish_reason: finish
+                            .clone()
+                            .unwrap_or_else(|| flavor.default_finish(has_calls).to_string()),
+                    }),
+                )),
+                StreamEnd::Abort => out.push((
+                    t,
+                    provider(ProviderItem::EndedWithoutCompletion {
+                        detail: "connection reset mid-body (scripted)".into(),
+                    }),
+                )),
+                StreamEnd::CleanEof => out.push((
+                    t,
+                    provider(ProviderItem::EndedWithoutCompletion {
+                        detail: "stream ended without a completion event (scripted)".into(),
+                    }),
+                )),
+                StreamEnd::Stall => {}
+                StreamEnd::Error { error, message } => out.push((
+                    t,
+                    provider(ProviderItem::Failed {
+                        kind: FailureKind::classify(error, message),
+                        message: message.clone(),
+                    }),
+                )),
+            }
+            out
+        }
+    }
+}
+
+/// Split a JSON text into up to three pieces on char boundaries (no empty pieces).
+fn split_json(s: &str) -> Vec<String> {
+    let n = s.len();
+    let mut cuts = vec![0];
+    for k in [n / 3, 2 * n / 3] {
+        let mut c = k;
+        while c < n && !s.is_char_boundary(c) {
+            c += 1;
+        }
+        cuts.push(c);
+    }
+    cuts.push(n);
+    cuts.windows(2)
+        .filter(|w| w[1] > w[0])
+        .map(|w| s[w[0]..w[1]].to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_json_keeps_every_byte() {
+        for s in ["{}", "{\"a\":\"é\"}", "", "{\"path\":\"src/main.rs\"}"] {
+            assert_eq!(split_json(s).concat(), s);
+            assert!(split_json(s).iter().all(|p| !p.is_empty()));
+        }
+    }
+
+    #[test]
+    fn stream_script_becomes_opened_items_and_ending() {
+        let r = Reply::Stream {
+            items: vec![
+                StreamItem::Text { text: "hi".into() },
+                StreamItem::ToolCall {
+                    id: "c1".into(),
+                    name: "read_file".into(),
+                    args: serde_json::json!({"path": "a.rs"}),
+                },
+            ],
+            end: StreamEnd::Complete { finish: None },
+            delay_ms: 10,
+        };
+        let ins = reply_inputs(&r, crate::script::Flavor::Anthropic, 1, 1);
+        assert!(matches!(
+            ins[0],
+            (
+                10,
+                Input::Provider {
+                    item: ProviderItem::Opened,
+                    ..
+                }
+            )
+        ));
+        assert!(matches!(
+            &ins.last().unwrap().1,
+            Input::Provider { item: ProviderItem::Completed { finish_reason }, .. } if finish_reason == "tool_use"
+        ));
+        let args: String = ins
+            .iter()
+            .filter_map(|(_, i)| match i {
+                Input::Provider {
+                    item: ProviderItem::ToolCallArgs { json, .. },
+                    ..
+                } => Some(json.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args, "{\"path\":\"a.rs\"}");
+    }
+
+    #[test]
+    fn status_parses_retry_after_seconds_and_classifies() {
+        let r = Reply::Status {
+            status: 429,
+            retry_after: Some("7".into()),
+            error: Some("insufficient_quota".into()),
+            message: None,
+        };
+        let ins = reply_inputs(&r, crate::script::Flavor::Openai, 3, 2);
+        match &ins[0].1 {
+            Input::RequestFailed {
+                failure:
+                    RequestFailure::Http {
+                        retry_after_s,
+                        kind,
+                        ..
+                    },
+                ..
+            } => {
+                assert_eq!(*retry_after_s, Some(7));
+                assert_eq!(*kind, FailureKind::InsufficientQuota);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn stall_has_no_ending() {
+        let r = Reply::Stream {
+            items: vec![],
+            end: StreamEnd::Stall,
+            delay_ms: 0,
+        };
+        assert_eq!(
+            reply_inputs(&r, crate::script::Flavor::Anthropic, 1, 1).len(),
+            1
+        );
+    }
+}
