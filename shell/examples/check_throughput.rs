@@ -4,7 +4,7 @@
 //! overrides, in MB), then a message_done and a done, all on the fly through a `Read` adapter so
 //! nothing is held in memory; the report goes to a sink. Prints MB/s and the peak RSS (VmHWM).
 //!
-//! Run: `cargo run --release -p openmax-shell --example check_throughput [MB]`
+//! Run: `cargo run --release -p openmax-shell --example check_throughput [MB] [token|thinking]`
 
 use std::io::Read;
 use std::time::Instant;
@@ -23,9 +23,12 @@ struct TokenStream {
 }
 
 impl TokenStream {
-    fn new(target: u64) -> TokenStream {
+    fn new(target: u64, kind: &str) -> TokenStream {
         let header = b"{\"type\":\"hello\",\"proto\":\"openmax-stdio/6\",\"protocol_version\":6,\"session_id\":\"s-bench-0001\",\"version\":\"0.2.0\",\"project\":\"/tmp/bench\",\"continued\":false}\n".to_vec();
-        let line = b"{\"session_id\":\"s-bench-0001\",\"type\":\"token\",\"text\":\"The quick brown fox jumps over the lazy dog, \\\"quoted\\\" and \\\\ escaped.\\n\"}\n".to_vec();
+        let line = format!(
+            "{{\"session_id\":\"s-bench-0001\",\"type\":\"{kind}\",\"text\":\"The quick brown fox jumps over the lazy dog, \\\"quoted\\\" and \\\\ escaped.\\n\"}}\n"
+        )
+        .into_bytes();
         let footer = b"{\"session_id\":\"s-bench-0001\",\"type\":\"message_done\",\"text\":\"...\"}\n{\"session_id\":\"s-bench-0001\",\"type\":\"done\",\"stop_reason\":\"stop\"}\n".to_vec();
         let remaining_tokens = target / line.len() as u64;
         TokenStream {
@@ -94,13 +97,16 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1000);
-    let mut input = TokenStream::new(mb * 1_000_000);
+    // Second argument: the line type to repeat (`token`, the fast path, by default;
+    // `message_done` or `thinking` measure the full parse).
+    let kind = std::env::args().nth(2).unwrap_or_else(|| "token".into());
+    let mut input = TokenStream::new(mb * 1_000_000, &kind);
     let start = Instant::now();
     let code = openmax_shell::check::run(&mut input, std::io::sink());
     let secs = start.elapsed().as_secs_f64();
     let bytes = input.produced;
     println!(
-        "check_throughput: {} bytes in {:.2} s = {:.0} MB/s; exit code {code}; peak RSS (VmHWM) {}",
+        "check_throughput: {kind} lines, {} bytes in {:.2} s = {:.0} MB/s; exit code {code}; peak RSS (VmHWM) {}",
         bytes,
         secs,
         bytes as f64 / 1e6 / secs,

@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use openmax_core::machine::{CoreConfig, HookSpec, Input};
+use openmax_core::record::Record;
 use openmax_core::wire::{Command, Hello, Mode};
 use openmax_core::Core;
 use sha2::{Digest, Sha256};
@@ -24,6 +25,7 @@ use crate::config::{self, Overrides, Settings};
 use crate::output::JsonlSink;
 use crate::print_mode::PrintSink;
 use crate::runtime::Runtime;
+use crate::session::{resume_latest, Home, ProjectState, SessionWriter};
 
 /// The variable whose presence marks an agent-spawned openmax.
 pub const AGENT_ENV: &str = "OPENMAX_AGENT_SESSION";
@@ -76,16 +78,25 @@ fn trust(cli: &Cli) -> i32 {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    let home = match backend::home_from_env() {
+    let home = match Home::from_env() {
         Ok(h) => h,
         Err(e) => return fail(e),
     };
-    match backend::set_trusted(&home, &project) {
-        Ok(dir) => {
+    let state = ProjectState::open(&home, &project);
+    if state.trusted() {
+        println!(
+            "{} was already trusted (state in {})",
+            project.display(),
+            state.dir().display()
+        );
+        return 0;
+    }
+    match state.set_trusted() {
+        Ok(()) => {
             println!(
-                "trusted {} (recorded in {})",
+                "trusted {}: openmax sessions may now run tools in it (recorded in {})",
                 project.display(),
-                dir.display()
+                state.dir().display()
             );
             0
         }
@@ -108,7 +119,7 @@ fn approve(_cli: &Cli, path: &Path) -> i32 {
 
 /// Where a session runs and with what settings.
 struct Setup {
-    home: PathBuf,
+    home: Home,
     project: PathBuf,
     settings: Settings,
     /// A scratch demo project: trusted, mode given.
@@ -129,14 +140,15 @@ fn setup(cli: &Cli, print: bool) -> Result<Setup, String> {
             .map_err(|e| format!("could not create the demo project: {e}"))?;
         eprintln!("openmax: demo project at {}", dirs.project.display());
         let mode = if print { Mode::Auto } else { Mode::Ask };
-        (dirs.home, dirs.project, Some(mode))
+        (Home::new(dirs.home), dirs.project, Some(mode))
     } else {
-        (backend::home_from_env()?, project_of(cli)?, None)
+        (Home::from_env()?, project_of(cli)?, None)
     };
-    let layers = config::load_layers(&home, &project).map_err(|e| e.0)?;
+    let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
     let settings = config::resolve(layers, &env_over, &flags, &env).map_err(|e| e.0)?;
     if demo.is_some() {
-        backend::set_trusted(&home, &project)
+        ProjectState::open(&home, &project)
+            .set_trusted()
             .map_err(|e| format!("could not trust the demo project: {e}"))?;
     }
     Ok(Setup {
@@ -194,34 +206,72 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    if resume {
-        return fail("--continue is not supported yet in this build");
-    }
-    let session_id = new_session_id();
-    let (trusted, saved_mode) = backend::project_state(&setup.home, &setup.project);
-    let mode = setup.demo.or(saved_mode).unwrap_or(Mode::Ask);
-    let backend = match Backend::new(
-        &setup.home,
-        &setup.project,
-        setup.settings.provider.clone(),
-        hook_specs(&setup.settings),
-    ) {
+    let provider = match backend::provider_from(&setup.settings.provider) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let state = ProjectState::open(&setup.home, &setup.project);
+    let hooks = hook_specs(&setup.settings);
+    let project = state.project().display().to_string();
+    let (session_id, writer, freeze, history, transcript, session_mode) = if resume {
+        match resume_latest(&state) {
+            Ok(r) => {
+                for n in &r.notices {
+                    eprintln!("openmax: {n}");
+                }
+                let mut freeze = backend::fresh_freeze(setup.home.root(), &setup.project, &hooks);
+                freeze.system = r.system;
+                freeze.tools = r.tools;
+                (
+                    r.session_id,
+                    r.writer,
+                    freeze,
+                    r.history,
+                    Some(r.transcript),
+                    r.mode,
+                )
+            }
+            Err(e) => {
+                eprintln!("openmax: {e}");
+                return e.exit_code();
+            }
+        }
+    } else {
+        let session_id = new_session_id();
+        let freeze = backend::fresh_freeze(setup.home.root(), &setup.project, &hooks);
+        let header = Record::Session {
+            session_id: session_id.clone(),
+            project: project.clone(),
+            system: freeze.system.clone(),
+            tools: freeze.tools.clone(),
+        };
+        match SessionWriter::create(&state, &session_id, header) {
+            Ok(w) => (session_id, w, freeze, Vec::new(), None, None),
+            Err(e) => return fail(format!("could not start a session: {e}")),
+        }
+    };
+    let trusted = state.trusted();
+    let mode = setup
+        .demo
+        .or_else(|| state.mode())
+        .or(session_mode)
+        .unwrap_or(Mode::Ask);
+    let backend = match Backend::new(setup.home.clone(), state, provider, writer, hooks) {
         Ok(b) => b,
         Err(e) => return fail(e),
     };
-    let freeze = backend.freeze();
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
-    cfg.trusted = trusted || setup.demo.is_some();
+    cfg.trusted = trusted;
     cfg.agent_spawned = agent_spawned();
     cfg.mode = mode;
     cfg.permissions = setup.settings.permissions.clone();
     cfg.retry = setup.settings.retry.clone();
     cfg.limits = setup.settings.limits.clone();
     cfg.context_tokens = setup.settings.context_tokens;
+    cfg.history = history;
     cfg.non_interactive = print;
     let core = Core::new(cfg);
-    let project = setup.project.display().to_string();
 
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -241,9 +291,16 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         }
         None => {
             let mut sink = JsonlSink::new(&session_id, std::io::stdout());
-            sink.raw_line(
-                &Hello::new(&session_id, env!("CARGO_PKG_VERSION"), &project, false).to_json(),
+            let hello = Hello::new(
+                &session_id,
+                env!("CARGO_PKG_VERSION"),
+                &project,
+                transcript.is_some(),
             );
+            sink.raw_line(&hello.to_json());
+            if let Some(t) = &transcript {
+                sink.raw_line(&t.to_json());
+            }
             let runtime = Runtime::new(core, backend, sink);
             let tx = runtime.sender();
             std::thread::spawn(move || {

@@ -2,49 +2,72 @@
 //! project state, behind one small surface so that [`crate::runtime`] stays a plain loop.
 //!
 //! Invariant: nothing here decides policy; each method performs one effect and reports what
-//! happened. (While a sibling module is not merged yet, its entry point here answers with an
-//! honest failure naming the missing piece; nothing pretends to work.)
+//! happened.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use openmax_core::conversation::{ModelRequest, ToolSchema};
+use openmax_core::conversation::ModelRequest;
 use openmax_core::machine::{Freeze, HookSpec, Input};
-use openmax_core::provider::{RequestFailure, RequestId};
+use openmax_core::provider::RequestId;
 use openmax_core::record::Record;
 use openmax_core::tool::{ToolOutcome, ToolPlan};
 use openmax_core::wire::Mode;
 
 use crate::config::ProviderSettings;
+use crate::provider::{Provider, ProviderConfig};
+use crate::session::{Home, ProjectState, SessionWriter};
+use crate::tools::ToolContext;
 
 /// The channel every effect answers on.
 pub type InputTx = mpsc::UnboundedSender<Input>;
 
 /// Effects performed for one session.
 pub struct Backend {
-    pub home: PathBuf,
-    pub project: PathBuf,
-    provider: ProviderSettings,
+    home: Home,
+    project: PathBuf,
+    provider: Provider,
+    tools: ToolContext,
+    state: ProjectState,
+    writer: SessionWriter,
     hooks: Vec<HookSpec>,
-    records: Vec<Record>,
+}
+
+/// Build the provider client from resolved settings.
+pub fn provider_from(settings: &ProviderSettings) -> Result<Provider, String> {
+    let mut cfg = ProviderConfig::defaults(settings.kind);
+    if let Some(url) = &settings.base_url {
+        cfg.base_url = url.clone();
+    }
+    cfg.api_key = settings.api_key.clone();
+    cfg.model = settings.model.clone();
+    cfg.max_output_tokens = u32::try_from(settings.max_output_tokens).unwrap_or(u32::MAX);
+    Provider::new(cfg).map_err(|e| format!("provider {}: {e}", settings.name))
 }
 
 impl Backend {
     pub fn new(
-        home: &Path,
-        project: &Path,
-        provider: ProviderSettings,
+        home: Home,
+        state: ProjectState,
+        provider: Provider,
+        writer: SessionWriter,
         hooks: Vec<HookSpec>,
     ) -> Result<Backend, String> {
+        let project = state.project().to_path_buf();
+        let tools = ToolContext::new(&project, writer.session_id())
+            .map_err(|e| format!("project {}: {e}", project.display()))?;
         Ok(Backend {
-            home: home.to_path_buf(),
-            project: project.to_path_buf(),
+            home,
+            project,
             provider,
+            tools,
+            state,
+            writer,
             hooks,
-            records: Vec::new(),
         })
     }
 
@@ -53,109 +76,81 @@ impl Backend {
         &self,
         request: RequestId,
         attempt: u32,
-        _body: ModelRequest,
+        body: ModelRequest,
         tx: InputTx,
     ) -> JoinHandle<()> {
-        let name = self.provider.name.clone();
-        tokio::spawn(async move {
-            let _ = tx.send(Input::RequestFailed {
-                request,
-                attempt,
-                failure: RequestFailure::Unreachable {
-                    detail: format!("provider {name} is not built into this binary yet"),
-                },
-            });
-        })
+        self.provider.spawn(request, attempt, body, tx)
     }
 
     /// A blocking job that inspects a tool call.
     pub fn plan_job(
         &self,
         name: String,
-        _args: serde_json::Value,
+        args: serde_json::Value,
     ) -> impl FnOnce() -> ToolPlan + Send + 'static {
-        move || ToolPlan {
-            mutating: false,
-            targets: vec![name.clone()],
-            summary: name.clone(),
-            detail: String::new(),
-            source: None,
-            invalid: Some(format!("tool {name} is not built into this binary yet")),
-        }
+        let ctx = self.tools.clone();
+        move || crate::tools::plan(&ctx, &name, &args)
     }
 
     /// A future that runs a tool call until done or `cancel` fires.
     pub fn run_job(
         &self,
         name: String,
-        _args: serde_json::Value,
-        _cancel: oneshot::Receiver<()>,
+        args: serde_json::Value,
+        cancel: oneshot::Receiver<()>,
     ) -> impl Future<Output = ToolOutcome> + Send + 'static {
-        async move {
-            ToolOutcome {
-                ok: false,
-                output: format!("tool {name} is not built into this binary yet"),
-                diffs: Vec::new(),
-            }
-        }
+        let ctx = self.tools.clone();
+        async move { crate::tools::run(&ctx, &name, &args, cancel).await }
     }
 
-    /// Append records to the session file.
+    /// Append records to the session file (durably).
     pub fn persist(&mut self, records: Vec<Record>) -> Result<(), String> {
-        self.records.extend(records);
-        Err("the session store is not built into this binary yet".into())
+        self.writer.append(&records).map_err(|e| e.to_string())
     }
 
     /// Save the approval mode for the project.
-    pub fn save_mode(&self, _mode: Mode) -> Result<(), String> {
-        Err("the project state store is not built into this binary yet".into())
+    pub fn save_mode(&self, mode: Mode) -> Result<(), String> {
+        self.state.save_mode(mode).map_err(|e| {
+            format!(
+                "could not save the mode in {}: {e}",
+                self.state.dir().display()
+            )
+        })
     }
 
-    /// Record a human's approval of a source's bytes.
-    pub fn approve_source(&self, _source_path: &str, _source_sha: &str) -> Result<(), String> {
-        Err("the project state store is not built into this binary yet".into())
-    }
-
-    /// Whether any hook is configured.
-    pub fn has_hooks(&self) -> bool {
-        !self.hooks.is_empty()
+    /// Record a human's approval (over the wire) of a source's current bytes, when they still
+    /// hash to `source_sha` (the first 12 hex of their sha256).
+    pub fn approve_source(&self, source_path: &str, source_sha: &str) -> Result<(), String> {
+        let path = self.project.join(source_path);
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let full: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if !full.starts_with(&source_sha.to_ascii_lowercase()) {
+            return Err(format!(
+                "{source_path} changed since it was shown for approval; nothing was recorded"
+            ));
+        }
+        self.state
+            .approve_source(source_path, &full)
+            .map_err(|e| e.to_string())
     }
 
     /// Read the prompt, tools and hooks (session start and `reload`).
     pub fn freeze(&self) -> Freeze {
-        Freeze {
-            system: crate::prompt::system_prompt(&self.home, &self.project),
-            tools: builtin_schemas(),
-            skills: Vec::new(),
-            hooks: self.hooks.clone(),
-            changes: Vec::new(),
-            notes: Vec::new(),
-        }
+        fresh_freeze(self.home.root(), &self.project, &self.hooks)
     }
 }
 
-/// The built-in tools' schemas.
-pub fn builtin_schemas() -> Vec<ToolSchema> {
-    Vec::new()
-}
-
-/// `$OPENMAX_HOME`, else `~/.openmax`.
-pub fn home_from_env() -> Result<PathBuf, String> {
-    if let Some(h) = std::env::var_os("OPENMAX_HOME").filter(|h| !h.is_empty()) {
-        return Ok(PathBuf::from(h));
+/// A freeze read from disk now: the prompt, the built-in tool schemas, the configured hooks.
+pub fn fresh_freeze(home: &Path, project: &Path, hooks: &[HookSpec]) -> Freeze {
+    Freeze {
+        system: crate::prompt::system_prompt(home, project),
+        tools: crate::tools::builtin_schemas(),
+        skills: Vec::new(),
+        hooks: hooks.to_vec(),
+        changes: Vec::new(),
+        notes: Vec::new(),
     }
-    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(h) => Ok(PathBuf::from(h).join(".openmax")),
-        None => Err("neither OPENMAX_HOME nor HOME is set: set OPENMAX_HOME".into()),
-    }
-}
-
-/// The project's saved trust and mode.
-pub fn project_state(_home: &Path, _project: &Path) -> (bool, Option<Mode>) {
-    (false, None)
-}
-
-/// Mark the project trusted; returns the state directory it was recorded in.
-pub fn set_trusted(_home: &Path, _project: &Path) -> Result<PathBuf, String> {
-    Err("the project state store is not built into this binary yet".into())
 }

@@ -201,6 +201,210 @@ fn push_u64(out: &mut Vec<u8>, mut n: u64) {
 mod tests {
     use super::*;
 
+    const HELLO: &str = r#"{"type":"hello","proto":"openmax-stdio/6","protocol_version":6,"session_id":"s1","version":"0.2.0","project":"/p","continued":false}"#;
+
+    fn check(input: &[u8]) -> (i32, String) {
+        let mut out = Vec::new();
+        let code = run(input, &mut out);
+        (code, String::from_utf8(out).expect("the report is UTF-8"))
+    }
+
+    /// A reader of `hello`, one `len`-byte line of `x` (no JSON), then a valid turn.
+    struct HugeLine {
+        head: Vec<u8>,
+        left: u64,
+        tail: Vec<u8>,
+        stage: u8,
+        pos: usize,
+    }
+
+    impl Read for HugeLine {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            loop {
+                let piece: &[u8] = match self.stage {
+                    0 => &self.head,
+                    1 => {
+                        if self.left == 0 {
+                            self.stage = 2;
+                            continue;
+                        }
+                        let n = (buf.len() as u64).min(self.left) as usize;
+                        buf[..n].fill(b'x');
+                        self.left -= n as u64;
+                        return Ok(n);
+                    }
+                    2 => &self.tail,
+                    _ => return Ok(0),
+                };
+                if self.pos == piece.len() {
+                    self.stage += 1;
+                    self.pos = 0;
+                    continue;
+                }
+                let n = (piece.len() - self.pos).min(buf.len());
+                buf[..n].copy_from_slice(&piece[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+        }
+    }
+
+    fn corpus(dir: &str) -> Vec<std::path::PathBuf> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../core/tests/corpus")
+            .join(dir);
+        let mut v: Vec<_> = std::fs::read_dir(root)
+            .expect("the corpus exists")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_corpus_through_check_exits_as_expected_and_names_line_and_rule() {
+        let valid = corpus("valid");
+        assert!(valid.len() >= 10);
+        for path in valid {
+            let (code, report) = check(&std::fs::read(&path).expect("readable"));
+            assert_eq!(code, 0, "{}: {report}", path.display());
+        }
+        let invalid = corpus("invalid");
+        assert!(invalid.len() >= 40);
+        for path in invalid {
+            let expect = std::fs::read_to_string(path.with_extension("expect")).expect("sidecar");
+            let (at, rule) = expect.trim().split_once(": ").expect("`<line>: <rule>`");
+            let (code, report) = check(&std::fs::read(&path).expect("readable"));
+            assert_eq!(code, 1, "{}: {report}", path.display());
+            let prefix = format!("{at}: ");
+            assert!(
+                report
+                    .lines()
+                    .any(|l| l.starts_with(&prefix) && l.contains(rule)),
+                "{}: wanted {expect:?} in\n{report}",
+                path.display()
+            );
+        }
+    }
+
+    #[test]
+    fn a_valid_stream_reports_ok_per_line_and_exits_zero() {
+        let input = format!(
+            "{HELLO}\n{}\n{}\n{}\n",
+            r#"{"session_id":"s1","type":"token","text":"hi"}"#,
+            r#"{"session_id":"s1","type":"message_done","text":"hi"}"#,
+            r#"{"session_id":"s1","type":"done","stop_reason":"stop"}"#
+        );
+        let (code, report) = check(input.as_bytes());
+        assert_eq!(code, 0, "{report}");
+        assert_eq!(
+            report,
+            "1: ok\n2: ok\n3: ok\n4: ok\nsummary: 4 lines, every rule holds\n"
+        );
+    }
+
+    #[test]
+    fn a_violation_names_the_line_and_the_rule() {
+        let input = format!(
+            "{HELLO}\n{}\n{}",
+            r#"{"session_id":"s1","type":"tool_end","call_id":"c9","ok":true,"output":""}"#,
+            r#"{"session_id":"s1","type":"done","stop_reason":"stop"}"#
+        );
+        let (code, report) = check(input.as_bytes());
+        assert_eq!(code, 1);
+        assert!(
+            report.contains("2: tool_end names call_id \"c9\" that no tool_start opened"),
+            "{report}"
+        );
+        assert!(
+            report.contains("3: ok"),
+            "a last line without a newline counts: {report}"
+        );
+        assert!(
+            report.ends_with("summary: 3 lines, 1 with violations, 0 end-of-stream violations\n")
+        );
+    }
+
+    #[test]
+    fn an_empty_stream_is_a_violation() {
+        let (code, report) = check(b"");
+        assert_eq!(code, 1);
+        assert!(
+            report.starts_with("end: empty stream: there is no hello line"),
+            "{report}"
+        );
+        assert!(
+            report.ends_with("summary: 0 lines, 0 with violations, 1 end-of-stream violations\n")
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_and_the_stream_goes_on() {
+        let mut input = format!("{HELLO}\n").into_bytes();
+        input.extend_from_slice(
+            b"{\"session_id\":\"s1\",\"type\":\"token\",\"text\":\"\xff\xfe\"}\n",
+        );
+        input.extend_from_slice(b"\xc3\n");
+        input.extend_from_slice(br#"{"session_id":"s1","type":"done","stop_reason":"stop"}"#);
+        input.push(b'\n');
+        let (code, report) = check(&input);
+        assert_eq!(code, 1);
+        assert!(
+            report.contains("2: not valid UTF-8 (invalid byte at offset 42)"),
+            "{report}"
+        );
+        assert!(
+            report.contains("3: not valid UTF-8 (invalid byte at offset 0)"),
+            "{report}"
+        );
+        assert!(report.contains("4: ok"), "{report}");
+    }
+
+    #[test]
+    fn a_100_mib_line_is_reported_and_skipped_without_buffering() {
+        let len: u64 = 100 << 20;
+        let input = HugeLine {
+            head: format!("{HELLO}\n").into_bytes(),
+            left: len,
+            tail: br#"
+{"session_id":"s1","type":"done","stop_reason":"stop"}
+"#
+            .to_vec(),
+            stage: 0,
+            pos: 0,
+        };
+        let mut out = Vec::new();
+        let code = run(input, &mut out);
+        let report = String::from_utf8(out).expect("UTF-8");
+        assert_eq!(code, 1);
+        assert!(
+            report.contains(&format!(
+                "2: line is longer than the 16 MiB limit ({len} bytes); skipped to the next newline"
+            )),
+            "{report}"
+        );
+        assert!(
+            report.contains("3: ok"),
+            "the reader resynchronizes: {report}"
+        );
+    }
+
+    #[test]
+    fn a_line_at_the_cap_is_still_checked() {
+        // Exactly 16 MiB: buffered and parsed (it is not JSON), not reported as too long.
+        let mut input = format!("{HELLO}\n").into_bytes();
+        input.extend(std::iter::repeat_n(b' ', MAX_CHECK_LINE - 2));
+        input.extend_from_slice(b"{}\n");
+        let (code, report) = check(&input);
+        assert_eq!(code, 1);
+        assert!(
+            report.contains("2: no \"type\" field"),
+            "{}",
+            &report[..report.len().min(300)]
+        );
+    }
+
     #[test]
     fn find_newline_agrees_with_a_plain_scan() {
         for len in 0..40 {

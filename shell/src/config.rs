@@ -18,6 +18,8 @@ use serde::Deserialize;
 use openmax_core::machine::{Limits, RetrySettings};
 use openmax_core::permissions::{Permissions, Rule};
 
+use crate::provider::ProviderKind;
+
 /// The provider names `[provider] name` accepts.
 pub const PROVIDER_NAMES: [&str; 4] = ["anthropic", "openai", "openai-chat", "demo"];
 
@@ -107,6 +109,7 @@ impl Overrides {
 pub struct ProviderSettings {
     /// One of [`PROVIDER_NAMES`].
     pub name: String,
+    pub kind: ProviderKind,
     pub model: String,
     /// `None`: the provider's default endpoint.
     pub base_url: Option<String>,
@@ -186,24 +189,18 @@ pub fn resolve(
                 PROVIDER_NAMES.join(", ")
             ))
         })?;
-    if !PROVIDER_NAMES.contains(&name.as_str()) {
-        return Err(ConfigError(format!(
+    let kind = ProviderKind::parse(&name).ok_or_else(|| {
+        ConfigError(format!(
             "unknown provider {name:?}: legal providers are {}",
             PROVIDER_NAMES.join(", ")
-        )));
-    }
+        ))
+    })?;
     let model = flags
         .model
         .clone()
         .or_else(|| env_over.model.clone())
         .or(p.model.clone())
-        .or_else(|| default_model(&name).map(str::to_string))
-        .ok_or_else(|| {
-            ConfigError(format!(
-                "provider {name} needs a model: set [provider] model in \
-                 $OPENMAX_HOME/config.toml, or OPENMAX_MODEL, or pass --model"
-            ))
-        })?;
+        .unwrap_or_else(|| kind.default_model().to_string());
     let base_url = flags
         .base_url
         .clone()
@@ -212,18 +209,19 @@ pub fn resolve(
     let api_key_env = p
         .api_key_env
         .clone()
-        .or_else(|| default_key_env(&name).map(str::to_string));
+        .or_else(|| kind.default_api_key_env().map(str::to_string));
     let api_key = match &api_key_env {
         None => None,
         Some(var) => match env(var).filter(|v| !v.is_empty()) {
             Some(k) => Some(k),
-            None => {
+            None if kind.key_required() => {
                 return Err(ConfigError(format!(
                     "provider {name} needs an API key: set the environment variable {var} \
                      (or point [provider] api_key_env in $OPENMAX_HOME/config.toml at the \
                      variable that holds it)"
                 )))
             }
+            None => None,
         },
     };
     if let Some(url) = &base_url {
@@ -267,11 +265,14 @@ pub fn resolve(
     Ok(Settings {
         provider: ProviderSettings {
             name: name.clone(),
+            kind,
             model,
             base_url,
             api_key_env: if api_key.is_some() { api_key_env } else { None },
             api_key,
-            max_output_tokens: p.max_output_tokens.unwrap_or(8192),
+            max_output_tokens: p
+                .max_output_tokens
+                .unwrap_or(u64::from(kind.default_max_output_tokens())),
         },
         context_tokens: p
             .context_tokens
@@ -282,26 +283,6 @@ pub fn resolve(
         hooks: layers.merged.hooks,
         files: layers.files,
     })
-}
-
-/// The model used when none is configured.
-pub fn default_model(provider: &str) -> Option<&'static str> {
-    match provider {
-        "anthropic" => Some("claude-sonnet-4-5"),
-        "openai" => Some("gpt-5"),
-        "demo" => Some("demo"),
-        _ => None,
-    }
-}
-
-/// The variable the key is read from when `api_key_env` is not configured. `openai-chat`
-/// reads none by default (local servers need no key).
-pub fn default_key_env(provider: &str) -> Option<&'static str> {
-    match provider {
-        "anthropic" => Some("ANTHROPIC_API_KEY"),
-        "openai" => Some("OPENAI_API_KEY"),
-        _ => None,
-    }
 }
 
 fn default_context_tokens(provider: &str) -> u64 {

@@ -12,7 +12,15 @@ fn schemas_are_stable_and_described() {
     let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
-        ["read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "shell"]
+        [
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "write_file",
+            "edit_file",
+            "shell"
+        ]
     );
     assert_eq!(names, BUILTIN_NAMES);
     for s in &schemas {
@@ -31,7 +39,9 @@ fn schemas_are_stable_and_described() {
 #[tokio::test]
 async fn unknown_tool_is_invalid() {
     let p = Project::new("unknown");
-    let msg = p.refused("frobnicate", json!({}), "unknown tool `frobnicate`").await;
+    let msg = p
+        .refused("frobnicate", json!({}), "unknown tool `frobnicate`")
+        .await;
     assert!(msg.contains("read_file, list_dir"), "{msg}");
 }
 
@@ -50,7 +60,10 @@ async fn read_file_numbers_lines() {
         "     1\talpha\n     2\tbeta\n     3\t\n     4\tgamma\n"
     );
     let out = p
-        .call("read_file", json!({"path": "a.txt", "offset": 2, "limit": 2}))
+        .call(
+            "read_file",
+            json!({"path": "a.txt", "offset": 2, "limit": 2}),
+        )
         .await;
     assert_eq!(
         out.output,
@@ -84,11 +97,21 @@ async fn read_file_cuts_large_files_with_a_notice() {
     p.ctx.output_cap_bytes = 1000;
     let out = p.call("read_file", json!({"path": "big.txt"})).await;
     assert!(out.output.len() < 1300, "{}", out.output.len());
-    assert!(out.output.contains("(output cut at 1000 bytes); the file continues: call read_file with offset="), "{}", out.output);
+    assert!(
+        out.output.contains(
+            "(output cut at 1000 bytes); the file continues: call read_file with offset="
+        ),
+        "{}",
+        out.output
+    );
     // A very long line is cut.
     p.dir.write("long.txt", "x".repeat(5000));
     let out = p.call("read_file", json!({"path": "long.txt"})).await;
-    assert!(out.output.ends_with("… [line cut: 3000 more characters]\n"), "{}", out.output.len());
+    assert!(
+        out.output.ends_with("… [line cut: 3000 more characters]\n"),
+        "{}",
+        out.output.len()
+    );
 }
 
 #[tokio::test]
@@ -100,20 +123,54 @@ async fn read_file_refusals() {
     std::fs::create_dir(p.dir.path().join("sub")).unwrap();
     let out = p.call("read_file", json!({"path": "bin.dat"})).await;
     assert!(!out.ok);
-    assert_eq!(out.output, "read_file: bin.dat is a binary file (it contains NUL bytes); it cannot be shown as text");
+    assert_eq!(
+        out.output,
+        "read_file: bin.dat is a binary file (it contains NUL bytes); it cannot be shown as text"
+    );
     let out = p.call("read_file", json!({"path": "latin1.txt"})).await;
-    assert_eq!(out.output, "read_file: latin1.txt is not valid UTF-8 text (line 1); it cannot be shown as text");
+    assert_eq!(
+        out.output,
+        "read_file: latin1.txt is not valid UTF-8 text (line 1); it cannot be shown as text"
+    );
     let out = p.call("read_file", json!({"path": "sub"})).await;
-    assert_eq!(out.output, "read_file: sub is a directory; use list_dir to see its entries");
+    assert_eq!(
+        out.output,
+        "read_file: sub is a directory; use list_dir to see its entries"
+    );
     let out = p.call("read_file", json!({"path": "nope.txt"})).await;
     assert_eq!(out.output, "read_file: file not found: nope.txt");
-    let out = p.call("read_file", json!({"path": "short.txt", "offset": 5})).await;
+    let out = p
+        .call("read_file", json!({"path": "short.txt", "offset": 5}))
+        .await;
     assert!(!out.ok);
-    assert_eq!(out.output, "read_file: offset 5 is past the end of short.txt (2 lines)");
-    p.refused("read_file", json!({}), "read_file: missing required argument `path` (string)").await;
-    p.refused("read_file", json!({"path": "a", "offset": 0}), "argument `offset` must be an integer ≥ 1, got 0").await;
-    p.refused("read_file", json!({"path": "a", "lines": 3}), "unknown argument `lines` (accepted: path, offset, limit)").await;
-    p.refused("read_file", json!("a.txt"), "arguments must be a JSON object").await;
+    assert_eq!(
+        out.output,
+        "read_file: offset 5 is past the end of short.txt (2 lines)"
+    );
+    p.refused(
+        "read_file",
+        json!({}),
+        "read_file: missing required argument `path` (string)",
+    )
+    .await;
+    p.refused(
+        "read_file",
+        json!({"path": "a", "offset": 0}),
+        "argument `offset` must be an integer ≥ 1, got 0",
+    )
+    .await;
+    p.refused(
+        "read_file",
+        json!({"path": "a", "lines": 3}),
+        "unknown argument `lines` (accepted: path, offset, limit)",
+    )
+    .await;
+    p.refused(
+        "read_file",
+        json!("a.txt"),
+        "arguments must be a JSON object",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -140,7 +197,10 @@ async fn list_dir_sorted_marked_and_ignoring() {
     assert_eq!(out.output, "[empty is empty]\n");
     let out = p.call("list_dir", json!({"path": "a.txt"})).await;
     assert!(!out.ok);
-    assert_eq!(out.output, "list_dir: a.txt is a file, not a directory; use read_file to read it");
+    assert_eq!(
+        out.output,
+        "list_dir: a.txt is a file, not a directory; use read_file to read it"
+    );
     let out = p.call("list_dir", json!({"path": "nope"})).await;
     assert_eq!(out.output, "list_dir: directory not found: nope");
 }
@@ -155,14 +215,20 @@ async fn list_dir_caps_entries() {
     assert!(out.output.starts_with("f0000\nf0001\n"));
     assert!(out.output.contains("f0999\n"));
     assert!(!out.output.contains("f1000"));
-    assert!(out.output.ends_with("[showing the first 1000 of 1200 entries; list a subdirectory or use glob to narrow]\n"));
+    assert!(out.output.ends_with(
+        "[showing the first 1000 of 1200 entries; list a subdirectory or use glob to narrow]\n"
+    ));
 }
 
 fn tree(p: &Project) {
     p.dir.write(".gitignore", "build/\n*.tmp\n");
     p.dir.write(".ignore", "vendor/\n");
-    p.dir.write("src/main.rs", "fn main() {\n    println!(\"Hello\");\n}\n");
-    p.dir.write("src/lib.rs", "pub fn hello() -> &'static str {\n    \"hello\"\n}\r\n");
+    p.dir
+        .write("src/main.rs", "fn main() {\n    println!(\"Hello\");\n}\n");
+    p.dir.write(
+        "src/lib.rs",
+        "pub fn hello() -> &'static str {\n    \"hello\"\n}\r\n",
+    );
     p.dir.write("src/deep/x/y.rs", "// HELLO deep\n");
     p.dir.write("README.md", "# hello project\n");
     p.dir.write("notes.tmp", "hello tmp\n");
@@ -181,7 +247,12 @@ async fn glob_matches_sorted_and_ignoring() {
     assert_eq!(out.output, "src/deep/x/y.rs\nsrc/lib.rs\nsrc/main.rs\n");
     let out = p.call("glob", json!({"pattern": "src/*.rs"})).await;
     assert_eq!(out.output, "src/lib.rs\nsrc/main.rs\n");
-    let out = p.call("glob", json!({"pattern": "**/*.{rs,md}", "path": "src/deep"})).await;
+    let out = p
+        .call(
+            "glob",
+            json!({"pattern": "**/*.{rs,md}", "path": "src/deep"}),
+        )
+        .await;
     assert_eq!(out.output, "src/deep/x/y.rs\n");
     let out = p.call("glob", json!({"pattern": ".hidden/*.rs"})).await;
     assert_eq!(out.output, ".hidden/h.rs\n");
@@ -189,13 +260,36 @@ async fn glob_matches_sorted_and_ignoring() {
     assert!(out.ok);
     assert_eq!(out.output, "no files match *.py in .\n");
     let plan = p.plan("glob", json!({"pattern": "*.rs", "path": "src"}));
-    assert_eq!((plan.mutating, plan.targets.clone(), plan.summary.as_str()), (false, vec!["src".to_string()], "glob *.rs in src"));
-    p.refused("glob", json!({"pattern": "a[b"}), "glob: invalid glob pattern \"a[b\"").await;
-    p.refused("glob", json!({"pattern": "../*"}), "must be relative and without `..`").await;
-    p.refused("glob", json!({"path": "src"}), "glob: missing required argument `pattern` (string)").await;
-    let out = p.call("glob", json!({"pattern": "*", "path": "README.md"})).await;
+    assert_eq!(
+        (plan.mutating, plan.targets.clone(), plan.summary.as_str()),
+        (false, vec!["src".to_string()], "glob *.rs in src")
+    );
+    p.refused(
+        "glob",
+        json!({"pattern": "a[b"}),
+        "glob: invalid glob pattern \"a[b\"",
+    )
+    .await;
+    p.refused(
+        "glob",
+        json!({"pattern": "../*"}),
+        "must be relative and without `..`",
+    )
+    .await;
+    p.refused(
+        "glob",
+        json!({"path": "src"}),
+        "glob: missing required argument `pattern` (string)",
+    )
+    .await;
+    let out = p
+        .call("glob", json!({"pattern": "*", "path": "README.md"}))
+        .await;
     assert!(!out.ok);
-    assert_eq!(out.output, "glob: directory not found: README.md (`path` must be a directory)");
+    assert_eq!(
+        out.output,
+        "glob: directory not found: README.md (`path` must be a directory)"
+    );
 }
 
 #[tokio::test]
@@ -207,7 +301,9 @@ async fn glob_caps_results() {
     assert!(out.output.starts_with("d/f0000.txt\n"));
     assert!(out.output.contains("d/f0999.txt\n"));
     assert!(!out.output.contains("d/f1000.txt"));
-    assert!(out.output.ends_with("[1500 files match; showing the first 1000 (sorted); narrow the pattern or the path]\n"));
+    assert!(out.output.ends_with(
+        "[1500 files match; showing the first 1000 (sorted); narrow the pattern or the path]\n"
+    ));
 }
 
 #[tokio::test]
@@ -220,22 +316,53 @@ async fn grep_matches_lines_and_ignores() {
         out.output,
         "README.md:1:# hello project\nsrc/lib.rs:1:pub fn hello() -> &'static str {\nsrc/lib.rs:2:    \"hello\"\n"
     );
-    let out = p.call("grep", json!({"pattern": "PRINTLN|deep", "case_insensitive": true, "glob": "*.rs"})).await;
-    assert_eq!(out.output, "src/deep/x/y.rs:1:// HELLO deep\nsrc/main.rs:2:    println!(\"Hello\");\n");
+    let out = p
+        .call(
+            "grep",
+            json!({"pattern": "PRINTLN|deep", "case_insensitive": true, "glob": "*.rs"}),
+        )
+        .await;
+    assert_eq!(
+        out.output,
+        "src/deep/x/y.rs:1:// HELLO deep\nsrc/main.rs:2:    println!(\"Hello\");\n"
+    );
     // `$` anchors before a CRLF line ending too.
-    let out = p.call("grep", json!({"pattern": "\\{$", "path": "src/lib.rs"})).await;
-    assert_eq!(out.output, "src/lib.rs:1:pub fn hello() -> &'static str {\n");
-    let out = p.call("grep", json!({"pattern": "hello", "path": ".hidden/h.rs"})).await;
+    let out = p
+        .call("grep", json!({"pattern": "\\{$", "path": "src/lib.rs"}))
+        .await;
+    assert_eq!(
+        out.output,
+        "src/lib.rs:1:pub fn hello() -> &'static str {\n"
+    );
+    let out = p
+        .call("grep", json!({"pattern": "hello", "path": ".hidden/h.rs"}))
+        .await;
     assert_eq!(out.output, ".hidden/h.rs:1:hello hidden\n");
     let out = p.call("grep", json!({"pattern": "zzz"})).await;
     assert!(out.ok);
     assert_eq!(out.output, "no matches for \"zzz\" in .\n");
     let plan = p.plan("grep", json!({"pattern": "x", "path": "src"}));
-    assert_eq!((plan.mutating, plan.targets.clone()), (false, vec!["src".to_string()]));
-    let msg = p.refused("grep", json!({"pattern": "(unclosed"}), "grep: invalid regex \"(unclosed\"").await;
+    assert_eq!(
+        (plan.mutating, plan.targets.clone()),
+        (false, vec!["src".to_string()])
+    );
+    let msg = p
+        .refused(
+            "grep",
+            json!({"pattern": "(unclosed"}),
+            "grep: invalid regex \"(unclosed\"",
+        )
+        .await;
     assert!(msg.contains("unclosed group"), "{msg}");
-    p.refused("grep", json!({"pattern": "x", "case_insensitive": "yes"}), "argument `case_insensitive` must be a boolean").await;
-    let out = p.call("grep", json!({"pattern": "x", "path": "missing"})).await;
+    p.refused(
+        "grep",
+        json!({"pattern": "x", "case_insensitive": "yes"}),
+        "argument `case_insensitive` must be a boolean",
+    )
+    .await;
+    let out = p
+        .call("grep", json!({"pattern": "x", "path": "missing"}))
+        .await;
     assert_eq!(out.output, "grep: cannot search missing: not found");
 }
 
@@ -250,8 +377,15 @@ async fn grep_caps_output_with_totals() {
     assert!(out.ok);
     assert!(out.output.starts_with("a.txt:1:match 0\n"));
     assert!(out.output.len() < 2200);
-    assert!(out.output.contains("[1000 matching lines in 2 files; showing the first "), "{}", out.output);
-    assert!(out.output.ends_with("; narrow the pattern, path or glob]\n"));
+    assert!(
+        out.output
+            .contains("[1000 matching lines in 2 files; showing the first "),
+        "{}",
+        out.output
+    );
+    assert!(out
+        .output
+        .ends_with("; narrow the pattern, path or glob]\n"));
 }
 
 #[tokio::test]
@@ -262,25 +396,67 @@ async fn write_file_creates_and_diffs() {
     assert!(plan.mutating);
     assert_eq!(plan.targets, ["new/dir/a.txt"]);
     assert_eq!(plan.summary, "write_file new/dir/a.txt (new file) (+2 -0)");
-    assert_eq!(plan.detail, "--- a/new/dir/a.txt\n+++ b/new/dir/a.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n");
+    assert_eq!(
+        plan.detail,
+        "--- a/new/dir/a.txt\n+++ b/new/dir/a.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+    );
     assert!(!p.dir.path().join("new").exists(), "plan must not write");
     let out = p.run("write_file", args).await;
     assert!(out.ok);
-    assert_eq!(out.output, "created new/dir/a.txt: 2 lines, 8 bytes (+2 -0)");
+    assert_eq!(
+        out.output,
+        "created new/dir/a.txt: 2 lines, 8 bytes (+2 -0)"
+    );
     assert_eq!(p.dir.read_str("new/dir/a.txt"), "one\ntwo\n");
     assert_eq!(out.diffs.len(), 1);
-    assert_eq!((out.diffs[0].path.as_str(), out.diffs[0].added, out.diffs[0].removed), ("new/dir/a.txt", 2, 0));
+    assert_eq!(
+        (
+            out.diffs[0].path.as_str(),
+            out.diffs[0].added,
+            out.diffs[0].removed
+        ),
+        ("new/dir/a.txt", 2, 0)
+    );
     assert_eq!(out.diffs[0].diff, plan.detail);
 
-    let out = p.call("write_file", json!({"path": "new/dir/a.txt", "content": "one\n2\nthree\n"})).await;
+    let out = p
+        .call(
+            "write_file",
+            json!({"path": "new/dir/a.txt", "content": "one\n2\nthree\n"}),
+        )
+        .await;
     assert_eq!(out.output, "wrote new/dir/a.txt: 3 lines, 12 bytes (+2 -1)");
-    assert!(out.diffs[0].diff.contains(" one\n-two\n+2\n+three\n"), "{}", out.diffs[0].diff);
+    assert!(
+        out.diffs[0].diff.contains(" one\n-two\n+2\n+three\n"),
+        "{}",
+        out.diffs[0].diff
+    );
     // Unchanged content: no diff.
-    let out = p.call("write_file", json!({"path": "new/dir/a.txt", "content": "one\n2\nthree\n"})).await;
+    let out = p
+        .call(
+            "write_file",
+            json!({"path": "new/dir/a.txt", "content": "one\n2\nthree\n"}),
+        )
+        .await;
     assert!(out.ok && out.diffs.is_empty());
-    p.refused("write_file", json!({"path": "new"}), "write_file: missing required argument `content` (string)").await;
-    p.refused("write_file", json!({"path": "new", "content": ""}), "write_file: new is a directory").await;
-    p.refused("write_file", json!({"path": ".", "content": ""}), "write_file: the project root is a directory").await;
+    p.refused(
+        "write_file",
+        json!({"path": "new"}),
+        "write_file: missing required argument `content` (string)",
+    )
+    .await;
+    p.refused(
+        "write_file",
+        json!({"path": "new", "content": ""}),
+        "write_file: new is a directory",
+    )
+    .await;
+    p.refused(
+        "write_file",
+        json!({"path": ".", "content": ""}),
+        "write_file: the project root is a directory",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -292,8 +468,15 @@ async fn edit_file_replaces_once_or_all() {
     assert!(plan.mutating);
     assert_eq!(plan.summary, "edit_file demo.txt (+1 -1)");
     assert_eq!(plan.targets, ["demo.txt"]);
-    assert_eq!(plan.detail, "--- a/demo.txt\n+++ b/demo.txt\n@@ -1,2 +1,2 @@\n-hello world\n+hi world\n bye world\n");
-    assert_eq!(p.dir.read_str("demo.txt"), "hello world\nbye world\n", "plan must not write");
+    assert_eq!(
+        plan.detail,
+        "--- a/demo.txt\n+++ b/demo.txt\n@@ -1,2 +1,2 @@\n-hello world\n+hi world\n bye world\n"
+    );
+    assert_eq!(
+        p.dir.read_str("demo.txt"),
+        "hello world\nbye world\n",
+        "plan must not write"
+    );
     let out = p.run("edit_file", args).await;
     assert!(out.ok);
     assert_eq!(out.output, "edited demo.txt: replaced 1 place (+1 -1)");
@@ -309,12 +492,31 @@ async fn edit_file_replaces_once_or_all() {
 
     p.refused("edit_file", json!({"path": "demo.txt", "old_string": "mars", "new_string": "x"}),
         "edit_file: old_string was not found in demo.txt; it must match the file's current text exactly").await;
-    p.refused("edit_file", json!({"path": "nope.txt", "old_string": "a", "new_string": "b"}),
-        "edit_file: file not found: nope.txt (use write_file to create a file)").await;
-    p.refused("edit_file", json!({"path": "demo.txt", "old_string": "", "new_string": "b"}), "edit_file: old_string is empty").await;
-    p.refused("edit_file", json!({"path": "demo.txt", "old_string": "hi", "new_string": "hi"}), "old_string and new_string are identical").await;
+    p.refused(
+        "edit_file",
+        json!({"path": "nope.txt", "old_string": "a", "new_string": "b"}),
+        "edit_file: file not found: nope.txt (use write_file to create a file)",
+    )
+    .await;
+    p.refused(
+        "edit_file",
+        json!({"path": "demo.txt", "old_string": "", "new_string": "b"}),
+        "edit_file: old_string is empty",
+    )
+    .await;
+    p.refused(
+        "edit_file",
+        json!({"path": "demo.txt", "old_string": "hi", "new_string": "hi"}),
+        "old_string and new_string are identical",
+    )
+    .await;
     p.dir.write("bin.dat", b"\xff\xfe\x00");
-    p.refused("edit_file", json!({"path": "bin.dat", "old_string": "a", "new_string": "b"}), "edit_file: bin.dat is not a UTF-8 text file").await;
+    p.refused(
+        "edit_file",
+        json!({"path": "bin.dat", "old_string": "a", "new_string": "b"}),
+        "edit_file: bin.dat is not a UTF-8 text file",
+    )
+    .await;
     assert_eq!(p.dir.read_str("demo.txt"), "hi earth\nbye earth\n");
 }
 
@@ -341,16 +543,70 @@ async fn edit_file_preserves_crlf_and_missing_final_newline() {
     assert_eq!((out.diffs[0].added, out.diffs[0].removed), (3, 2));
 
     p.dir.write("nofinal.txt", "a\nb\nc");
-    let out = p.call("edit_file", json!({"path": "nofinal.txt", "old_string": "c", "new_string": "C"})).await;
+    let out = p
+        .call(
+            "edit_file",
+            json!({"path": "nofinal.txt", "old_string": "c", "new_string": "C"}),
+        )
+        .await;
     assert!(out.ok);
     assert_eq!(p.dir.read_str("nofinal.txt"), "a\nb\nC");
-    let out = p.call("edit_file", json!({"path": "nofinal.txt", "old_string": "b\nC\n", "new_string": "B\n"})).await;
+    let out = p
+        .call(
+            "edit_file",
+            json!({"path": "nofinal.txt", "old_string": "b\nC\n", "new_string": "B\n"}),
+        )
+        .await;
     assert!(out.ok, "{}", out.output);
     assert_eq!(p.dir.read_str("nofinal.txt"), "a\nB");
-    assert!(out.diffs[0].diff.contains("\\ No newline at end of file"), "{}", out.diffs[0].diff);
+    assert!(
+        out.diffs[0].diff.contains("\\ No newline at end of file"),
+        "{}",
+        out.diffs[0].diff
+    );
 
     p.dir.write("winnofinal.txt", "a\r\nb");
-    let out = p.call("edit_file", json!({"path": "winnofinal.txt", "old_string": "b", "new_string": "b\nc"})).await;
+    let out = p
+        .call(
+            "edit_file",
+            json!({"path": "winnofinal.txt", "old_string": "b", "new_string": "b\nc"}),
+        )
+        .await;
     assert!(out.ok);
     assert_eq!(p.dir.read_str("winnofinal.txt"), "a\r\nb\r\nc");
+}
+
+#[tokio::test]
+async fn special_files_are_refused() {
+    let p = Project::new("special");
+    let fifo = p.dir.path().join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+    let out = p.call("read_file", json!({"path": "pipe"})).await;
+    assert_eq!(out.output, "read_file: pipe is not a regular file");
+    p.refused(
+        "write_file",
+        json!({"path": "pipe", "content": "x"}),
+        "write_file: pipe is not a regular file",
+    )
+    .await;
+    let out = p
+        .call("grep", json!({"pattern": "x", "path": "pipe"}))
+        .await;
+    assert_eq!(out.output, "grep: pipe is not a regular file or directory");
+    p.dir.write("a.txt", "x\n");
+    let out = p.call("grep", json!({"pattern": "x"})).await;
+    assert_eq!(out.output, "a.txt:1:x\n", "the walk skips the fifo");
+    p.dir.write("b.bin", b"x\x00");
+    let out = p
+        .call("grep", json!({"pattern": "x", "path": "b.bin"}))
+        .await;
+    assert!(out.ok);
+    assert_eq!(
+        out.output,
+        "b.bin is a binary file (it contains NUL bytes); not searched\n"
+    );
 }

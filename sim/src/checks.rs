@@ -112,6 +112,9 @@ pub struct Turns {
     pub outside: Vec<(usize, Event)>,
     /// Trace index of the first `quit` or end of input.
     pub quit_at: Option<usize>,
+    /// Trace indices of `user` commands after `quit` that got no answer (openmax is draining
+    /// and answers nothing more).
+    pub after_quit: Vec<usize>,
 }
 
 fn user_text(input: &FedInput) -> Option<String> {
@@ -153,8 +156,11 @@ impl Turns {
                     Output::Effect(_) => {}
                 }
             }
+            let draining = t.quit_at.is_some_and(|q| i > q);
             if user_text(&fed.input).is_some() {
-                if open.is_some() {
+                if draining && events.is_empty() {
+                    t.after_quit.push(i);
+                } else if open.is_some() {
                     t.in_flight.push(i);
                 } else if events
                     .iter()
@@ -282,6 +288,8 @@ pub fn done_is_the_turns_last_line(_sc: &Scenario, run: &Run) -> Vec<String> {
             | Event::ApprovalMode { .. }
             | Event::Refrozen { .. }
             | Event::HookFailed { .. } => true,
+            // A session-level note (refreeze receipt, mode notice) rides no tool result.
+            Event::HarnessNote { call_id, .. } => call_id.is_empty(),
             Event::Done { .. } => turns.refused.contains(i),
             _ => false,
         };
@@ -421,9 +429,12 @@ pub fn three_ending_shapes(_sc: &Scenario, run: &Run) -> Vec<String> {
                 .filter(|(k, _)| *k >= i)
                 .map(|(_, e)| e.type_name())
                 .collect();
-            let interrupted = run.trace[i..=end.min(run.trace.len() - 1)]
-                .iter()
-                .any(|f| matches!(f.input, FedInput::Core(Input::Crashed { .. })));
+            let interrupted = run.trace[i..=end.min(run.trace.len() - 1)].iter().any(|f| {
+                matches!(
+                    f.input,
+                    FedInput::Core(Input::Crashed { .. } | Input::PersistFailed { .. })
+                )
+            });
             if rest.is_empty() || interrupted {
                 continue;
             }
@@ -691,7 +702,8 @@ pub fn every_approval_settles_once(_sc: &Scenario, run: &Run) -> Vec<String> {
         if turns.quit_at == Some(i) {
             must_decline.extend(open.iter().cloned());
         }
-        if let FedInput::Core(Input::Line(l)) = &fed.input {
+        let after_quit = turns.quit_at.is_some_and(|q| i > q);
+        if let (FedInput::Core(Input::Line(l)), false) = (&fed.input, after_quit) {
             if let Ok(Some(Command::Approve {
                 approval_id,
                 approved,
@@ -812,18 +824,17 @@ pub fn quit_drains(_sc: &Scenario, run: &Run) -> Vec<String> {
             v.push("the Exit effect is not the session's last output".into());
         }
     }
-    let last_stop = run.events().filter_map(|(_, e)| match e {
-        Event::Done { stop_reason } => Some(stop_reason.as_str()),
-        _ => None,
-    });
-    let want = if last_stop.last() == Some("error") {
-        1
-    } else {
-        0
-    };
+    // "1 when the last turn ended with stop_reason error": a refused user starts no turn.
+    let last_stop = turns
+        .turns
+        .iter()
+        .filter_map(|t| t.done.as_ref())
+        .next_back()
+        .map(|(_, s)| s.as_str());
+    let want = if last_stop == Some("error") { 1 } else { 0 };
     if code != want {
         v.push(format!(
-            "exit code {code}, expected {want} from the last done"
+            "exit code {code}, expected {want} (last turn ended {last_stop:?})"
         ));
     }
     v

@@ -3,8 +3,10 @@
 //! The loop: feed one input, drain `poll` to empty (events go to the wire, effects are answered
 //! from the scenario's queues and their answers scheduled at `now + delay`), then pick the next
 //! thing to happen: the earliest of the next timeline step, the next scheduled answer and the
-//! core's `poll_timeout`, jumping the clock there. Ties go to the timeline step, then to the
-//! scheduled answer (in scheduling order), then to the timer. The run ends when nothing is due
+//! core's `poll_timeout`, jumping the clock there. Ties at one instant go, in this order, to
+//! local answers (persistence, mode saves, refreezes, hooks, tool plans: work on this machine
+//! that completes before the client's next line), then the timeline step, then remote answers
+//! (provider items, tool results, in scheduling order), then the timer. The run ends when nothing is due
 //! (the core is quiet), after the `Exit` effect, or when the step cap is hit (a violation).
 //!
 //! Defaults when a queue is dry: a model request gets one `Text "ok"` reply that completes; a
@@ -230,7 +232,8 @@ pub fn run(sc: &Scenario) -> Run {
 enum Owner {
     Request(RequestId),
     Tool(String),
-    Other,
+    /// Local work (disk, hooks, plans): answered before the client's next line.
+    Local,
 }
 
 #[derive(Debug)]
@@ -245,8 +248,10 @@ struct Driver<'a> {
     now: Millis,
     steps: Vec<crate::scenario::Step>,
     next_step: usize,
-    /// Answers due, keyed by (time, sequence).
+    /// Remote answers due, keyed by (time, sequence).
     scheduled: BTreeMap<(u64, u64), Pending>,
+    /// Local answers due, keyed by (time, sequence).
+    local: BTreeMap<(u64, u64), Pending>,
     seq: u64,
     replies: std::collections::VecDeque<(Option<usize>, Reply)>,
     tools: std::collections::VecDeque<ToolScript>,
@@ -302,6 +307,7 @@ impl<'a> Driver<'a> {
             steps: sc.timeline(),
             next_step: 0,
             scheduled: BTreeMap::new(),
+            local: BTreeMap::new(),
             seq: 0,
             replies: sc
                 .replies
@@ -347,11 +353,12 @@ impl<'a> Driver<'a> {
                 .keys()
                 .next()
                 .map(|(t, _)| (*t).max(self.now.0));
+            let local_t = self.local.keys().next().map(|(t, _)| (*t).max(self.now.0));
             let timer = self.core().poll_timeout();
             let timer_t = timer.map(|(t, _)| t.0.max(self.now.0));
-            // Earliest wins; ties: step, then scheduled, then timer.
+            // Earliest wins; ties: local answer, step, remote answer, timer.
             let mut best: Option<(u64, u8)> = None;
-            for (t, rank) in [(step_t, 0u8), (sched_t, 1), (timer_t, 2)] {
+            for (t, rank) in [(local_t, 3u8), (step_t, 0), (sched_t, 1), (timer_t, 2)] {
                 if let Some(t) = t {
                     if best.is_none_or(|(bt, _)| t < bt) {
                         best = Some((t, rank));
@@ -368,6 +375,12 @@ impl<'a> Driver<'a> {
                     let step = self.steps[self.next_step].clone();
                     self.next_step += 1;
                     self.do_step(&step.action);
+                }
+                3 => {
+                    // The key exists: it was just read from the same map.
+                    let key = *self.local.keys().next().expect("local answer exists");
+                    let p = self.local.remove(&key).expect("local answer exists");
+                    self.feed(FedInput::Core(p.input));
                 }
                 1 => {
                     // The key exists: it was just read from the same map.
@@ -543,8 +556,12 @@ impl<'a> Driver<'a> {
     fn schedule(&mut self, delay: u64, owner: Owner, input: Input) {
         let at = self.now.plus(delay).0;
         self.seq += 1;
-        self.scheduled
-            .insert((at, self.seq), Pending { owner, input });
+        let map = if owner == Owner::Local {
+            &mut self.local
+        } else {
+            &mut self.scheduled
+        };
+        map.insert((at, self.seq), Pending { owner, input });
     }
 
     fn answer(&mut self, effect: Effect) {
@@ -586,11 +603,7 @@ impl<'a> Driver<'a> {
                 let script = self.tools.pop_front().unwrap_or_default();
                 let plan = self.sc.plan_for(&name, &args, &script);
                 self.bound.insert(call_id.clone(), script);
-                self.schedule(
-                    0,
-                    Owner::Tool(call_id.clone()),
-                    Input::ToolPlanned { call_id, plan },
-                );
+                self.schedule(0, Owner::Local, Input::ToolPlanned { call_id, plan });
             }
             Effect::RunTool { call_id, .. } => {
                 let script = self.bound.get(&call_id).cloned().unwrap_or_default();
@@ -629,7 +642,7 @@ impl<'a> Driver<'a> {
                     .hooks
                     .pop_front()
                     .unwrap_or(openmax_core::machine::HookOutcome::Pass);
-                self.schedule(0, Owner::Other, Input::HookDone { hook_run, outcome });
+                self.schedule(0, Owner::Local, Input::HookDone { hook_run, outcome });
             }
             Effect::Persist { ticket, .. } => {
                 let n = self.persist_count;
@@ -642,7 +655,7 @@ impl<'a> Driver<'a> {
                 } else {
                     Input::Persisted { ticket }
                 };
-                self.schedule(0, Owner::Other, input);
+                self.schedule(0, Owner::Local, input);
             }
             Effect::SaveMode { mode } => {
                 let n = self.mode_count;
@@ -655,7 +668,7 @@ impl<'a> Driver<'a> {
                 } else {
                     Input::ModeSaved { mode }
                 };
-                self.schedule(0, Owner::Other, input);
+                self.schedule(0, Owner::Local, input);
             }
             Effect::Refreeze => {
                 let snapshot = self
@@ -664,7 +677,7 @@ impl<'a> Driver<'a> {
                     .unwrap_or_else(|| self.sc.freeze());
                 self.schedule(
                     0,
-                    Owner::Other,
+                    Owner::Local,
                     Input::Frozen {
                         snapshot: Box::new(snapshot),
                     },
@@ -678,9 +691,9 @@ impl<'a> Driver<'a> {
     }
 }
 
-/// The input that tells the core a timer fired. (Adapter to the machine's timer input.)
+/// The input that tells the core a timer fired (`Timeout`, fed with `now` at the deadline).
 fn timer_input(_reason: TimerReason) -> Option<Input> {
-    None
+    Some(Input::Timeout)
 }
 
 /// The core inputs a reply script produces, each with its delay after the send.

@@ -139,7 +139,17 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
     for _ in 0..n_steps {
         t += pick(g, &[0, 0, 1, 5, 50, 500, 3000]);
         let action = gen_action(g, may_quit);
+        let is_user = matches!(action, Action::User { .. });
         sc.steps.push(Step { at: t, action });
+        // A client that answers the approval the turn is likely to raise.
+        if is_user && chance(g, 1, 3) {
+            sc.steps.push(Step {
+                at: t + pick(g, &[0, 0, 1, 20, 500, 1500]),
+                action: Action::ApprovePending {
+                    approved: bool::arbitrary(g),
+                },
+            });
+        }
     }
     if may_quit && chance(g, 6, 7) {
         t += pick(g, &[0, 1, 100, 10_000]);
@@ -150,7 +160,7 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
     }
 
     // The provider's replies.
-    let n_replies = range(g, 0, 8);
+    let n_replies = range(g, 1, 8);
     let mut call = 0u32;
     for _ in 0..n_replies {
         let r = gen_reply(g, &mut call);
@@ -266,8 +276,8 @@ fn gen_action(g: &mut Gen, may_quit: bool) -> Action {
 
 fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
     match range(g, 0, 99) {
-        0..=14 => Reply::Unreachable,
-        15..=34 => Reply::Status {
+        0..=9 => Reply::Unreachable,
+        10..=24 => Reply::Status {
             status: pick(g, &[429, 500, 502, 503, 504, 529, 400, 401]),
             retry_after: pick(
                 g,
@@ -293,7 +303,7 @@ fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
         _ => {
             let mut items = Vec::new();
             for _ in 0..range(g, 0, 4) {
-                items.push(match range(g, 0, 9) {
+                items.push(match range(g, 0, 10) {
                     0..=3 => StreamItem::Text {
                         text: pick(
                             g,
@@ -301,7 +311,7 @@ fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
                         ),
                     },
                     4 => StreamItem::Thinking { text: "hmm".into() },
-                    5..=7 => {
+                    5..=8 => {
                         *call += 1;
                         StreamItem::ToolCall {
                             id: format!("call-{call}"),
@@ -309,6 +319,7 @@ fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
                                 g,
                                 &[
                                     "read_file".to_string(),
+                                    "write_file".to_string(),
                                     "write_file".to_string(),
                                     "shell".to_string(),
                                     "no_such_tool".to_string(),

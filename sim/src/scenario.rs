@@ -353,9 +353,20 @@ impl Scenario {
     }
 
     /// Pretty JSON (how regression scenarios are written).
+    /// Configuration keys equal to their default are left out.
     pub fn to_json_pretty(&self) -> String {
         // Scenario holds only strings, numbers, bools and JSON values: serializing cannot fail.
-        serde_json::to_string_pretty(self).expect("scenario serializes")
+        let mut v = serde_json::to_value(self).expect("scenario serializes");
+        let d = serde_json::to_value(SimConfig::default()).expect("config serializes");
+        if let (Some(obj), Some(d)) = (v.as_object_mut(), d.as_object()) {
+            if let Some(cfg) = obj.get_mut("config").and_then(|c| c.as_object_mut()) {
+                cfg.retain(|k, val| d.get(k) != Some(val));
+            }
+            if obj.get("expect") == Some(&serde_json::json!({})) {
+                obj.remove("expect");
+            }
+        }
+        serde_json::to_string_pretty(&v).expect("scenario serializes")
     }
 
     /// The freeze the core starts with.

@@ -1,4 +1,437 @@
 //! End-to-end test support: spawn the real `openmax` binary with a temporary `$OPENMAX_HOME`
 //! and project against the loopback mock provider, and check every stream with the validator.
 //!
-//! Tests here must only ever reach 127.0.0.1.
+//! Invariants: tests only ever reach 127.0.0.1; every spawned process gets a cleared
+//! environment (PATH plus what the test sets), so the developer's own config, keys and
+//! `OPENMAX_AGENT_SESSION` never leak in; every wait has a deadline and a failure prints the
+//! whole stdout and stderr seen so far; every stdout stream a [`Session`] produced is run
+//! through [`openmax_core::validate::check_stream`] when it finishes.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub use openmax_sim::mock::{unused_loopback_url, MockServer};
+pub use openmax_sim::script::{Flavor, Reply, StreamEnd, StreamItem};
+
+/// How long any single wait may take before the test fails.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The variable the tests' config names as `api_key_env`.
+pub const KEY_VAR: &str = "OPENMAX_E2E_KEY";
+
+/// The built `openmax` binary: `target/<profile>/openmax` next to this test executable. Built
+/// by `cargo test --workspace` (the shell package's integration tests need it); when it is
+/// missing, it is built here with the same cargo.
+pub fn openmax_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable has a path");
+        // target/<profile>/deps/<test> → target/<profile>/openmax
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test executables live in target/<profile>/deps");
+        let bin = profile_dir.join(format!("openmax{}", std::env::consts::EXE_SUFFIX));
+        if !bin.exists() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "-q", "-p", "openmax-shell", "--bin", "openmax"])
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building openmax failed");
+        }
+        assert!(
+            bin.exists(),
+            "{} not found: run `cargo build -p openmax-shell`",
+            bin.display()
+        );
+        bin
+    })
+    .clone()
+}
+
+/// A temporary `$OPENMAX_HOME` and project (with a `.git` marker), removed on drop.
+pub struct TestEnv {
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    /// Extra environment for every process started from here.
+    pub env: Vec<(String, String)>,
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        TestEnv::new()
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "openmax-e2e-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        let home = root.join("home");
+        let project = root.join("project");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        let root = std::fs::canonicalize(root).unwrap();
+        TestEnv {
+            home: root.join("home"),
+            project: root.join("project"),
+            root,
+            env: vec![(KEY_VAR.to_string(), "test-key".to_string())],
+        }
+    }
+
+    /// Write `$OPENMAX_HOME/config.toml`.
+    pub fn user_config(&self, toml: &str) {
+        std::fs::write(self.home.join("config.toml"), toml).unwrap();
+    }
+
+    /// Write `<project>/.openmax/config.toml`.
+    pub fn project_config(&self, toml: &str) {
+        std::fs::create_dir_all(self.project.join(".openmax")).unwrap();
+        std::fs::write(self.project.join(".openmax/config.toml"), toml).unwrap();
+    }
+
+    /// A user config pointing `flavor` at `base` (the mock's base URL) with fast retries.
+    /// `extra` is appended inside `[provider]`.
+    pub fn mock_config(&self, flavor: Flavor, base: &str, extra: &str) {
+        let (name, url) = match flavor {
+            Flavor::Anthropic => ("anthropic", base.to_string()),
+            Flavor::Openai => ("openai", format!("{base}/v1")),
+            Flavor::OpenaiChat => ("openai-chat", format!("{base}/v1")),
+        };
+        self.user_config(&format!(
+            "[provider]\nname = \"{name}\"\nmodel = \"test-model\"\nbase_url = \"{url}\"\n\
+             api_key_env = \"{KEY_VAR}\"\nmax_attempts = 5\nretry_base_ms = 1\n{extra}\n"
+        ));
+    }
+
+    /// A `Command` for the binary with this env's home and project.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(openmax_bin());
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("OPENMAX_HOME", &self.home)
+            .current_dir(&self.project)
+            .args(args);
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    /// Run `openmax ARGS` to completion (stdin closed).
+    pub fn run(&self, args: &[&str]) -> RunOutput {
+        let child = self
+            .command(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("openmax starts");
+        wait_output(child)
+    }
+
+    /// `openmax --trust` in the project; asserts it succeeded.
+    pub fn trust(&self) {
+        let out = self.run(&["--trust"]);
+        assert_eq!(out.code, Some(0), "--trust failed: {}", out.stderr);
+    }
+
+    /// Start `openmax --stdio ARGS` and read its hello.
+    pub fn stdio(&self, args: &[&str]) -> Session {
+        let mut all = vec!["--stdio"];
+        all.extend_from_slice(args);
+        let mut child = self
+            .command(&all)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("openmax starts");
+        let stdin = child.stdin.take();
+        let (tx, rx) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(l).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => return,
+                }
+            }
+        });
+        let mut stderr = child.stderr.take().expect("piped");
+        let (etx, erx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            let _ = etx.send(s);
+        });
+        let mut s = Session {
+            child,
+            stdin,
+            lines: rx,
+            stderr: erx,
+            seen: Vec::new(),
+            hello: Value::Null,
+        };
+        s.hello = s.next_value().unwrap_or_else(|| s.fail("no hello line"));
+        assert_eq!(s.hello["type"], "hello", "first line is hello");
+        s
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// A finished process.
+#[derive(Debug)]
+pub struct RunOutput {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+fn wait_output(mut child: Child) -> RunOutput {
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let mut stderr = String::new();
+    let _ = err.read_to_string(&mut stderr);
+    let stdout = t.join().unwrap_or_default();
+    let status = wait_deadline(&mut child);
+    RunOutput {
+        code: status.code(),
+        stdout,
+        stderr,
+    }
+}
+
+fn wait_deadline(child: &mut Child) -> ExitStatus {
+    let end = Instant::now() + DEADLINE;
+    loop {
+        if let Some(s) = child.try_wait().expect("wait works") {
+            return s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("openmax did not exit within {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A running `openmax --stdio`.
+pub struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    stderr: mpsc::Receiver<String>,
+    /// Every stdout line so far (hello included).
+    pub seen: Vec<String>,
+    pub hello: Value,
+}
+
+impl Session {
+    /// Write one command line.
+    pub fn send(&mut self, cmd: Value) {
+        let mut line = cmd.to_string();
+        line.push('\n');
+        self.send_bytes(line.as_bytes());
+    }
+
+    /// `{"cmd":"user","text":…}`
+    pub fn user(&mut self, text: &str) {
+        self.send(serde_json::json!({"cmd":"user","text":text}));
+    }
+
+    /// Write raw bytes.
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        stdin.write_all(bytes).expect("write to openmax");
+        stdin.flush().expect("flush to openmax");
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Close stdin (EOF).
+    pub fn close(&mut self) {
+        self.stdin = None;
+    }
+
+    fn fail(&mut self, why: &str) -> ! {
+        let _ = self.child.kill();
+        let err = self
+            .stderr
+            .recv_timeout(Duration::from_secs(2))
+            .unwrap_or_default();
+        panic!(
+            "{why}\n--- stdout so far ---\n{}\n--- stderr ---\n{err}",
+            self.seen.join("\n")
+        );
+    }
+
+    fn next_value(&mut self) -> Option<Value> {
+        let line = self.lines.recv_timeout(DEADLINE).ok()?;
+        self.seen.push(line.clone());
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| {
+            self.fail(&format!("stdout line is not JSON ({e}): {line}"));
+        }))
+    }
+
+    /// The next event, failing the test after the deadline.
+    pub fn next(&mut self) -> Value {
+        match self.next_value() {
+            Some(v) => v,
+            None => self.fail("no next line before the deadline (or stdout closed)"),
+        }
+    }
+
+    /// Read events until one satisfies `pred`; returns all read, that one last.
+    pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut got = Vec::new();
+        loop {
+            let v = self.next();
+            let stop = pred(&v);
+            got.push(v);
+            if stop {
+                return got;
+            }
+        }
+    }
+
+    /// Read until an event of `type`.
+    pub fn until_type(&mut self, ty: &str) -> Vec<Value> {
+        self.until(|v| v["type"] == ty)
+    }
+
+    /// Read until `done`; returns the events and the stop reason.
+    pub fn turn(&mut self) -> (Vec<Value>, String) {
+        let evs = self.until_type("done");
+        let reason = evs
+            .last()
+            .and_then(|d| d["stop_reason"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        (evs, reason)
+    }
+
+    /// Close stdin, read to EOF, wait for exit; validate the whole stream. Returns the exit
+    /// code, the remaining events and stderr.
+    pub fn finish(mut self) -> (Option<i32>, Vec<Value>, String) {
+        self.close();
+        let mut rest = Vec::new();
+        let end = Instant::now() + DEADLINE;
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+        {
+            self.seen.push(line.clone());
+            rest.push(serde_json::from_str(&line).unwrap_or(Value::Null));
+        }
+        let status = wait_deadline(&mut self.child);
+        let stderr = self
+            .stderr
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default();
+        assert_valid(&self.seen, &stderr);
+        (status.code(), rest, stderr)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Assert the stream holds every rule of the contract.
+pub fn assert_valid(lines: &[String], context: &str) {
+    let v = openmax_core::validate::check_stream(lines.iter().map(String::as_str));
+    assert!(
+        v.is_empty(),
+        "validator violations:\n{}\n--- stream ---\n{}\n--- context ---\n{context}",
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        lines.join("\n")
+    );
+}
+
+/// The types of `events`, in order.
+pub fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// The concatenated `token` texts of `events`.
+pub fn tokens(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "token")
+        .map(|e| e["text"].as_str().unwrap_or(""))
+        .collect()
+}
+
+/// A completed text stream.
+pub fn text_reply(text: &str) -> Reply {
+    Reply::Stream {
+        items: vec![StreamItem::Text { text: text.into() }],
+        end: StreamEnd::Complete { finish: None },
+        delay_ms: 0,
+    }
+}
+
+/// A completed stream carrying one tool call.
+pub fn tool_reply(id: &str, name: &str, args: Value) -> Reply {
+    Reply::Stream {
+        items: vec![StreamItem::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            args,
+        }],
+        end: StreamEnd::Complete { finish: None },
+        delay_ms: 0,
+    }
+}
+
+/// An error status.
+pub fn status(code: u16, retry_after: Option<&str>, error: Option<&str>) -> Reply {
+    Reply::Status {
+        status: code,
+        retry_after: retry_after.map(str::to_string),
+        error: error.map(str::to_string),
+        message: None,
+    }
+}

@@ -25,6 +25,27 @@
 //! `error` event; no input can make the core panic. Inputs that name a request attempt, tool
 //! call, approval, hook run or persistence ticket that is no longer current are ignored.
 //!
+//! # Decisions the contract leaves open
+//!
+//! - The turn's states are `turn::Phase` (idle, prompt hooks, streaming, backoff, the
+//!   persistence waits, planning, approving, running a tool, turn_end hooks, closed); draining
+//!   after `quit` is a flag, not a state, because the in-flight turn keeps running.
+//! - Timers: one [`TimerReason`] at a time, owned by the phase (`StreamIdle` is armed when an
+//!   attempt goes out and reset by every provider item; `RetryBackoff`; `ApprovalTimeout`).
+//!   Expiry comes back as [`Input::Timeout`].
+//! - Blocking `user_prompt_submit` hooks run before the prompt enters the conversation, so a
+//!   `blocked` prompt is never shown to the model nor recorded as a message.
+//! - A final reply (no tool calls) always gets a `message_done`, even with empty text; a reply
+//!   that only calls tools gets one when it had text.
+//! - A `cancel` mid-reply after some `token`s keeps the partial text (persisted, then
+//!   `message_done`) before `done cancelled`, so every token run ends with `message_done`.
+//! - A `RequestFailed` (or any failure) after reply text is never retried.
+//! - Tool results and harness notes are appended as they happen; request bodies merge
+//!   consecutive messages of one role and put tool results first in a user message.
+//! - Persistence the client waits on (`message_done`, `tool_end`, `turn_refused`) is awaited in
+//!   its own phase; other records (prompt, mode change, refreeze, turn end) are written in the
+//!   background, and a background write that fails during a turn fails that turn.
+//!
 //! ```
 //! use openmax_core::machine::{Core, CoreConfig, Effect, Freeze, Input, Output};
 //! use openmax_core::provider::ProviderItem;
@@ -271,6 +292,7 @@ impl Core {
     fn dispatch(&mut self, input: Input) {
         match input {
             Input::Line(raw) => self.on_line(&raw),
+            Input::Framing(_) if self.draining => {}
             Input::Framing(fault) => self.protocol_error(match fault {
                 FramingFault::TooLong { len } => {
                     format!("line longer than 8 MiB ({len} bytes) skipped")

@@ -106,6 +106,14 @@ pub fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool)
             message: message.to_string(),
         };
     }
+    if kind == FailureKind::InsufficientQuota {
+        return Verdict::Fail {
+            message: format!(
+                "the provider reports an exhausted quota (insufficient_quota); not retrying: \
+                 {message}"
+            ),
+        };
+    }
     if !had_text && kind.retryable() {
         let what = match kind {
             FailureKind::RateLimit => "rate limited",

@@ -59,9 +59,9 @@ impl Core {
     }
 
     /// The phase's attempt, taken out, when it is `(request, attempt)`.
-    fn take_attempt(&mut self, request: RequestId, attempt: u32) -> Option<Attempt> {
+    fn take_attempt(&mut self, request: RequestId, attempt: u32) -> Option<Box<Attempt>> {
         match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Streaming(a) if a.request == request && a.attempt == attempt => Some(*a),
+            Phase::Streaming(a) if a.request == request && a.attempt == attempt => Some(a),
             other @ (Phase::Idle
             | Phase::Closed
             | Phase::PromptHooks { .. }
@@ -124,17 +124,17 @@ impl Core {
                     cached_tokens,
                 });
             }
-            ProviderItem::Completed { finish_reason } => return self.completed(a, finish_reason),
+            ProviderItem::Completed { finish_reason } => return self.completed(*a, finish_reason),
             ProviderItem::EndedWithoutCompletion { detail } => {
-                return self.stream_ended(a, detail, false)
+                return self.stream_ended(*a, detail, false)
             }
             ProviderItem::Failed { kind, message } => {
                 let had_text = !a.text.is_empty();
                 return self
-                    .attempt_failed(a, retry::classify_stream_failure(kind, &message, had_text));
+                    .attempt_failed(*a, retry::classify_stream_failure(kind, &message, had_text));
             }
         }
-        self.phase = Phase::Streaming(Box::new(a));
+        self.phase = Phase::Streaming(a);
     }
 
     pub(super) fn on_request_failed(
@@ -146,7 +146,7 @@ impl Core {
         let Some(a) = self.take_attempt(request, attempt) else {
             return;
         };
-        self.attempt_failed(a, retry::classify_request_failure(&failure));
+        self.attempt_failed(*a, retry::classify_request_failure(&failure));
     }
 
     /// A stream that ended with no completion signal (or stalled, `stalled`).

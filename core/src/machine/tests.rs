@@ -1969,10 +1969,10 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
     let mut c = config();
     c.retry.stream_idle_timeout_ms = 5_000;
     c.retry.max_attempts = 3;
-    c.limits.approval_timeout_ms = if seed % 3 == 0 { 7_000 } else { 0 };
+    c.limits.approval_timeout_ms = if seed.is_multiple_of(3) { 7_000 } else { 0 };
     c.limits.max_iterations = 3;
-    c.limits.max_agent_tokens = if seed % 4 == 0 { 500 } else { 0 };
-    c.non_interactive = seed % 7 == 0;
+    c.limits.max_agent_tokens = if seed.is_multiple_of(4) { 500 } else { 0 };
+    c.non_interactive = seed.is_multiple_of(7);
     c.mode = [Mode::Ask, Mode::Auto, Mode::Readonly][(seed % 3) as usize];
     c.freeze.hooks = vec![
         hook("v", "turn_end", true),
@@ -2017,7 +2017,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                 7 | 8 => approvals.get(pick(approvals.len(), r)).map(|id| {
                     Input::Line(format!(
                         r#"{{"cmd":"approve","approval_id":"{id}","approved":{}}}"#,
-                        r % 3 != 0
+                        !r.is_multiple_of(3)
                     ))
                 }),
                 9 => Some(Input::Line(
@@ -2039,7 +2039,11 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                         },
                         6 => ProviderItem::ToolCallArgs {
                             index: ((r >> 16) % 2) as u32,
-                            json: if r % 5 == 0 { "[".into() } else { "{}".into() },
+                            json: if r.is_multiple_of(5) {
+                                "[".into()
+                            } else {
+                                "{}".into()
+                            },
                         },
                         7 => ProviderItem::Usage {
                             prompt_tokens: 200,
@@ -2051,7 +2055,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                         },
                         10 => ProviderItem::EndedWithoutCompletion { detail: "x".into() },
                         _ => ProviderItem::Failed {
-                            kind: if r % 2 == 0 {
+                            kind: if r.is_multiple_of(2) {
                                 FailureKind::Overloaded
                             } else {
                                 FailureKind::Other
@@ -2075,6 +2079,27 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                         _ => http(400, None, FailureKind::Other),
                     },
                 }),
+                51 => Some(match (r >> 8) % 5 {
+                    0 => Input::Persisted { ticket: 10_000 },
+                    1 => Input::ToolDone {
+                        call_id: "ghost".into(),
+                        outcome: ToolOutcome {
+                            ok: true,
+                            output: String::new(),
+                            diffs: vec![],
+                        },
+                    },
+                    2 => Input::HookDone {
+                        hook_run: 10_000,
+                        outcome: HookOutcome::Failed { detail: "x".into() },
+                    },
+                    3 => Input::Provider {
+                        request: 10_000,
+                        attempt: 1,
+                        item: text_d("ghost"),
+                    },
+                    _ => Input::Timeout,
+                }),
                 45..=50 | 104..=105 => core.poll_timeout().map(|(at, _)| {
                     now = now.max(at.0);
                     Input::Timeout
@@ -2084,7 +2109,11 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                         None
                     } else {
                         let o = owed.remove(pick(owed.len(), r));
-                        let fail = (r >> 8) % 25 == 0;
+                        // Now and then the same answer is delivered twice (a late duplicate).
+                        if (r >> 14).is_multiple_of(17) {
+                            owed.push(o.clone());
+                        }
+                        let fail = (r >> 8).is_multiple_of(25);
                         Some(match o {
                             Owed::Persist(ticket) if fail => Input::PersistFailed {
                                 ticket,
@@ -2093,7 +2122,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                             Owed::Persist(ticket) => Input::Persisted { ticket },
                             Owed::Plan(call_id) => Input::ToolPlanned {
                                 call_id,
-                                plan: plan((r >> 9) % 2 == 0),
+                                plan: plan((r >> 9).is_multiple_of(2)),
                             },
                             Owed::Tool(call_id) => Input::ToolDone {
                                 call_id,
@@ -2201,4 +2230,126 @@ fn random_sessions_keep_the_contract_and_always_exit() {
             );
         }
     }
+}
+
+#[test]
+fn cancel_during_hooks() {
+    let mut c = config();
+    c.freeze.hooks = vec![
+        hook("guard", "user_prompt_submit", true),
+        hook("verify", "turn_end", true),
+    ];
+    let mut h = H::with(c);
+    h.user("hi");
+    let run = last_hook_run(&h);
+    h.cmd(json!({"cmd":"cancel"}));
+    assert_eq!(h.take(), s(&["done cancelled"]));
+    // The late hook answer is ignored.
+    h.input(Input::HookDone {
+        hook_run: run,
+        outcome: HookOutcome::Pass,
+    });
+    assert_eq!(h.sends(), 0);
+    h.user("again");
+    let run = last_hook_run(&h);
+    h.input(Input::HookDone {
+        hook_run: run,
+        outcome: HookOutcome::Pass,
+    });
+    h.reply("ok");
+    h.cmd(json!({"cmd":"cancel"}));
+    assert_eq!(
+        h.take(),
+        s(&["token ok", "message_done ok", "budget", "done cancelled"])
+    );
+}
+
+#[test]
+fn zero_backoff_still_moves_time_forward() {
+    let mut c = config();
+    c.retry.retry_base_ms = 0;
+    let mut h = H::with(c);
+    h.advance(500);
+    h.user("hi");
+    h.fail(http(503, None, FailureKind::Server));
+    assert_eq!(
+        h.core.poll_timeout(),
+        Some((Millis(501), TimerReason::RetryBackoff))
+    );
+    h.fire_timer();
+    assert_eq!(h.sent(), (1, 2));
+    h.reply("ok");
+}
+
+#[test]
+fn request_bodies_merge_user_messages_with_tool_results_first() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    c.permissions.deny = vec![Rule::parse("write_file").unwrap()];
+    let mut h = H::with(c);
+    h.user("go");
+    h.items(vec![
+        ProviderItem::ToolCallStart {
+            index: 0,
+            id: "a".into(),
+            name: "write_file".into(),
+        },
+        ProviderItem::ToolCallStart {
+            index: 1,
+            id: "b".into(),
+            name: "write_file".into(),
+        },
+        ProviderItem::Completed {
+            finish_reason: "tool_use".into(),
+        },
+    ]);
+    h.planned("a", plan(true));
+    h.planned("b", plan(true));
+    let body = h.last_body();
+    assert_eq!(body.messages.len(), 3);
+    let kinds: Vec<&str> = body.messages[2]
+        .content
+        .iter()
+        .map(|b| match b {
+            Block::ToolResult { .. } => "result",
+            Block::Text { .. } => "text",
+            Block::Thinking { .. } | Block::ToolUse { .. } => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["result", "result", "text", "text"]);
+    h.reply("ok");
+}
+
+#[test]
+fn late_and_unknown_inputs_are_ignored() {
+    let mut h = H::new();
+    h.input(Input::Persisted { ticket: 77 });
+    h.input(Input::PersistFailed {
+        ticket: 78,
+        message: "x".into(),
+    });
+    h.tool_done("nope", true, "x");
+    h.planned("nope", plan(true));
+    h.input(Input::HookDone {
+        hook_run: 9,
+        outcome: HookOutcome::Failed { detail: "x".into() },
+    });
+    h.input(Input::ModeSaved { mode: Mode::Auto });
+    h.input(Input::Frozen {
+        snapshot: Box::new(freeze()),
+    });
+    h.input(Input::Provider {
+        request: 5,
+        attempt: 1,
+        item: text_d("x"),
+    });
+    h.input(Input::RequestFailed {
+        request: 5,
+        attempt: 1,
+        failure: RequestFailure::Unreachable { detail: "x".into() },
+    });
+    h.input(Input::Timeout);
+    assert_eq!(h.take(), Vec::<String>::new());
+    assert_eq!(h.core.mode(), Mode::Ask);
+    assert!(h.effects.is_empty());
 }

@@ -23,6 +23,14 @@ impl Core {
             .unwrap_or_default()
     }
 
+    fn call_name(&self, call: usize) -> String {
+        self.turn
+            .round
+            .get(call)
+            .map(|c| c.name.clone())
+            .unwrap_or_default()
+    }
+
     /// Start the next call of the round, or finish the round.
     pub(super) fn next_call(&mut self) {
         let i = self.turn.next_call;
@@ -85,7 +93,7 @@ impl Core {
             | Phase::TurnEndHooks { .. }
             | Phase::PersistRefusal { .. } => return,
         };
-        let name = self.turn.round[call].name.clone();
+        let name = self.call_name(call);
         match approval::decide(self.config.mode, &self.config.permissions, &name, &plan) {
             Verdict::Refuse { output, note } => self.finish_call(call, false, output, note),
             Verdict::Run => self.run_tool(call),

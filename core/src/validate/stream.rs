@@ -22,7 +22,8 @@
 //! Invariants: memory is bounded. The validator keeps the hello's session id, small counters,
 //! and the sets of *open* call ids and *pending* approval ids; each set is capped at
 //! [`MAX_OPEN_IDS`] (past the cap it reports a violation and stops tracking new ids), and ids
-//! longer than 64 bytes are stored as their sha256. The `token` hot path allocates nothing.
+//! longer than 64 bytes are stored as their sha256. The hot path for plain `token`,
+//! `thinking` and `message_done` lines allocates nothing.
 
 use std::collections::BTreeMap;
 
@@ -42,8 +43,8 @@ pub struct StreamValidator {
     line: u64,
     /// The hello's session id, or the first session id seen when there was no hello.
     session_id: Option<String>,
-    /// `{"session_id":<id>,"type":"token","text":"` for the token fast path.
-    token_prefix: Vec<u8>,
+    /// `{"session_id":<id>,"type":"` for the text-line fast path.
+    session_prefix: Vec<u8>,
     /// Line 1 was a hello with `continued: true`.
     continued: bool,
     /// The previous line's type, when it was well formed.
@@ -121,10 +122,24 @@ impl StreamValidator {
             }
         };
         // Line 2 of a continued session must be the transcript: leave it to the full check.
-        if !(n == 2 && self.continued) && self.is_plain_token(raw) {
-            self.on_token(n, &mut out);
-            self.prev_type = Some("token");
-            return self.report(n, out);
+        if !(n == 2 && self.continued) {
+            if let Some(kind) = self.plain_text_line(raw) {
+                // The text itself plays no part in any stream rule.
+                let event = match kind {
+                    "token" => Event::Token {
+                        text: String::new(),
+                    },
+                    "thinking" => Event::Thinking {
+                        text: String::new(),
+                    },
+                    _ => Event::MessageDone {
+                        text: String::new(),
+                    },
+                };
+                self.apply_event(n, &event, &mut out);
+                self.prev_type = Some(event.type_name());
+                return self.report(n, out);
+            }
         }
         match check_line(text) {
             Ok(parsed) => {
@@ -209,27 +224,35 @@ impl StreamValidator {
         }
     }
 
-    /// The hot path: exactly `{"session_id":<hello's>,"type":"token","text":"…"}` with a text
-    /// free of `\u` escapes and control bytes. Anything else takes the full parse, which
-    /// reaches the same verdict for the lines this accepts.
-    fn is_plain_token(&self, raw: &[u8]) -> bool {
-        if self.token_prefix.is_empty() || !raw.starts_with(&self.token_prefix) {
-            return false;
+    /// The hot path: exactly `{"session_id":<hello's>,"type":T,"text":"…"}` for T one of
+    /// `token`, `thinking`, `message_done`, with a text free of `\u` escapes and control bytes;
+    /// returns T. Anything else takes the full parse, which reaches the same verdict for the
+    /// lines this accepts (a property test holds the two together).
+    fn plain_text_line(&self, raw: &[u8]) -> Option<&'static str> {
+        if self.session_prefix.is_empty() {
+            return None;
         }
-        let body = &raw[self.token_prefix.len()..];
+        let rest = raw.strip_prefix(self.session_prefix.as_slice())?;
+        let (kind, body) = [
+            ("token", &b"token\",\"text\":\""[..]),
+            ("thinking", b"thinking\",\"text\":\""),
+            ("message_done", b"message_done\",\"text\":\""),
+        ]
+        .into_iter()
+        .find_map(|(kind, head)| rest.strip_prefix(head).map(|body| (kind, body)))?;
         let mut i = 0;
         while i < body.len() {
             match body[i] {
-                b'"' => return &body[i + 1..] == b"}",
+                b'"' => return (&body[i + 1..] == b"}").then_some(kind),
                 b'\\' => match body.get(i + 1) {
                     Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                    _ => return false,
+                    _ => return None,
                 },
-                0..=0x1f => return false,
+                0..=0x1f => return None,
                 _ => i += 1,
             }
         }
-        false
+        None
     }
 
     fn set_session(&mut self, id: &str) {
@@ -237,8 +260,8 @@ impl StreamValidator {
         let mut p = b"{\"session_id\":".to_vec();
         // Serializing a &str into a Vec cannot fail.
         serde_json::to_writer(&mut p, id).expect("string serializes");
-        p.extend_from_slice(b",\"type\":\"token\",\"text\":\"");
-        self.token_prefix = p;
+        p.extend_from_slice(b",\"type\":\"");
+        self.session_prefix = p;
     }
 
     fn apply(&mut self, n: u64, parsed: &Parsed, out: &mut Vec<String>) {
@@ -611,4 +634,156 @@ fn clip(s: &str) -> String {
         end -= 1;
     }
     format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quickcheck::{QuickCheck, TestResult};
+
+    const HELLO: &[u8] = br#"{"type":"hello","proto":"openmax-stdio/6","protocol_version":6,"session_id":"s1","version":"0.2.0","project":"/p","continued":false}"#;
+
+    fn after_hello() -> StreamValidator {
+        let mut v = StreamValidator::new();
+        assert!(v.feed(HELLO).is_ok());
+        v
+    }
+
+    /// Whatever the fast path accepts, the full check accepts as the same line type.
+    fn fast_path_agrees(raw: &[u8]) -> bool {
+        let v = after_hello();
+        let Some(kind) = v.plain_text_line(raw) else {
+            return true;
+        };
+        let Ok(text) = std::str::from_utf8(raw) else {
+            return true; // feed rejects non-UTF-8 before the fast path
+        };
+        matches!(
+            check_line(text),
+            Ok(Parsed::Event { session_id: Some(ref s), ref event }) if s == "s1" && event.type_name() == kind
+        )
+    }
+
+    #[test]
+    fn the_fast_path_accepts_only_what_the_full_check_accepts() {
+        fn prop(text: String, raw_tail: Vec<u8>, kind: u8) -> TestResult {
+            let kind = ["token", "thinking", "message_done"][kind as usize % 3];
+            let good = format!(
+                r#"{{"session_id":"s1","type":"{kind}","text":{}}}"#,
+                serde_json::to_string(&text).expect("string serializes")
+            );
+            let mut raw = format!(r#"{{"session_id":"s1","type":"{kind}","text":""#).into_bytes();
+            raw.extend_from_slice(&raw_tail);
+            TestResult::from_bool(fast_path_agrees(good.as_bytes()) && fast_path_agrees(&raw))
+        }
+        QuickCheck::new()
+            .tests(2000)
+            .quickcheck(prop as fn(String, Vec<u8>, u8) -> TestResult);
+        for tail in [
+            &br#"a\"}"#[..],
+            br#"a\\"}"#,
+            br#"a\u0041"}"#,
+            br#"a\x"}"#,
+            br#"a"} "#,
+            br#"a","x":1}"#,
+            b"a\t\"}",
+            br#"a\"#,
+            br#"a"}}"#,
+        ] {
+            let mut raw = br#"{"session_id":"s1","type":"token","text":""#.to_vec();
+            raw.extend_from_slice(tail);
+            assert!(fast_path_agrees(&raw), "{}", String::from_utf8_lossy(&raw));
+        }
+    }
+
+    /// Lines drawn from real shapes and then damaged: the validator reports, never panics.
+    #[test]
+    fn arbitrary_streams_never_panic_and_number_every_line() {
+        const SHAPES: [&str; 12] = [
+            r#"{"type":"hello","proto":"openmax-stdio/6","protocol_version":6,"session_id":"s1","version":"0.2.0","project":"/p","continued":true}"#,
+            r#"{"type":"transcript","session_id":"s1","messages":[{"role":"user","content":"hi"}],"truncated":false}"#,
+            r#"{"session_id":"s1","type":"token","text":"hi"}"#,
+            r#"{"session_id":"s1","type":"message_done","text":"hi"}"#,
+            r#"{"session_id":"s1","type":"tool_start","call_id":"c1","name":"n","args":{}}"#,
+            r#"{"session_id":"s1","type":"tool_end","call_id":"c1","ok":true,"output":""}"#,
+            r#"{"session_id":"s1","type":"retry","attempt":2,"max_attempts":3,"reason":"r"}"#,
+            r#"{"session_id":"s1","type":"approval_request","approval_id":"a1","name":"n","summary":"","detail":"","reason":"gate","source_path":"","source_sha":""}"#,
+            r#"{"session_id":"s1","type":"approval_settled","approval_id":"a1","outcome":"approved"}"#,
+            r#"{"session_id":"s1","type":"error","message":"e"}"#,
+            r#"{"type":"protocol_error","message":"x"}"#,
+            r#"{"session_id":"s1","type":"done","stop_reason":"refused"}"#,
+        ];
+        fn prop(picks: Vec<(u8, u16, u8)>) -> bool {
+            let mut v = StreamValidator::new();
+            for (i, (shape, at, byte)) in picks.iter().enumerate() {
+                let mut line = SHAPES[*shape as usize % SHAPES.len()].as_bytes().to_vec();
+                if *byte % 3 == 0 {
+                    let at = *at as usize % line.len();
+                    line[at] = *byte;
+                } else if *byte % 3 == 1 {
+                    line.truncate(*at as usize % line.len());
+                }
+                let r = v.feed(&line);
+                if r.line != i as u64 + 1
+                    || r.violations.iter().any(|x| x.at != Where::Line(r.line))
+                {
+                    return false;
+                }
+            }
+            let end = v.finish();
+            end.iter().all(|x| x.at == Where::End)
+        }
+        QuickCheck::new()
+            .tests(500)
+            .quickcheck(prop as fn(Vec<(u8, u16, u8)>) -> bool);
+    }
+
+    #[test]
+    fn the_fast_path_takes_plain_text_lines() {
+        let v = after_hello();
+        let plain = r#"{"session_id":"s1","type":"token","text":"a \"b\" \\ \n é"}"#;
+        assert_eq!(v.plain_text_line(plain.as_bytes()), Some("token"));
+        let thinking = r#"{"session_id":"s1","type":"thinking","text":"x"}"#;
+        assert_eq!(v.plain_text_line(thinking.as_bytes()), Some("thinking"));
+        let other = r#"{"session_id":"s2","type":"token","text":"a"}"#;
+        assert_eq!(v.plain_text_line(other.as_bytes()), None);
+        let extra = r#"{"session_id":"s1","type":"token","text":"a","x":1}"#;
+        assert_eq!(v.plain_text_line(extra.as_bytes()), None);
+    }
+
+    #[test]
+    fn open_ids_are_capped_with_one_violation() {
+        let mut v = after_hello();
+        let mut capped = 0;
+        for i in 0..MAX_OPEN_IDS + 10 {
+            let line = format!(
+                r#"{{"session_id":"s1","type":"tool_start","call_id":"c{i}","name":"n","args":{{}}}}"#
+            );
+            let r = v.feed(line.as_bytes());
+            capped += r
+                .violations
+                .iter()
+                .filter(|x| x.message.contains("stops tracking"))
+                .count();
+        }
+        assert_eq!(capped, 1);
+        assert_eq!(v.turn.calls.len(), MAX_OPEN_IDS);
+    }
+
+    #[test]
+    fn long_ids_are_stored_as_digests() {
+        let long = "x".repeat(10_000);
+        assert!(id_key(&long).starts_with("sha256:"));
+        assert_eq!(id_key(&long).len(), "sha256:".len() + 64);
+        assert_eq!(id_key("c1"), "c1");
+        let mut v = after_hello();
+        let start = format!(
+            r#"{{"session_id":"s1","type":"tool_start","call_id":"{long}","name":"n","args":{{}}}}"#
+        );
+        let end = format!(
+            r#"{{"session_id":"s1","type":"tool_end","call_id":"{long}","ok":true,"output":""}}"#
+        );
+        assert!(v.feed(start.as_bytes()).is_ok());
+        assert!(v.feed(end.as_bytes()).is_ok());
+    }
 }

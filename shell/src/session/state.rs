@@ -327,7 +327,7 @@ fn project_dir_name(project: &Path) -> String {
         .take(64)
         .collect();
     if name.is_empty() || name.starts_with('.') {
-        name.insert_str(0, "p");
+        name.insert(0, 'p');
     }
     let digest = Sha256::digest(path_bytes(project));
     let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();

@@ -20,8 +20,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use openmax_core::record::{Record, RecordLine};
+use openmax_core::record::{Record, RecordLine, RECORD_VERSION};
 use openmax_core::wire::Mode;
+use serde::Serialize;
 
 use super::index::{update_index, CompactionPoint, IndexEntry};
 use super::lock::{LockError, SessionLock};
@@ -206,8 +207,14 @@ impl SessionWriter {
                 Record::ModeChanged { mode: m } => mode = Some(*m),
                 Record::Message { .. } | Record::TurnEnd { .. } => {}
             }
-            serde_json::to_writer(&mut buf, &RecordLine::new(record.clone()))
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            serde_json::to_writer(
+                &mut buf,
+                &LineRef {
+                    v: RECORD_VERSION,
+                    record,
+                },
+            )
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
             buf.push(b'\n');
         }
         if let Err(e) = self
@@ -306,6 +313,14 @@ impl SessionWriter {
             self.index_pending = None;
         }
     }
+}
+
+/// A [`RecordLine`] by reference: the same JSON without cloning the record.
+#[derive(Serialize)]
+struct LineRef<'a> {
+    v: u32,
+    #[serde(flatten)]
+    record: &'a Record,
 }
 
 /// A session id becomes file names: `[A-Za-z0-9._-]`, 1 to 128 characters, not starting with

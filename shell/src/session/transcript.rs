@@ -19,11 +19,10 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use openmax_core::conversation::{Block, Message, Role};
-use openmax_core::record::Record;
 use openmax_core::wire::handshake::{TRANSCRIPT_CONTENT_BYTES, TRANSCRIPT_MESSAGE_CHARS};
 use openmax_core::wire::{Transcript, TranscriptMessage};
 
-use super::line::parse_line;
+use super::line::{parse_text_view, TextView};
 
 /// At most this many bytes before the resume point are read for the transcript (64 MiB).
 pub const BACKWARD_BUDGET: u64 = 64 << 20;
@@ -60,17 +59,6 @@ impl TranscriptTail {
             } else {
                 break;
             }
-        }
-    }
-
-    /// A message older than all kept ones (backward reading). Ignored once full.
-    pub fn push_older(&mut self, message: &Message) {
-        if self.full() {
-            return;
-        }
-        if let Some((m, size)) = transcript_message(message) {
-            self.kept.push_front((m, size));
-            self.bytes += size;
         }
     }
 
@@ -139,10 +127,14 @@ impl TranscriptTail {
     }
 
     fn line(&mut self, bytes: &[u8], offset: u64) -> Result<(), String> {
-        let line = parse_line(bytes)
+        let view = parse_text_view(bytes)
             .map_err(|e| format!("corrupt line at byte {offset}: {}", e.message()))?;
-        if let Record::Message { message } = &line.record {
-            self.push_older(message);
+        if self.full() {
+            return Ok(());
+        }
+        if let Some((m, size)) = view.and_then(transcript_view) {
+            self.kept.push_front((m, size));
+            self.bytes += size;
         }
         Ok(())
     }
@@ -150,20 +142,24 @@ impl TranscriptTail {
 
 /// The transcript form of a message with its capped size, or `None` if it shows nothing.
 fn transcript_message(message: &Message) -> Option<(TranscriptMessage, usize)> {
-    let role = match message.role {
-        Role::User => {
-            if message
-                .content
-                .iter()
-                .any(|b| matches!(b, Block::ToolResult { .. }))
-            {
-                return None;
-            }
-            "user"
-        }
+    transcript_view(TextView {
+        role: message.role,
+        has_tool_result: message
+            .content
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. })),
+        text: message.plain_text(),
+    })
+}
+
+/// [`transcript_message`] from a light parse.
+fn transcript_view(view: TextView) -> Option<(TranscriptMessage, usize)> {
+    let role = match view.role {
+        Role::User if view.has_tool_result => return None,
+        Role::User => "user",
         Role::Assistant => "assistant",
     };
-    let text = message.plain_text();
+    let text = view.text;
     if text.is_empty() {
         return None;
     }
@@ -188,7 +184,7 @@ fn cut_at_chars(s: &str, chars: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use openmax_core::record::RecordLine;
+    use openmax_core::record::{Record, RecordLine};
     use std::io::Write;
 
     /// Reading backwards in any chunk size keeps exactly what reading forward keeps.

@@ -101,9 +101,15 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
     let stored = AtomicUsize::new(0);
     let hits = Mutex::new(Vec::new());
     if meta.is_file() {
+        if is_binary(&call.base.abs) {
+            return ok(format!(
+                "{} is a binary file (it contains NUL bytes); not searched\n",
+                call.base.rel
+            ));
+        }
         let mut batch = Batch::new(&hits);
         search_file(ctx, &call, &call.base.abs, &stored, &mut batch);
-    } else {
+    } else if meta.is_dir() {
         let base = call.base.abs.as_path();
         let hidden = call.filter.as_ref().is_some_and(|f| f.wants_hidden);
         walk::builder(base, hidden).build_parallel().run(|| {
@@ -130,6 +136,11 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
                 WalkState::Continue
             })
         });
+    } else {
+        return fail(format!(
+            "{NAME}: {} is not a regular file or directory",
+            call.base.rel
+        ));
     }
     if stop.load(Ordering::Relaxed) {
         return fail(format!("{NAME}: cancelled"));
@@ -159,6 +170,10 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
         ));
     }
     ok(text)
+}
+
+fn is_binary(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.contains(&0))
 }
 
 fn search_file(

@@ -73,10 +73,12 @@ pub fn resolve(project: &Path, arg: &str) -> Result<Resolved, String> {
                 project.display()
             ))
         }
-        Err(_) => return Err(format!(
+        Err(_) => {
+            return Err(format!(
             "path escapes the project: {arg} (a symlink resolves it to {}, outside the project)",
             abs.display()
-        )),
+        ))
+        }
     };
     // An absolute path spelled through a symlinked prefix of the project: show it resolved.
     let lexical_rel = lexical_rel.unwrap_or_else(|| resolved_rel.clone());

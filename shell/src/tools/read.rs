@@ -83,6 +83,10 @@ fn read(ctx: &ToolContext, call: &Call, stop: &AtomicBool) -> Result<String, Str
             "{NAME}: {rel} is a directory; use list_dir to see its entries"
         ));
     }
+    if !meta.is_file() {
+        // A FIFO or device would block or never end.
+        return Err(format!("{NAME}: {rel} is not a regular file"));
+    }
     let file = File::open(&call.target.abs)
         .map_err(|e| format!("{NAME}: cannot read {rel}: {}", io_reason(&e)))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);

@@ -30,6 +30,7 @@ fn current(tool: &str, target: &Resolved, lossy: bool) -> Result<Option<String>,
     let rel = &target.rel;
     match std::fs::metadata(&target.abs) {
         Ok(m) if m.is_dir() => return Err(format!("{tool}: {rel} is a directory")),
+        Ok(m) if !m.is_file() => return Err(format!("{tool}: {rel} is not a regular file")),
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{tool}: cannot read {rel}: {}", io_reason(&e))),

@@ -16,10 +16,8 @@ pub struct TempDir(pub PathBuf);
 impl TempDir {
     pub fn new(tag: &str) -> Self {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!(
-            "openmax-tools-{tag}-{}-{n}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("openmax-tools-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir is writable");
         // Canonical, because the tools compare against a canonical project root.
@@ -104,7 +102,10 @@ impl Project {
         let msg = plan
             .invalid
             .unwrap_or_else(|| panic!("plan of {name} {args} should be invalid"));
-        assert!(msg.contains(needle), "plan message {msg:?} lacks {needle:?}");
+        assert!(
+            msg.contains(needle),
+            "plan message {msg:?} lacks {needle:?}"
+        );
         let out = self.run(name, args).await;
         assert!(!out.ok, "run should fail: {}", out.output);
         assert_eq!(out.output, msg, "run and plan messages differ");
@@ -138,7 +139,12 @@ pub fn live_in_group(pgid: u32) -> Vec<u32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        let rest: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let rest: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
         // Fields after the name: state, ppid, pgrp, ...
         if rest.len() > 2 && rest[2] == pgid.to_string() && !rest[0].starts_with('Z') {
             out.push(pid);
