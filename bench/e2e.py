@@ -26,6 +26,7 @@ with the same OPENMAX_HOME. Every process this script starts is ended by it.
 
 Usage: bench/e2e.py [--runs N] [--bin PATH] [--mock PATH] [--flavor anthropic|openai|openai-chat]
                     [--only hello,turn_1tok,...] [--check-mb N] [--json FILE]
+                    [--preload /usr/lib/x86_64-linux-gnu/libeatmydata.so]   (diagnostic: no fsync)
 Build first (bench/e2e.sh does): cargo build --release -p openmax-shell --bin openmax &&
 cargo build --release -p openmax-sim --example bench_mock
 """
@@ -258,6 +259,10 @@ class Bench:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("OPENMAX_")}
         self.env.update({"OPENMAX_HOME": self.home, "OPENMAX_BENCH_KEY": "dummy",
                          "HOME": self.tmp})
+        if args.preload:
+            # Diagnostic only (e.g. libeatmydata.so, which turns fsync into a no-op): shows how
+            # much of a figure is the disk's flush latency.
+            self.env["LD_PRELOAD"] = args.preload
         self.results = {}
         self.runs = {}
         self.trust_note = None
@@ -541,6 +546,8 @@ def main():
     ap.add_argument("--only", default=",".join(SCENARIOS))
     ap.add_argument("--check-mb", type=int, default=200)
     ap.add_argument("--rss-runs", type=int, default=3)
+    ap.add_argument("--preload", default=None,
+                    help="LD_PRELOAD for openmax only (diagnostic: libeatmydata.so = no fsync)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     for path in (args.bin, args.mock):
@@ -567,7 +574,8 @@ def main():
         version = subprocess.run([args.bin, "--version"], capture_output=True, text=True).stdout
         curl_v = subprocess.run(["curl", "--version"], capture_output=True, text=True).stdout
         print(f"openmax: {version.strip()}; curl: {curl_v.splitlines()[0] if curl_v else '?'}; "
-              f"runs: {args.runs} (+{args.warmup} warm-up); flavor: {args.flavor}")
+              f"runs: {args.runs} (+{args.warmup} warm-up); flavor: {args.flavor}"
+              + (f"; LD_PRELOAD={args.preload}" if args.preload else ""))
         b.report()
         if args.json:
             with open(args.json, "w") as f:

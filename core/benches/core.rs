@@ -51,7 +51,11 @@ fn sanity_check() {
         3,
         "three token lines: {out}"
     );
-    assert_eq!(types.last(), Some(&"done"), "the turn ends with done: {out}");
+    assert_eq!(
+        types.last(),
+        Some(&"done"),
+        "the turn ends with done: {out}"
+    );
 }
 
 /// What one streamed delta carries (a typical 1–2 token piece of text).
@@ -223,14 +227,12 @@ fn write_json_token(bencher: Bencher) {
         line.write_json(&mut buf);
         buf.len() + 1
     };
-    bencher
-        .counter(BytesCount::new(len))
-        .bench_local(|| {
-            buf.clear();
-            black_box(&line).write_json(&mut buf);
-            buf.push(b'\n');
-            black_box(&buf);
-        });
+    bencher.counter(BytesCount::new(len)).bench_local(|| {
+        buf.clear();
+        black_box(&line).write_json(&mut buf);
+        buf.push(b'\n');
+        black_box(&buf);
+    });
 }
 
 /// A valid stream: hello, `tokens` token lines, message_done, done (the `--check` target's
@@ -249,9 +251,7 @@ fn token_stream(tokens: usize) -> Vec<Vec<u8>> {
                 .into_bytes(),
         );
     }
-    lines.push(
-        br#"{"session_id":"s-bench-0001","type":"message_done","text":"..."}"#.to_vec(),
-    );
+    lines.push(br#"{"session_id":"s-bench-0001","type":"message_done","text":"..."}"#.to_vec());
     lines.push(br#"{"session_id":"s-bench-0001","type":"done","stop_reason":"end_turn"}"#.to_vec());
     lines
 }

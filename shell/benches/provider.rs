@@ -183,8 +183,10 @@ fn check_input(tokens: usize) -> Vec<u8> {
 #[divan::bench]
 fn check_run_token_lines(bencher: Bencher) {
     let input = check_input(100_000);
-    bencher.counter(BytesCount::new(input.len())).bench_local(|| {
-        let code = openmax_shell::check::run(black_box(&input[..]), std::io::sink());
-        assert_eq!(code, 0, "the bench stream is valid");
-    });
+    bencher
+        .counter(BytesCount::new(input.len()))
+        .bench_local(|| {
+            let code = openmax_shell::check::run(black_box(&input[..]), std::io::sink());
+            assert_eq!(code, 0, "the bench stream is valid");
+        });
 }
