@@ -229,7 +229,7 @@ def run_child(cmd, env=None, cwd=None, stdin_bytes=b"", stdin_path=None, hold_st
         sum(1 for _, l in lines if b'"type":"token"' in l),
         "done": (b'"type":"done"' in text) if not line_times else
         any(b'"type":"done"' in l for _, l in lines),
-        "stdout_tail": text[-300:].decode("utf-8", "replace"),
+        "stdout_tail": text[-2000:].decode("utf-8", "replace"),
         "stderr": bytes(err)[-500:].decode("utf-8", "replace"),
         "_lines": lines,
         "_t0": t0,
@@ -365,11 +365,18 @@ class Bench:
                 cmd, env=self.env, cwd=self.project, stdin_bytes=stdin_bytes),
                 rss=lambda pre: run_child([*pre, *cmd], env=self.env, cwd=self.project,
                                           stdin_bytes=stdin_bytes))
-            self.summarize(name, runs)
+            stdio = "--stdio" in cmd
+            # A run counts as complete when the whole reply came out: every delta as a token
+            # line and a `done` (--stdio), or the last delta's text (-p).
+            complete = sum(1 for r in runs if r["exit"] == 0 and (
+                (r["token_lines"] == deltas and r["done"]) if stdio else
+                f"{MARK}{deltas} " in r["stdout_tail"]))
+            self.summarize(name, runs, complete=complete)
             curl = self.curl_cmd(mock.port)
             runs = self.repeat(name + "_curl", lambda: run_child(curl),
                                rss=lambda pre: run_child([*pre, *curl]))
-            self.summarize(name + "_curl", runs)
+            self.summarize(name + "_curl", runs, complete=sum(
+                1 for r in runs if r["exit"] == 0 and f"{MARK}{deltas} " in r["stdout_tail"]))
         finally:
             mock.stop()
 
