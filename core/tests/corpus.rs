@@ -130,6 +130,12 @@ fn invalid_lines_that_parse_also_fail_the_schema_where_it_can_say() {
         r#"{"type":"approval_mode","mode":"yolo"}"#,
         r#"{"session_id":"s1","type":"usage","prompt_tokens":1,"completion_tokens":1,"cached_tokens":"0"}"#,
         r#"{"type":"hello","proto":"openmax-stdio/5","protocol_version":6,"session_id":"s","version":"0.2.0","project":"/p","continued":false}"#,
+        r#"{"session_id":"s1","type":"done"}"#,
+        r#"{"session_id":"s1","type":"approval_request","approval_id":"a1","name":"n","summary":"","detail":"","reason":"gate","source_path":"","source_sha":"","env":[]}"#,
+        r#"{"session_id":"s1","type":"retry","attempt":1,"max_attempts":3,"reason":"r"}"#,
+        r#"{"session_id":"s1","type":"refrozen","tools":[],"skills":[],"changes":[{"kind":"plugin","name":"n","change":"added","path":"p","by":"agent"}]}"#,
+        r#"{"type":"transcript","session_id":"s1","messages":[{"role":"system","content":"x"}],"truncated":false}"#,
+        r#"{"session_id":"s1","type":"nonsense"}"#,
     ];
     for case in shape_cases {
         let value: serde_json::Value = serde_json::from_str(case).expect("valid JSON");

@@ -92,6 +92,16 @@ fn vm_hwm() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// CPU seconds (user + system) this process has used, from /proc/self/stat (USER_HZ = 100).
+fn cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
 fn main() {
     let mb: u64 = std::env::args()
         .nth(1)
@@ -101,12 +111,21 @@ fn main() {
     // `message_done` or `thinking` measure the full parse).
     let kind = std::env::args().nth(2).unwrap_or_else(|| "token".into());
     let mut input = TokenStream::new(mb * 1_000_000, &kind);
+    let cpu_start = cpu_secs();
     let start = Instant::now();
     let code = openmax_shell::check::run(&mut input, std::io::sink());
     let secs = start.elapsed().as_secs_f64();
     let bytes = input.produced;
+    let cpu = match (cpu_start, cpu_secs()) {
+        (Some(a), Some(b)) if b > a => format!(
+            "; {:.2} CPU s = {:.0} MB per CPU second",
+            b - a,
+            bytes as f64 / 1e6 / (b - a)
+        ),
+        _ => String::new(),
+    };
     println!(
-        "check_throughput: {kind} lines, {} bytes in {:.2} s = {:.0} MB/s; exit code {code}; peak RSS (VmHWM) {}",
+        "check_throughput: {kind} lines, {} bytes in {:.2} s = {:.0} MB/s{cpu}; exit code {code}; peak RSS (VmHWM) {}",
         bytes,
         secs,
         bytes as f64 / 1e6 / secs,

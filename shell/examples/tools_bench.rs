@@ -1,7 +1,7 @@
 //! Benchmark: the built-in `glob` and `grep` on a generated 100,000-file tree, against `rg`
 //! when it is installed. Run it with `bench/tools.sh` (a release build).
 //!
-//! Usage: `tools_bench [--runs N] [--dir DIR]` — with `--dir`, an existing tree made by an
+//! Usage: `tools_bench [--runs N] [--dir DIR] [--only glob|grep]` — with `--dir`, an existing tree made by an
 //! earlier run is reused (and kept); otherwise a fresh tree is generated under the system temp
 //! dir and removed at the end. Prints the median of N runs (default 5) for each measurement
 //! and the ratio openmax / rg.
@@ -19,13 +19,15 @@ use serde_json::{json, Value};
 fn main() {
     let mut runs = 5usize;
     let mut dir: Option<PathBuf> = None;
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--runs" => runs = args.next().and_then(|n| n.parse().ok()).expect("--runs N"),
             "--dir" => dir = Some(PathBuf::from(args.next().expect("--dir DIR"))),
+            "--only" => only = Some(args.next().expect("--only TOOL")),
             other => {
-                eprintln!("usage: tools_bench [--runs N] [--dir DIR] (unknown argument {other})");
+                eprintln!("usage: tools_bench [--runs N] [--dir DIR] [--only glob|grep] (unknown argument {other})");
                 std::process::exit(2);
             }
         }
@@ -93,6 +95,9 @@ fn main() {
         ),
     ];
     for (label, tool, targs, rg_args) in cases {
+        if only.as_deref().is_some_and(|o| o != tool) {
+            continue;
+        }
         let ours = median(runs, || {
             let t = Instant::now();
             let (_keep, cancel) = tokio::sync::oneshot::channel();

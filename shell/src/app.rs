@@ -24,7 +24,7 @@ use crate::cli::{Action, Cli};
 use crate::config::{self, Overrides, Settings};
 use crate::output::JsonlSink;
 use crate::print_mode::PrintSink;
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, SignalPolicy};
 use crate::session::{resume_latest, Home, ProjectState, SessionWriter};
 
 /// The variable whose presence marks an agent-spawned openmax.
@@ -284,9 +284,12 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         Some(prompt) => {
             let sink = PrintSink::new(std::io::stdout(), std::io::stderr());
             let mut runtime = Runtime::new(core, backend, sink);
+            runtime.handle_signals(SignalPolicy::CancelTurn);
             runtime.push_input(Input::Line(Command::User { text: prompt }.to_line()));
-            runtime.push_input(Input::EndOfInput);
+            runtime.end_input_after_done();
             let (code, sink) = rt.block_on(runtime.run());
+            // Do not wait for leftover blocking work (a plan job) after the session is over.
+            rt.shutdown_background();
             sink.exit_code().unwrap_or(code)
         }
         None => {
@@ -301,12 +304,14 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             if let Some(t) = &transcript {
                 sink.raw_line(&t.to_json());
             }
-            let runtime = Runtime::new(core, backend, sink);
+            let mut runtime = Runtime::new(core, backend, sink);
+            runtime.handle_signals(SignalPolicy::EndInput);
             let tx = runtime.sender();
             std::thread::spawn(move || {
                 crate::framing::pump(std::io::stdin().lock(), |input| tx.send(input).is_ok())
             });
             let (code, _sink) = rt.block_on(runtime.run());
+            rt.shutdown_background();
             code
         }
     }

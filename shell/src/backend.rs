@@ -4,6 +4,7 @@
 //! Invariant: nothing here decides policy; each method performs one effect and reports what
 //! happened.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 
@@ -16,9 +17,11 @@ use openmax_core::machine::{Freeze, HookSpec, Input};
 use openmax_core::provider::RequestId;
 use openmax_core::record::Record;
 use openmax_core::tool::{ToolOutcome, ToolPlan};
+use openmax_core::wire::event::FreezeChange;
 use openmax_core::wire::Mode;
 
 use crate::config::ProviderSettings;
+use crate::prompt::PromptSource;
 use crate::provider::{Provider, ProviderConfig};
 use crate::session::{Home, ProjectState, SessionWriter};
 use crate::tools::ToolContext;
@@ -35,6 +38,10 @@ pub struct Backend {
     state: ProjectState,
     writer: SessionWriter,
     hooks: Vec<HookSpec>,
+    /// The prompt files as of the last freeze (to say what a refreeze changed).
+    prompt_sources: Vec<PromptSource>,
+    /// Project-relative paths this session's own file tools wrote.
+    agent_wrote: BTreeSet<String>,
 }
 
 /// Build the provider client from resolved settings.
@@ -60,6 +67,7 @@ impl Backend {
         let project = state.project().to_path_buf();
         let tools = ToolContext::new(&project, writer.session_id())
             .map_err(|e| format!("project {}: {e}", project.display()))?;
+        let prompt_sources = crate::prompt::sources(home.root(), &project);
         Ok(Backend {
             home,
             project,
@@ -68,6 +76,8 @@ impl Backend {
             state,
             writer,
             hooks,
+            prompt_sources,
+            agent_wrote: BTreeSet::new(),
         })
     }
 
@@ -137,9 +147,47 @@ impl Backend {
             .map_err(|e| e.to_string())
     }
 
-    /// Read the prompt, tools and hooks (session start and `reload`).
-    pub fn freeze(&self) -> Freeze {
-        fresh_freeze(self.home.root(), &self.project, &self.hooks)
+    /// Remember the files a finished tool call wrote (its diffs), so a refreeze can say that
+    /// this session's agent changed them.
+    pub fn note_tool_done(&mut self, outcome: &ToolOutcome) {
+        for d in &outcome.diffs {
+            self.agent_wrote.insert(d.path.clone());
+        }
+    }
+
+    /// Re-read the prompt, tools and hooks for `reload`, with the receipt of what changed.
+    pub fn refreeze(&mut self) -> Freeze {
+        let now = crate::prompt::sources(self.home.root(), &self.project);
+        let mut changes = Vec::new();
+        for (old, new) in self.prompt_sources.iter().zip(&now) {
+            let change = match (&old.text, &new.text) {
+                (None, Some(_)) => "added",
+                (Some(_), None) => "removed",
+                (Some(a), Some(b)) if a != b => "changed",
+                _ => continue,
+            };
+            let path = match new.path.strip_prefix(&self.project) {
+                Ok(rel) => rel.to_string_lossy().into_owned(),
+                Err(_) => new.path.to_string_lossy().into_owned(),
+            };
+            let by = if self.agent_wrote.contains(&path) {
+                "agent"
+            } else {
+                "outside"
+            };
+            changes.push(FreezeChange {
+                kind: "prompt".into(),
+                name: new.label.into(),
+                change: change.into(),
+                path,
+                by: by.into(),
+            });
+        }
+        let mut freeze = fresh_freeze(self.home.root(), &self.project, &self.hooks);
+        freeze.system = crate::prompt::from_sources(&now);
+        freeze.changes = changes;
+        self.prompt_sources = now;
+        freeze
     }
 }
 

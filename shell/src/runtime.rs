@@ -5,9 +5,12 @@
 //! Invariants:
 //! - Single mutation then full drain: every `handle` is followed by polling the core to empty;
 //!   events go to the [`Sink`] in emission order, effects are started in emission order.
-//! - Quick effects (persist, save mode, approve source, refreeze, hook stand-in) are performed
-//!   inline and their answer is queued locally, ahead of anything else, so e.g. a `Persisted`
-//!   ack is seen before any later provider item.
+//! - Quick effects (persist, save mode, approve source, refreeze, and hooks, which are answered
+//!   `Failed` "hooks not yet supported" until hooks land) are performed inline and their answer
+//!   is queued locally, ahead of anything else, so e.g. a `Persisted` ack is seen before any
+//!   later provider item.
+//! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
+//!   process group; only a second signal exits at once (130).
 //! - The sink is flushed when the core goes quiet: no queued input and nothing ready on the
 //!   channel. A burst of inputs therefore costs one stdout write.
 //! - Time: `now` is milliseconds since the runtime started (monotonic `Instant`). The next
@@ -24,6 +27,7 @@ use tokio::task::AbortHandle;
 use openmax_core::machine::{Effect, HookOutcome, Input, Output};
 use openmax_core::provider::RequestId;
 use openmax_core::tool::ToolOutcome;
+use openmax_core::wire::Event;
 use openmax_core::{Core, Millis};
 
 use crate::backend::{Backend, InputTx};
@@ -40,6 +44,21 @@ pub struct Runtime<S: Sink> {
     requests: BTreeMap<RequestId, AbortHandle>,
     tool_cancels: BTreeMap<String, oneshot::Sender<()>>,
     start: Instant,
+    signals: Option<SignalPolicy>,
+    /// `-p`: end input once the first turn's `done` is out (so a cancel can still reach the
+    /// turn; the core ignores commands after end of input).
+    eof_after_done: bool,
+}
+
+/// What SIGINT / SIGTERM do (see [`Runtime::handle_signals`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalPolicy {
+    /// `-p`: the first signal cancels the turn (its tools' process groups are killed; input
+    /// ends after its `done`); a second one exits at once with 130.
+    CancelTurn,
+    /// `--stdio`: the first signal is end of input (like `quit`: the turn in flight drains,
+    /// pending approvals are declined); a second one exits at once with 130.
+    EndInput,
 }
 
 impl<S: Sink> Runtime<S> {
@@ -56,8 +75,55 @@ impl<S: Sink> Runtime<S> {
             requests: BTreeMap::new(),
             tool_cancels: BTreeMap::new(),
             start: Instant::now(),
+            signals: None,
+            eof_after_done: false,
         }
     }
+
+    /// Feed end of input right after the first `done` (`-p`).
+    pub fn end_input_after_done(&mut self) {
+        self.eof_after_done = true;
+    }
+
+    /// Turn SIGINT and SIGTERM into inputs (unix) instead of killing the process outright, so
+    /// a tool's process group is not orphaned by Ctrl-C.
+    pub fn handle_signals(&mut self, policy: SignalPolicy) {
+        self.signals = Some(policy);
+    }
+
+    #[cfg(unix)]
+    fn spawn_signal_task(&self, policy: SignalPolicy) {
+        use tokio::signal::unix::{signal, SignalKind};
+        let tx = self.tx.clone();
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        tokio::spawn(async move {
+            let mut seen = 0u32;
+            loop {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+                seen += 1;
+                if seen > 1 {
+                    std::process::exit(130);
+                }
+                if policy == SignalPolicy::CancelTurn {
+                    let cancel = openmax_core::wire::Command::Cancel.to_line();
+                    let _ = tx.send(Input::Line(cancel));
+                } else {
+                    let _ = tx.send(Input::EndOfInput);
+                }
+            }
+        });
+    }
+
+    #[cfg(not(unix))]
+    fn spawn_signal_task(&self, _policy: SignalPolicy) {}
 
     /// A sender for inputs from outside (the stdin reader).
     pub fn sender(&self) -> InputTx {
@@ -80,20 +146,30 @@ impl<S: Sink> Runtime<S> {
 
     /// Run until the core asks to exit; returns the exit code and the sink.
     pub async fn run(mut self) -> (i32, S) {
+        if let Some(policy) = self.signals {
+            self.spawn_signal_task(policy);
+        }
         loop {
             let input = match self.ready.pop_front() {
                 Some(i) => i,
                 None => self.next_input().await,
             };
-            if let Input::ToolDone { call_id, .. } = &input {
+            if let Input::ToolDone { call_id, outcome } = &input {
                 self.tool_cancels.remove(call_id);
+                self.backend.note_tool_done(outcome);
             }
             let now = self.now();
             self.core.handle(now, input);
             let mut exit = None;
             while let Some(out) = self.core.poll() {
                 match out {
-                    Output::Event(ev) => self.sink.event(ev),
+                    Output::Event(ev) => {
+                        if self.eof_after_done && matches!(ev, Event::Done { .. }) {
+                            self.eof_after_done = false;
+                            self.ready.push_back(Input::EndOfInput);
+                        }
+                        self.sink.event(ev)
+                    }
                     Output::Effect(effect) => {
                         if let Some(code) = self.perform(effect) {
                             exit = Some(code);
@@ -240,7 +316,7 @@ impl<S: Sink> Runtime<S> {
                 }
             }
             Effect::Refreeze => {
-                let snapshot = Box::new(self.backend.freeze());
+                let snapshot = Box::new(self.backend.refreeze());
                 self.ready.push_back(Input::Frozen { snapshot });
             }
             Effect::Exit { code } => return Some(code),

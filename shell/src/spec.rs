@@ -42,6 +42,50 @@ mod tests {
     }
 
     #[test]
+    fn the_markdown_names_every_type_field_and_command_of_the_tables() {
+        use openmax_core::wire::command::COMMAND_FIELDS;
+        use openmax_core::wire::event::{EVENT_FIELDS, STOP_REASONS};
+        let doc = STDIO_PROTOCOL_MD;
+        for spec in EVENT_FIELDS {
+            assert!(
+                doc.contains(&format!("| `{}` |", spec.type_name)),
+                "{}",
+                spec.type_name
+            );
+            for f in spec.fields {
+                assert!(
+                    doc.contains(&format!("`{}`", f.name)),
+                    "{}.{}",
+                    spec.type_name,
+                    f.name
+                );
+                for v in f.values {
+                    assert!(
+                        doc.contains(&format!("`{v}`")),
+                        "{}.{} {v}",
+                        spec.type_name,
+                        f.name
+                    );
+                }
+            }
+        }
+        for spec in COMMAND_FIELDS {
+            assert!(doc.contains(&format!("| `{}` |", spec.cmd)), "{}", spec.cmd);
+            for f in spec.fields {
+                assert!(
+                    doc.contains(&format!("`{}`", f.name)),
+                    "{}.{}",
+                    spec.cmd,
+                    f.name
+                );
+            }
+        }
+        for r in STOP_REASONS {
+            assert!(doc.contains(&format!("| `{r}` |")), "stop_reason {r}");
+        }
+    }
+
+    #[test]
     fn json_is_a_draft_2020_12_schema() {
         let mut out = Vec::new();
         assert_eq!(run(true, &mut out), 0);

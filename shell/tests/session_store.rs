@@ -306,6 +306,14 @@ fn a_lagging_or_wrong_index_hint_is_still_correct() {
     );
     assert_eq!(r.notices.len(), 1, "{:?}", r.notices);
     assert!(r.notices[0].contains("not used"), "{}", r.notices[0]);
+    drop(r);
+    // The bad hint was replaced: the next resume has nothing to say.
+    assert_eq!(
+        read_index(&dir).expect("index").sessions[0].compaction,
+        Some(cp)
+    );
+    let r = resume_latest(&state).expect("resume");
+    assert!(r.notices.is_empty(), "{:?}", r.notices);
 }
 
 #[test]
@@ -654,4 +662,49 @@ fn transcript_before_a_compaction_is_read_backwards_and_capped() {
         err.to_string().contains(&format!("byte {prev_start}")),
         "{err}"
     );
+}
+
+#[test]
+fn concurrent_creates_keep_every_index_entry() {
+    let (_t, state) = setup("concurrent");
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let state = state.clone();
+            std::thread::spawn(move || {
+                for i in 0..6 {
+                    let id = format!("t{t}-{i}");
+                    let mut w = SessionWriter::create(&state, &id, header(&id)).expect("create");
+                    w.append(&[Record::Compaction {
+                        messages: vec![Message::user_text(id.clone())],
+                        tokens_before: 1,
+                        tokens_after: 1,
+                        compacted_messages: 0,
+                    }])
+                    .expect("append");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("thread");
+    }
+    let index = read_index(&state.sessions_dir()).expect("index");
+    assert_eq!(index.sessions.len(), 24);
+    assert!(index.sessions.iter().all(|e| e.compaction.is_some()));
+}
+
+#[test]
+fn a_session_named_index_does_not_meet_the_index_lock() {
+    let (_t, state) = setup("named-index");
+    let mut w = SessionWriter::create(&state, "index", header("index")).expect("create");
+    w.append(&[Record::Compaction {
+        messages: vec![Message::user_text("x")],
+        tokens_before: 1,
+        tokens_after: 1,
+        compacted_messages: 0,
+    }])
+    .expect("append updates the index while owning index.lock");
+    assert!(!w.index_lagging());
+    drop(w);
+    assert_eq!(resume_latest(&state).expect("resume").session_id, "index");
 }

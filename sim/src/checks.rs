@@ -325,8 +325,63 @@ pub fn no_done_for_user_refused_in_flight(_sc: &Scenario, run: &Run) -> Vec<Stri
     v
 }
 
-/// Per (request, attempt): whether reply text reached the core.
+/// Trace indices of provider inputs (stream items, request failures) fed while their attempt
+/// was live: sent, not yet ended, not cancelled, not given up on. Others are stale (a shell
+/// racing a cancel delivers them late) and the core must ignore them.
+pub fn live_inputs(run: &Run) -> BTreeSet<usize> {
+    let mut live: BTreeSet<(RequestId, u32)> = BTreeSet::new();
+    let mut out = BTreeSet::new();
+    for (i, fed) in run.trace.iter().enumerate() {
+        let key_end = match &fed.input {
+            FedInput::Core(Input::Provider {
+                request,
+                attempt,
+                item,
+            }) => Some((
+                (*request, *attempt),
+                matches!(
+                    item,
+                    ProviderItem::Completed { .. }
+                        | ProviderItem::EndedWithoutCompletion { .. }
+                        | ProviderItem::Failed { .. }
+                ),
+            )),
+            FedInput::Core(Input::RequestFailed {
+                request, attempt, ..
+            }) => Some(((*request, *attempt), true)),
+            FedInput::Core(_) | FedInput::Timer { .. } => None,
+        };
+        if let Some((key, ends)) = key_end {
+            if live.contains(&key) {
+                out.insert(i);
+                if ends {
+                    live.remove(&key);
+                }
+            }
+        }
+        for o in &fed.outputs {
+            match o {
+                Output::Effect(Effect::SendRequest {
+                    request, attempt, ..
+                }) => {
+                    live.insert((*request, *attempt));
+                }
+                Output::Effect(Effect::CancelRequest { request }) => {
+                    live.retain(|(r, _)| r != request);
+                }
+                Output::Event(Event::Retry { .. }) | Output::Event(Event::Done { .. }) => {
+                    live.clear();
+                }
+                Output::Event(_) | Output::Effect(_) => {}
+            }
+        }
+    }
+    out
+}
+
+/// Per (request, attempt): the first trace index at which the core accepted reply text.
 fn text_delivered(run: &Run) -> BTreeMap<(RequestId, u32), usize> {
+    let live = live_inputs(run);
     let mut m = BTreeMap::new();
     for (i, fed) in run.trace.iter().enumerate() {
         if let FedInput::Core(Input::Provider {
@@ -335,7 +390,9 @@ fn text_delivered(run: &Run) -> BTreeMap<(RequestId, u32), usize> {
             item: ProviderItem::TextDelta { .. },
         }) = &fed.input
         {
-            m.entry((*request, *attempt)).or_insert(i);
+            if live.contains(&i) {
+                m.entry((*request, *attempt)).or_insert(i);
+            }
         }
     }
     m
@@ -347,6 +404,7 @@ fn text_delivered(run: &Run) -> BTreeMap<(RequestId, u32), usize> {
 pub fn three_ending_shapes(_sc: &Scenario, run: &Run) -> Vec<String> {
     let turns = Turns::of(run);
     let texted = text_delivered(run);
+    let live = live_inputs(run);
     let mut v = Vec::new();
     for turn in &turns.turns {
         let types: Vec<&str> = turn.lines.iter().map(|(_, e)| e.type_name()).collect();
@@ -419,7 +477,10 @@ pub fn three_ending_shapes(_sc: &Scenario, run: &Run) -> Vec<String> {
                 }) => (*request, *attempt, item),
                 _ => continue,
             };
-            if !turn.requests.contains(&request) || !texted.contains_key(&(request, attempt)) {
+            if !live.contains(&i)
+                || !turn.requests.contains(&request)
+                || !texted.contains_key(&(request, attempt))
+            {
                 continue;
             }
             // Lines of this turn from this input on.
@@ -588,8 +649,9 @@ pub fn retries_bounded_and_never_after_reply_text(sc: &Scenario, run: &Run) -> V
                                 "request {request} attempt {attempt} went out with no retry line before it"
                             ));
                         }
-                        if let Some(((_, a), _)) =
-                            texted.range((*request, 0)..(*request, *attempt)).next()
+                        if let Some(((_, a), _)) = texted
+                            .range((*request, 0)..(*request, *attempt))
+                            .find(|(_, at)| **at < i)
                         {
                             v.push(format!(
                                 "request {request} resent (attempt {attempt}) after attempt {a} delivered reply text"
@@ -610,6 +672,42 @@ pub fn retries_bounded_and_never_after_reply_text(sc: &Scenario, run: &Run) -> V
                         }
                     }
                     earliest_resend.remove(request);
+                }
+                Output::Event(_) | Output::Effect(_) => {}
+            }
+        }
+    }
+    // A cancel during the backoff ends the turn and the announced attempt never goes out.
+    let mut announced: Option<u32> = None;
+    let mut cancelled_in_backoff: Option<usize> = None;
+    let quit_at = Turns::of(run).quit_at.unwrap_or(usize::MAX);
+    for (i, fed) in run.trace.iter().enumerate() {
+        // Commands after quit are not read (openmax is draining).
+        if announced.is_some() && cancelled_in_backoff.is_none() && i < quit_at {
+            if let FedInput::Core(Input::Line(l)) = &fed.input {
+                if matches!(Command::parse_line(l), Ok(Some(Command::Cancel))) {
+                    cancelled_in_backoff = Some(i);
+                }
+            }
+        }
+        for o in &fed.outputs {
+            match o {
+                Output::Event(Event::Retry { attempt, .. }) => announced = Some(*attempt),
+                Output::Event(Event::Done { .. }) => {
+                    announced = None;
+                    cancelled_in_backoff = None;
+                }
+                Output::Effect(Effect::SendRequest {
+                    request, attempt, ..
+                }) => {
+                    if let (Some(a), Some(c)) = (announced, cancelled_in_backoff) {
+                        if *attempt == a {
+                            v.push(format!(
+                                "request {request} attempt {attempt} went out after a cancel during its backoff (input #{c})"
+                            ));
+                        }
+                    }
+                    announced = None;
                 }
                 Output::Event(_) | Output::Effect(_) => {}
             }
@@ -638,8 +736,14 @@ pub fn three_unreachable_gives_up(_sc: &Scenario, run: &Run) -> Vec<String> {
     let mut v = Vec::new();
     let mut streak: BTreeMap<RequestId, u32> = BTreeMap::new();
     let mut gave_up: BTreeMap<RequestId, usize> = BTreeMap::new();
+    let live = live_inputs(run);
     for (i, fed) in run.trace.iter().enumerate() {
-        match &fed.input {
+        let input = if live.contains(&i) {
+            &fed.input
+        } else {
+            &FedInput::Core(Input::Timeout)
+        };
+        match input {
             FedInput::Core(Input::RequestFailed {
                 request,
                 failure: RequestFailure::Unreachable { .. },

@@ -18,6 +18,8 @@
 //! `RunTool`, `CancelTool` (the pending `ToolDone` comes at once as a killed outcome), `RunHook`,
 //! `Persist`, `SaveMode`, `Refreeze`, `Exit` (ends the run). `ApproveSource` needs no answer.
 //!
+//! Client steps after an `eof` step are dropped: stdin is closed, no line can arrive.
+//!
 //! Invariant: nothing here reads a clock, a random source or the environment; maps are BTree
 //! maps. The same scenario gives the same [`Run`], byte for byte.
 
@@ -269,6 +271,11 @@ struct Driver<'a> {
     open_approvals: Vec<String>,
     settled_approvals: Vec<String>,
     last_timer_fired: Option<(Millis, TimerReason)>,
+    /// stdin reached end of input: later client steps are dropped.
+    eof_fed: bool,
+    /// The latest attempt sent of each request, and the requests cancelled.
+    latest: BTreeMap<RequestId, u32>,
+    cancelled: BTreeSet<RequestId>,
     run: Run,
 }
 
@@ -328,6 +335,9 @@ impl<'a> Driver<'a> {
             open_approvals: Vec::new(),
             settled_approvals: Vec::new(),
             last_timer_fired: None,
+            eof_fed: false,
+            latest: BTreeMap::new(),
+            cancelled: BTreeSet::new(),
             run,
         }
     }
@@ -409,6 +419,17 @@ impl<'a> Driver<'a> {
                         Some(input) => {
                             self.last_timer_fired = Some((deadline, reason));
                             self.feed_as(FedInput::Timer { deadline, reason }, input);
+                            // A Timeout at `now` consumes every deadline at or before it.
+                            let now = self.now;
+                            if let Some((next, why)) = self.core().poll_timeout() {
+                                if next <= now {
+                                    self.run.violations.push(format!(
+                                        "after a Timeout at {}, poll_timeout still says {why:?} at {} (it must move forward)",
+                                        now.0, next.0
+                                    ));
+                                    break;
+                                }
+                            }
                         }
                         None => {
                             self.run.went_quiet = true;
@@ -428,6 +449,14 @@ impl<'a> Driver<'a> {
     }
 
     fn do_step(&mut self, action: &Action) {
+        // After end of input no client line can arrive (stdin is closed).
+        let client = !matches!(action, Action::Crash { .. } | Action::Heal);
+        if self.eof_fed && client {
+            return;
+        }
+        if matches!(action, Action::Eof) {
+            self.eof_fed = true;
+        }
         let line = match action {
             Action::ApprovePending { approved } => {
                 let id = self
@@ -508,12 +537,13 @@ impl<'a> Driver<'a> {
                         .push(id.clone());
                     self.run.streamed_calls.insert(id.clone());
                 }
-                ProviderItem::Completed { .. } => {
+                ProviderItem::Completed { .. } if self.is_live(*request, *attempt) => {
                     if let Some(ids) = self.calls_of.get(&(*request, *attempt)) {
                         self.run.completed_calls.extend(ids.iter().cloned());
                     }
                 }
-                ProviderItem::Opened
+                ProviderItem::Completed { .. }
+                | ProviderItem::Opened
                 | ProviderItem::TextDelta { .. }
                 | ProviderItem::ThinkingDelta { .. }
                 | ProviderItem::ThinkingSignature { .. }
@@ -538,6 +568,11 @@ impl<'a> Driver<'a> {
             input: fed,
             outputs,
         });
+    }
+
+    /// Whether an attempt is the latest of its request and the request was not cancelled.
+    fn is_live(&self, request: RequestId, attempt: u32) -> bool {
+        !self.cancelled.contains(&request) && self.latest.get(&request) == Some(&attempt)
     }
 
     fn note_event(&mut self, e: &Event) {
@@ -569,6 +604,8 @@ impl<'a> Driver<'a> {
             Effect::SendRequest {
                 request, attempt, ..
             } => {
+                self.latest.insert(request, attempt);
+                self.cancelled.remove(&request);
                 let (index, script) = self.replies.pop_front().unwrap_or_else(|| {
                     (
                         None,
@@ -591,7 +628,8 @@ impl<'a> Driver<'a> {
                     self.schedule(delay, Owner::Request(request), input);
                 }
             }
-            Effect::CancelRequest { request } => {
+            Effect::CancelRequest { request } if !self.sc.config.deliver_after_cancel => {
+                self.cancelled.insert(request);
                 self.scheduled
                     .retain(|_, p| p.owner != Owner::Request(request));
             }
@@ -682,6 +720,9 @@ impl<'a> Driver<'a> {
                         snapshot: Box::new(snapshot),
                     },
                 );
+            }
+            Effect::CancelRequest { request } => {
+                self.cancelled.insert(request);
             }
             Effect::ApproveSource { .. } => {}
             Effect::Exit { code } => {

@@ -106,17 +106,26 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
         0
     };
     c.limits.approval_timeout_ms = pick(g, &[0, 0, 0, 2000]);
+    c.deliver_after_cancel = chance(g, 1, 5);
     if chance(g, 1, 6) {
         c.deny = vec!["shell(rm *)".into()];
     }
     if chance(g, 1, 6) {
         c.ask = vec!["read_file(secret*)".into()];
     }
-    if chance(g, 1, 10) {
+    if chance(g, 1, 6) {
+        let (name, event, blocking) = pick(
+            g,
+            &[
+                ("gate.sh", "user_prompt_submit", true),
+                ("verify.sh", "turn_end", true),
+                ("log.sh", "tool_end", false),
+            ],
+        );
         c.hooks = vec![HookSpec {
-            name: "gate.sh".into(),
-            event: "user_prompt_submit".into(),
-            blocking: true,
+            name: name.into(),
+            event: event.into(),
+            blocking,
             not_loaded: None,
         }];
         let n = range(g, 0, 3);
@@ -436,20 +445,23 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
             }
         }
         if i > 0 && st.at > sc.steps[i - 1].at {
-            let prev = sc.steps[i - 1].at;
-            let later = st.at - prev;
+            // Steps need not be sorted (an answer can be scheduled past the next step).
+            let later = st.at - sc.steps[i - 1].at;
             out.push(with(&|s| {
                 for step in s.steps.iter_mut().skip(i) {
-                    step.at -= later;
+                    step.at = step.at.saturating_sub(later);
                 }
             }));
-            let _ = prev;
         }
     }
     if let Some(first) = sc.steps.first() {
         if first.at > 0 {
             let d = first.at;
-            out.push(with(&|s| s.steps.iter_mut().for_each(|st| st.at -= d)));
+            out.push(with(&|s| {
+                s.steps
+                    .iter_mut()
+                    .for_each(|st| st.at = st.at.saturating_sub(d))
+            }));
         }
     }
     // Simplify configuration toward the defaults.
@@ -466,6 +478,15 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
             s.config.deny.clear();
             s.config.ask.clear();
         }));
+    }
+    if c.deliver_after_cancel {
+        out.push(with(&|s| s.config.deliver_after_cancel = false));
+    }
+    if c.retry != d.retry {
+        out.push(with(&|s| s.config.retry = d.retry.clone()));
+    }
+    if c.limits != d.limits {
+        out.push(with(&|s| s.config.limits = d.limits.clone()));
     }
     if c.seed != 0 {
         out.push(with(&|s| s.config.seed = 0));

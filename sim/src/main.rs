@@ -4,10 +4,11 @@
 //!   `--trace`, every input fed and every output), each violation of the validator, the pairing
 //!   checker and the turn guarantees, and a mismatch with `<name>.golden.jsonl` when one sits
 //!   beside the file. Exit 1 when anything is violated.
-//! - `openmax-sim explore --seed S --cases N [--save DIR]`: run N generated scenarios
-//!   (deterministic from S), print the shrunk counterexample of each violated property (saved
+//! - `openmax-sim explore --seed S --cases N [--jobs J] [--save DIR]`: run N generated
+//!   scenarios (deterministic from S, whatever J, the worker threads: default all cores), print the shrunk counterexample of each violated property (saved
 //!   as a scenario file under DIR with `--save`), and the rate. Exit 1 on any violation.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -17,7 +18,7 @@ use openmax_sim::{checks, driver, explore};
 
 const USAGE: &str = "usage:
   openmax-sim run [--trace] FILE...
-  openmax-sim explore [--seed S] [--cases N] [--save DIR]";
+  openmax-sim explore [--seed S] [--cases N] [--jobs J] [--save DIR]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -108,25 +109,65 @@ fn explore_cmd(args: &[String]) -> Result<bool, String> {
         .position(|a| a == "--save")
         .and_then(|i| args.get(i + 1))
         .map(PathBuf::from);
+    let jobs: u64 = flag(
+        args,
+        "--jobs",
+        std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+    )?
+    .max(1);
     let started = Instant::now();
-    let mut failed_props: Vec<&'static str> = Vec::new();
-    for k in 0..cases {
+    // Phase 1, in parallel: the first failing case of each property (case k goes to worker
+    // k % jobs, so the result does not depend on the number of workers).
+    let firsts: Vec<BTreeMap<&'static str, u64>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..jobs)
+            .map(|j| {
+                let started = &started;
+                scope.spawn(move || {
+                    let mut first: BTreeMap<&'static str, u64> = BTreeMap::new();
+                    let mut k = j;
+                    while k < cases {
+                        if j == 0 && k >= jobs && k / 100_000 != (k - jobs) / 100_000 {
+                            eprintln!("… {k} cases in {:.1}s", started.elapsed().as_secs_f64());
+                        }
+                        let (sc, live) = explore::case(seed, k);
+                        for v in explore::check(&sc, live) {
+                            first.entry(v.property).or_insert(k);
+                        }
+                        k += jobs;
+                    }
+                    first
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            // A worker only panics on a broken invariant of the checks: surface it.
+            .map(|h| h.join().expect("explore worker panicked"))
+            .collect()
+    });
+    let mut first: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for m in firsts {
+        for (p, k) in m {
+            let e = first.entry(p).or_insert(k);
+            *e = (*e).min(k);
+        }
+    }
+    let mut order: Vec<(u64, &'static str)> = first.iter().map(|(p, k)| (*k, *p)).collect();
+    order.sort();
+    // Phase 2: shrink and print each, in case order.
+    let failed_props: Vec<&'static str> = order.iter().map(|(_, p)| *p).collect();
+    for (k, property) in order {
         let (sc, live) = explore::case(seed, k);
-        let violations = explore::check(&sc, live);
-        for v in &violations {
-            if failed_props.contains(&v.property) {
-                continue;
-            }
-            failed_props.push(v.property);
-            let small = explore::shrink_failure(&sc, live, v.property);
+        {
+            let small = explore::shrink_failure(&sc, live, property);
             let small_violations: Vec<String> = explore::check(&small, live)
                 .iter()
-                .filter(|x| x.property == v.property)
+                .filter(|x| x.property == property)
                 .map(|x| x.to_string())
                 .collect();
             println!(
                 "== counterexample for {} (seed {seed}, case {k}, shrunk from {} to {} steps)",
-                v.property,
+                property,
                 sc.steps.len(),
                 small.steps.len()
             );
@@ -137,7 +178,7 @@ fn explore_cmd(args: &[String]) -> Result<bool, String> {
             }
             if let Some(dir) = &save {
                 std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-                let path = dir.join(format!("{}-seed{seed}-case{k}.json", v.property));
+                let path = dir.join(format!("{}-seed{seed}-case{k}.json", property));
                 std::fs::write(&path, small.to_json_pretty() + "\n")
                     .map_err(|e| format!("{}: {e}", path.display()))?;
                 println!("saved {}", path.display());

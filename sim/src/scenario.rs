@@ -99,6 +99,10 @@ pub struct SimConfig {
     pub flavor: Flavor,
     /// Inputs fed before the driver declares that the scenario never goes quiet.
     pub step_cap: u64,
+    /// A racing shell: answers already in flight for a cancelled request still arrive (the
+    /// core must ignore them). Default: a cancel drops them.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deliver_after_cancel: bool,
 }
 
 impl Default for SimConfig {
@@ -122,6 +126,7 @@ impl Default for SimConfig {
             hooks: Vec::new(),
             flavor: Flavor::Anthropic,
             step_cap: 20_000,
+            deliver_after_cancel: false,
         }
     }
 }

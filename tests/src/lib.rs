@@ -145,6 +145,25 @@ impl TestEnv {
         wait_output(child)
     }
 
+    /// Run `openmax ARGS` with `input` on stdin.
+    pub fn run_with_stdin(&self, args: &[&str], input: &[u8]) -> RunOutput {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("openmax starts");
+        let mut stdin = child.stdin.take().expect("piped");
+        let input = input.to_vec();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let out = wait_output(child);
+        let _ = writer.join();
+        out
+    }
+
     /// `openmax --trust` in the project; asserts it succeeded.
     pub fn trust(&self) {
         let out = self.run(&["--trust"]);
@@ -210,6 +229,11 @@ pub struct RunOutput {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
+}
+
+/// Wait for a child spawned with piped stdout and stderr (with the deadline).
+pub fn wait_child(child: Child) -> RunOutput {
+    wait_output(child)
 }
 
 fn wait_output(mut child: Child) -> RunOutput {
@@ -307,7 +331,7 @@ impl Session {
     }
 
     /// The next event, failing the test after the deadline.
-    pub fn next(&mut self) -> Value {
+    pub fn event(&mut self) -> Value {
         match self.next_value() {
             Some(v) => v,
             None => self.fail("no next line before the deadline (or stdout closed)"),
@@ -318,7 +342,7 @@ impl Session {
     pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
         let mut got = Vec::new();
         loop {
-            let v = self.next();
+            let v = self.event();
             let stop = pred(&v);
             got.push(v);
             if stop {

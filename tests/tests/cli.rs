@@ -225,7 +225,7 @@ fn mode_saved_by_one_process_is_in_force_in_the_next() {
     env.trust();
     let mut s = env.stdio(&[]);
     s.send(json!({"cmd":"approval_mode","mode":"auto"}));
-    let ack = s.next();
+    let ack = s.event();
     assert_eq!(ack, json!({"type":"approval_mode","mode":"auto"}));
     assert_eq!(s.finish().0, Some(0));
 
@@ -252,7 +252,7 @@ fn agent_spawned_cannot_change_mode_or_trust() {
         .push(("OPENMAX_AGENT_SESSION".into(), "parent-session".into()));
     let mut s = env.stdio(&[]);
     s.send(json!({"cmd":"approval_mode","mode":"auto"}));
-    let pe = s.next();
+    let pe = s.event();
     assert_eq!(pe["type"], "protocol_error");
     assert!(pe["message"].as_str().unwrap().contains("agent"), "{pe}");
     assert_eq!(s.finish().0, Some(0));
@@ -293,7 +293,7 @@ fn continue_resumes_with_a_transcript() {
     let mut s = env.stdio(&["--continue"]);
     assert_eq!(s.hello["continued"], true);
     assert_eq!(s.hello["session_id"], sid);
-    let t = s.next();
+    let t = s.event();
     assert_eq!(t["type"], "transcript");
     assert_eq!(t["messages"][0]["content"], "first question");
     assert_eq!(t["messages"][1]["content"], "first answer");
@@ -317,4 +317,91 @@ fn last_turn_error_exits_1_over_stdio() {
     let (_, reason) = s.turn();
     assert_eq!(reason, "error");
     assert_eq!(s.finish().0, Some(1));
+}
+
+#[test]
+fn ctrl_c_in_print_mode_cancels_the_turn_and_kills_the_tool() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![tool_reply(
+        "sh",
+        "shell",
+        json!({"command":"sleep 30 & echo $! > bg.pid; sleep 30"}),
+    )]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    let mut s = env.stdio(&[]);
+    s.send(json!({"cmd":"approval_mode","mode":"auto"}));
+    assert_eq!(s.event()["type"], "approval_mode");
+    s.finish();
+
+    let child = env
+        .command(&["-p", "run it"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = env.project.join("bg.pid");
+    let end = std::time::Instant::now() + DEADLINE;
+    let bg: i32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(std::time::Instant::now() < end, "the tool never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // SAFETY: sending a signal to our own child process by pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = wait_child(child);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains("cancelled"), "{}", out.stderr);
+    let end = std::time::Instant::now() + DEADLINE;
+    // SAFETY: kill(pid, 0) only checks whether the process exists.
+    while unsafe { libc::kill(bg, 0) } == 0 {
+        assert!(
+            std::time::Instant::now() < end,
+            "the tool's background child {bg} survived"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn check_accepts_a_real_session_and_rejects_a_broken_one() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![text_reply("hi")]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    let mut s = env.stdio(&[]);
+    s.user("hello");
+    s.turn();
+    let stream = s.seen.join("\n") + "\n";
+    s.finish();
+    let out = env.run_with_stdin(&["--check", "--stdio"], stream.as_bytes());
+    assert_eq!(out.code, Some(0), "{}", out.stdout);
+    // Drop the final `done`: the turn never terminates.
+    let broken: Vec<&str> = stream
+        .lines()
+        .filter(|l| !l.contains("\"type\":\"done\""))
+        .collect();
+    let out = env.run_with_stdin(
+        &["--check", "--stdio"],
+        (broken.join("\n") + "\n").as_bytes(),
+    );
+    assert_ne!(out.code, Some(0), "{}", out.stdout);
+}
+
+#[test]
+fn spec_prints_the_contract_and_its_schema() {
+    let env = TestEnv::new();
+    let out = env.run(&["--spec", "stdio"]);
+    assert_eq!(out.code, Some(0));
+    assert!(out.stdout.contains("openmax-stdio/6"));
+    let out = env.run(&["--spec", "stdio", "--json"]);
+    assert_eq!(out.code, Some(0));
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON Schema");
+    assert!(v["$schema"].is_string());
 }

@@ -29,7 +29,7 @@ fn a_1_gib_line_does_not_grow_memory_past_the_cap() {
         s.send_bytes(&chunk);
     }
     s.send_bytes(b"\n");
-    let pe = s.next();
+    let pe = s.event();
     assert_eq!(pe["type"], "protocol_error", "{pe}");
     let after = vm_hwm_kib(pid).expect("the process is alive");
     let grown_mib = after.saturating_sub(before) / 1024;

@@ -289,10 +289,10 @@ fn bad_lines_then_working_turn(flavor: Flavor) {
     let mut big = vec![b'x'; 9 * 1024 * 1024];
     big.push(b'\n');
     s.send_bytes(&big);
-    let pe = s.next();
+    let pe = s.event();
     assert_eq!(pe["type"], "protocol_error", "{pe}");
     s.send_bytes(b"{\"cmd\":\"user\",\"text\":\"\xff\xfe\"}\n");
-    let pe = s.next();
+    let pe = s.event();
     assert_eq!(pe["type"], "protocol_error", "{pe}");
     s.user("hello");
     let (evs, _) = s.turn();

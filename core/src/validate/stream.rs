@@ -71,6 +71,9 @@ struct Turn {
     error_at: Option<u64>,
     /// A `message_done` has been seen in this turn.
     message_done: bool,
+    /// Line of the `message_done` that ended the current model reply; cleared when the next
+    /// request can start (`tool_start`, `tool_end`, `turn_refused`).
+    reply_done_at: Option<u64>,
     request: Request,
     /// Open tool calls: id key → (line of the tool_start, id as written, capped).
     calls: BTreeMap<String, (u64, String)>,
@@ -366,7 +369,13 @@ impl StreamValidator {
                 self.open_turn(n);
                 self.after_error("message_done", out);
                 // Contract: "On a normal turn a run of token deltas is terminated by one
-                // message_done".
+                // message_done": one per model reply, and a new reply needs a new request.
+                if let Some(at) = self.turn.reply_done_at {
+                    out.push(format!(
+                        "a second message_done for one model reply (the first at line {at}); a reply ends with one message_done"
+                    ));
+                }
+                self.turn.reply_done_at = Some(n);
                 self.turn.run = TokenRun::None;
                 self.turn.message_done = true;
                 self.end_request();
@@ -376,6 +385,7 @@ impl StreamValidator {
                 self.open_turn(n);
                 self.after_error("tool_start", out);
                 self.end_request();
+                self.turn.reply_done_at = None;
                 let key = id_key(call_id);
                 if self.turn.calls.contains_key(&key) {
                     out.push(format!(
@@ -399,6 +409,7 @@ impl StreamValidator {
             Event::ToolEnd { call_id, .. } => {
                 self.open_turn(n);
                 self.end_request();
+                self.turn.reply_done_at = None;
                 // Contract (tool_end: call_id): it ends the call a tool_start opened.
                 if self.turn.calls.remove(&id_key(call_id)).is_none() && !self.calls_capped {
                     out.push(format!(
@@ -536,6 +547,7 @@ impl StreamValidator {
                 }
                 self.turn.refused = Some((*continuation, *continuations_left, n));
                 self.turn.message_done = false;
+                self.turn.reply_done_at = None;
                 self.end_request();
             }
             Event::Error { .. } => {

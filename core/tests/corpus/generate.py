@@ -124,6 +124,7 @@ inv('cached_tokens_string',[h,E("usage",prompt_tokens=1,completion_tokens=1,cach
 inv('args_not_object',[h,md(""),E("tool_start",call_id="c1",name="x",args=[]),te("c1"),done("stop")],'3: tool_start.args must be an object')
 inv('empty_call_id',[h,md(""),ts(""),done("stop")],'3: tool_start.call_id is empty')
 inv('tools_not_strings',[h,E("refrozen",tools=[1],skills=[],changes=[])],'2: refrozen.tools must be an array of strings')
+inv('message_done_twice',[h,tok("a"),md("a"),md("a"),done("stop")],'4: a second message_done for one model reply (the first at line 3)')
 inv('message_done_after_error',[h,tok("a"),E("error",message="boom"),md("a"),done("error")],'4: message_done after the error at line 3')
 
 for n,(name,lines) in enumerate(valid.items(),1):

@@ -6,8 +6,9 @@
 //! - The file is only ever replaced whole by [`super::state::write_atomic`]; readers need no
 //!   lock and see the old index or the new one. A leftover temp file from a crashed writer is a
 //!   differently named file and never read.
-//! - Read-modify-write happens under an exclusive OS lock on `sessions/index.lock`, so sessions
-//!   of one project written by several processes never lose each other's entries.
+//! - Read-modify-write happens under an exclusive OS lock on `sessions/.index.lock` (a name
+//!   no session id can take, so it never meets a `<id>.lock`), so sessions of one project
+//!   written by several processes never lose each other's entries.
 //! - A compaction point in the index is a hint written *after* its record line is on disk: it
 //!   may lag behind the record (a crash between the two), never run ahead of it. Resume reads
 //!   forward from it and applies any later compaction it finds, so a lagging hint only costs
@@ -126,14 +127,14 @@ pub fn read_index(sessions_dir: &Path) -> Result<Index, IndexError> {
     })
 }
 
-/// Read-modify-write the index under `sessions/index.lock`. A missing index starts empty; a
+/// Read-modify-write the index under `sessions/.index.lock`. A missing index starts empty; a
 /// corrupt one is an error (never silently replaced: it lists the user's sessions).
 pub fn update_index(sessions_dir: &Path, f: impl FnOnce(&mut Index)) -> io::Result<()> {
     let lock = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(sessions_dir.join("index.lock"))?;
+        .open(sessions_dir.join(".index.lock"))?;
     lock.lock()?;
     let mut index = match read_index(sessions_dir) {
         Ok(i) => i,

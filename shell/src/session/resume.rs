@@ -215,12 +215,13 @@ fn resume_entry(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, Resu
     }
 
     // Mark the session most recently used (and catch the index up with a later compaction).
-    let new_point = s.compaction.filter(|cp| Some(*cp) != entry.compaction);
+    // A hint that was rejected is replaced even when the record has no compaction at all.
+    let fix_point = s.compaction != entry.compaction;
     if let Err(e) = update_index(sessions_dir, |index| {
         if let Some(e) = index.sessions.iter_mut().find(|e| e.id == entry.id) {
             e.updated_ms = now_ms();
-            if new_point.is_some() {
-                e.compaction = new_point;
+            if fix_point {
+                e.compaction = s.compaction;
             }
         }
     }) {

@@ -5,7 +5,8 @@
 //! endings removed, `^`/`$` anchor at line bounds); results are sorted by path then line; a
 //! shown line is cut at [`MAX_LINE_CHARS`]; the output holds at most `output_cap_bytes` bytes
 //! with a notice giving the totals when cut. At most [`MAX_STORED_BYTES`] of matched text is
-//! kept in memory (the counts stay exact beyond it).
+//! kept in memory (the counts stay exact beyond it); files over 8 MiB are read in line-aligned
+//! chunks rather than whole.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -183,32 +184,144 @@ fn search_file(
     stored: &AtomicUsize,
     batch: &mut Batch<'_, FileHits>,
 ) {
-    let Ok(bytes) = std::fs::read(path) else {
-        return;
+    let mut scan = Scan {
+        call,
+        stored,
+        lines: Vec::new(),
+        count: 0,
+        next_line: 1,
     };
-    if bytes.contains(&0) || !call.regex.is_match(&bytes) {
-        return;
-    }
-    let mut lines = Vec::new();
-    let mut count = 0usize;
-    // A final line ending does not start another (empty) line.
-    let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
-    for (i, line) in body.split(|&b| b == b'\n').enumerate() {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if !call.regex.is_match(line) {
-            continue;
+    let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= CHUNK_BYTES as u64);
+    let complete = if small {
+        match std::fs::read(path) {
+            Ok(bytes) => scan.chunk(&bytes, true),
+            Err(_) => false,
         }
-        count += 1;
-        let text = cut_chars(&String::from_utf8_lossy(line), MAX_LINE_CHARS);
-        if stored.fetch_add(text.len(), Ordering::Relaxed) < MAX_STORED_BYTES {
-            lines.push((i as u64 + 1, text));
-        }
-    }
-    if count > 0 {
+    } else {
+        scan_large(path, &mut scan)
+    };
+    if complete && scan.count > 0 {
         batch.push(FileHits {
             path: display_rel(&ctx.project, &PathBuf::from(path)),
-            lines,
-            count,
+            lines: scan.lines,
+            count: scan.count,
         });
+    }
+}
+
+/// Files over this size are read in chunks of about this size (cut at line ends).
+const CHUNK_BYTES: usize = 8 << 20;
+
+/// Read a large file chunk by chunk; false when it is binary or unreadable.
+fn scan_large(path: &Path, scan: &mut Scan<'_>) -> bool {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut file = std::io::BufReader::new(file);
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_BYTES + 4096);
+    loop {
+        let have = buf.len();
+        let Ok(n) = (&mut file)
+            .take((CHUNK_BYTES.saturating_sub(have)).max(4096) as u64)
+            .read_to_end(&mut buf)
+        else {
+            return false;
+        };
+        let eof = n == 0;
+        if eof {
+            return scan.chunk(&buf, true);
+        }
+        // Scan up to the last complete line; carry the rest.
+        let Some(cut) = buf.iter().rposition(|&b| b == b'\n') else {
+            continue;
+        };
+        if !scan.chunk(&buf[..=cut], false) {
+            return false;
+        }
+        buf.drain(..=cut);
+    }
+}
+
+/// Matching state of one file.
+struct Scan<'a> {
+    call: &'a Call,
+    stored: &'a AtomicUsize,
+    lines: Vec<(u64, String)>,
+    count: usize,
+    /// Number of the first line of the next chunk.
+    next_line: u64,
+}
+
+impl Scan<'_> {
+    /// Scan whole lines (`last`: the file's final chunk); false when the chunk is binary.
+    fn chunk(&mut self, bytes: &[u8], last: bool) -> bool {
+        if bytes.contains(&0) {
+            return false;
+        }
+        // A final line ending does not start another (empty) line.
+        let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        let first = self.next_line;
+        if !last || !body.is_empty() {
+            self.next_line += body.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+        }
+        if bytes.is_empty() || !self.call.regex.is_match(bytes) {
+            return true;
+        }
+        for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if !self.call.regex.is_match(line) {
+                continue;
+            }
+            self.count += 1;
+            let text = cut_chars(&String::from_utf8_lossy(line), MAX_LINE_CHARS);
+            if self.stored.fetch_add(text.len(), Ordering::Relaxed) < MAX_STORED_BYTES {
+                self.lines.push((first + i as u64, text));
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn large_files_are_scanned_in_chunks_with_right_line_numbers() {
+        let dir = std::env::temp_dir().join(format!("openmax-grep-large-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir is writable");
+        let dir = dir.canonicalize().expect("just created");
+        // ~20 MiB: three chunks; a match on the first and the last line and across a cut.
+        let mut text = String::from("HIT first\n");
+        let filler = "x".repeat(99) + "\n";
+        let n = 200_000;
+        for _ in 0..n {
+            text.push_str(&filler);
+        }
+        text.push_str("HIT last");
+        std::fs::write(dir.join("big.txt"), &text).expect("write");
+        let ctx = ToolContext::new(&dir, "t").expect("exists");
+        let out = run(
+            &ctx,
+            &serde_json::json!({"pattern": "^HIT"}),
+            &AtomicBool::new(false),
+        );
+        assert_eq!(
+            out.output,
+            format!("big.txt:1:HIT first\nbig.txt:{}:HIT last\n", n + 2)
+        );
+        let mut bin = text.into_bytes();
+        bin.push(0);
+        std::fs::write(dir.join("big.txt"), &bin).expect("write");
+        let out = run(
+            &ctx,
+            &serde_json::json!({"pattern": "^HIT"}),
+            &AtomicBool::new(false),
+        );
+        assert_eq!(out.output, "no matches for \"^HIT\" in .\n");
+        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

@@ -115,7 +115,8 @@ pub fn plan(ctx: &ToolContext, name: &str, args: &Value) -> ToolPlan {
 /// Run a call. Sending `()` on `cancel` cancels it: `shell` kills its whole process group,
 /// the search tools stop walking, and a failed outcome saying so comes back promptly. A write
 /// already started completes and is reported as it happened. Dropping the sender without
-/// sending is not a cancel.
+/// sending is not a cancel. Needs a tokio runtime with the IO and time drivers enabled
+/// (`enable_all`); any flavor works.
 pub async fn run(
     ctx: &ToolContext,
     name: &str,
@@ -160,12 +161,8 @@ async fn run_read_only(
     let mut cancel_live = true;
     loop {
         tokio::select! {
-            r = &mut job => {
-                return match r {
-                    Ok(outcome) => outcome,
-                    Err(e) => fail(format!("{name}: internal error: {e}")),
-                };
-            }
+            // A cancel already sent wins over a result that is ready too.
+            biased;
             r = &mut cancel, if cancel_live => match r {
                 Ok(()) => {
                     // The walk sees the flag and winds down on its own thread.
@@ -174,6 +171,12 @@ async fn run_read_only(
                 }
                 Err(_) => cancel_live = false,
             },
+            r = &mut job => {
+                return match r {
+                    Ok(outcome) => outcome,
+                    Err(e) => fail(format!("{name}: internal error: {e}")),
+                };
+            }
         }
     }
 }
