@@ -1,5 +1,5 @@
 //! In-process benchmarks of context budgeting (issue 10, item 2): estimating and compacting a
-//! 100,000-message transcript with `openmax_core::compaction` (`request_tokens`, `compact`),
+//! 100,000-message transcript with `openmax_core::compaction` (`estimate_request`, `compact`),
 //! time and memory.
 //!
 //! Memory is shown two ways: divan's allocation profiler (bytes and counts allocated per
@@ -11,7 +11,7 @@
 use divan::counter::ItemsCount;
 use divan::{black_box, AllocProfiler, Bencher};
 
-use openmax_core::compaction::{budget, compact, request_tokens, TARGET_PERCENT};
+use openmax_core::compaction::{budget, compact, estimate_request, TARGET_PERCENT};
 use openmax_core::conversation::{Block, Message, Role, ToolSchema};
 
 #[global_allocator]
@@ -80,7 +80,7 @@ const SYSTEM: &str = "You are a coding agent. Be terse.";
 
 /// What the machine does before a request: the fixed part, then the compaction target.
 fn fixed_and_target() -> (u64, u64) {
-    let fixed = request_tokens(SYSTEM, &tools(), &[]);
+    let fixed = estimate_request(SYSTEM, &tools(), &[]);
     let room = budget(CONTEXT_TOKENS) - fixed;
     (fixed, fixed + room * TARGET_PERCENT / 100)
 }
@@ -108,12 +108,12 @@ fn peak_rss_report() {
     let mut messages = transcript(MESSAGES);
     let built = vm_hwm_kib();
     let t0 = std::time::Instant::now();
-    let estimate = request_tokens(SYSTEM, &tools(), &messages);
+    let estimate = estimate_request(SYSTEM, &tools(), &messages);
     let est_time = t0.elapsed();
     let (fixed, target) = fixed_and_target();
     let current = messages.len() - 4;
     let t1 = std::time::Instant::now();
-    let receipt = compact(&mut messages, current, fixed, 1000, target);
+    let receipt = compact(&mut messages, current, fixed, None, target);
     let compact_time = t1.elapsed();
     let after = vm_hwm_kib();
     println!(
@@ -134,14 +134,14 @@ fn peak_rss_report() {
     assert!(receipt.tokens_after <= target, "compaction met its target");
 }
 
-/// `request_tokens` over the whole transcript (the estimate made before every request).
+/// `estimate_request` over the whole transcript (the estimate made before every request).
 #[divan::bench]
 fn request_tokens_100k(bencher: Bencher) {
     let messages = transcript(MESSAGES);
     let tools = tools();
     bencher
         .counter(ItemsCount::new(MESSAGES))
-        .bench_local(|| black_box(request_tokens(SYSTEM, &tools, black_box(&messages))));
+        .bench_local(|| black_box(estimate_request(SYSTEM, &tools, black_box(&messages))));
 }
 
 /// `compact` of the 100,000-message transcript down to the target (a fresh copy per
@@ -155,6 +155,6 @@ fn compact_100k(bencher: Bencher) {
         .with_inputs(|| messages.clone())
         .bench_local_refs(|m| {
             let current = m.len() - 4;
-            black_box(compact(m, current, fixed, 1000, target))
+            black_box(compact(m, current, fixed, None, target))
         });
 }
