@@ -248,7 +248,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             Err(e) => return fail(format!("could not start a session: {e}")),
         }
     };
-    let trusted = state.trusted();
+    let trusted = state.trusted() || setup.settings.trusts(state.project());
     let mode = setup
         .demo
         .or_else(|| state.mode())

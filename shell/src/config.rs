@@ -35,6 +35,18 @@ pub struct FileConfig {
     pub permissions: PermissionsSection,
     #[serde(default)]
     pub hooks: Vec<HookConfig>,
+    #[serde(default)]
+    pub trust: TrustSection,
+}
+
+/// `[trust]` (user config only): projects trusted without running `openmax --trust` in them,
+/// for unattended setups (CI, benchmarks, orchestrators) that prepare `$OPENMAX_HOME` ahead.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustSection {
+    /// Absolute project paths (symlinks are resolved before comparing).
+    #[serde(default)]
+    pub projects: Vec<String>,
 }
 
 /// `[provider]`.
@@ -124,6 +136,15 @@ pub struct Settings {
     pub hooks: Vec<(HookConfig, Origin)>,
     /// The files that were read, in layer order.
     pub files: Vec<PathBuf>,
+    /// `[trust] projects` from the user config, canonicalized where they exist.
+    pub trusted_projects: Vec<PathBuf>,
+}
+
+impl Settings {
+    /// Whether the user config trusts `project` (already canonical).
+    pub fn trusts(&self, project: &Path) -> bool {
+        self.trusted_projects.iter().any(|p| p == project)
+    }
 }
 
 /// A configuration problem, worded for stderr.
@@ -283,6 +304,13 @@ pub fn resolve(
         limits,
         permissions,
         hooks: layers.hooks,
+        trusted_projects: layers
+            .merged
+            .trust
+            .projects
+            .iter()
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)))
+            .collect(),
         files: layers.files,
     })
 }
@@ -333,6 +361,13 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
         ))
     })?;
     if project {
+        if value.contains_key("trust") {
+            return Err(ConfigError(format!(
+                "{}: [trust] is not allowed in a project config (a project cannot trust itself); \
+                 set it in $OPENMAX_HOME/config.toml or run `openmax --trust` in the project",
+                path.display()
+            )));
+        }
         if let Some(toml::Value::Table(p)) = value.get("provider") {
             for key in p.keys() {
                 if key == "base_url" || key.contains("api_key") || key == "key" {
@@ -389,6 +424,13 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         },
         permissions: PermissionsSection { deny, ask },
         hooks,
+        trust: TrustSection {
+            projects: {
+                let mut p = base.trust.projects;
+                p.extend(over.trust.projects);
+                p
+            },
+        },
     }
 }
 
@@ -470,6 +512,15 @@ mod tests {
         );
         let e = layered("", "[provider]\napi_key_env = \"X\"\n").unwrap_err();
         assert!(e.0.contains("api_key_env"), "{e}");
+        let e = layered("", "[trust]\nprojects = [\"/\"]\n").unwrap_err();
+        assert!(e.0.contains("[trust] is not allowed"), "{e}");
+        let l = layered(
+            "[provider]\nname = \"demo\"\n[trust]\nprojects = [\"/\"]\n",
+            "",
+        )
+        .unwrap();
+        let s = resolve(l, &Overrides::default(), &Overrides::default(), &no_env).unwrap();
+        assert!(s.trusts(Path::new("/")) && !s.trusts(Path::new("/tmp")));
         let l = layered("[provider]\nname = \"anthropic\"\n", "").unwrap();
         let e = resolve(l, &Overrides::default(), &Overrides::default(), &no_env).unwrap_err();
         assert!(e.0.contains("ANTHROPIC_API_KEY"), "{e}");

@@ -93,6 +93,35 @@ fn untrusted_project_refuses_a_turn_and_says_how_to_trust() {
 }
 
 #[test]
+fn user_config_trust_list_trusts_a_project_but_a_project_config_cannot() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![text_reply("trusted by config")]);
+    let project = env.project.to_str().unwrap().to_string();
+    env.mock_config(
+        Flavor::Anthropic,
+        &mock.base_url(),
+        &format!("[trust]\nprojects = [{project:?}]\n"),
+    );
+    let mut s = env.stdio(&[]);
+    s.user("hi");
+    let (_, reason) = s.turn();
+    assert_eq!(reason, "end_turn");
+    assert_eq!(s.finish().0, Some(0));
+
+    let env = TestEnv::new();
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    std::fs::create_dir_all(env.project.join(".openmax")).unwrap();
+    std::fs::write(
+        env.project.join(".openmax/config.toml"),
+        format!("[trust]\nprojects = [{project:?}]\n"),
+    )
+    .unwrap();
+    let out = env.run(&["-p", "hi"]);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("[trust] is not allowed"), "{}", out.stderr);
+}
+
+#[test]
 fn trust_then_turn_runs() {
     let env = TestEnv::new();
     let mock = MockServer::start(vec![text_reply("trusted now")]);
