@@ -118,7 +118,11 @@ fn user_config_trust_list_trusts_a_project_but_a_project_config_cannot() {
     .unwrap();
     let out = env.run(&["-p", "hi"]);
     assert_eq!(out.code, Some(1));
-    assert!(out.stderr.contains("[trust] is not allowed"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("[trust] is not allowed"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
