@@ -243,7 +243,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             system: freeze.system.clone(),
             tools: freeze.tools.clone(),
         };
-        match SessionWriter::create(&state, &session_id, header) {
+        match SessionWriter::create_unsettled(&state, &session_id, header) {
             Ok(w) => (session_id, w, freeze, Vec::new(), None, None),
             Err(e) => return fail(format!("could not start a session: {e}")),
         }
@@ -254,7 +254,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         .or_else(|| state.mode())
         .or(session_mode)
         .unwrap_or(Mode::Ask);
-    let backend = match Backend::new(
+    let mut backend = match Backend::new(
         setup.home.clone(),
         state,
         provider,
@@ -288,6 +288,9 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
     };
     match prompt {
         Some(prompt) => {
+            if let Err(e) = backend.settle_session() {
+                return fail(format!("could not start a session: {e}"));
+            }
             let sink = PrintSink::new(std::io::stdout(), std::io::stderr());
             let mut runtime = Runtime::new(core, backend, sink);
             runtime.handle_signals(SignalPolicy::CancelTurn);
@@ -309,6 +312,12 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             sink.raw_line(&hello.to_json());
             if let Some(t) = &transcript {
                 sink.raw_line(&t.to_json());
+            }
+            // The header's flushes and the index update wait until `hello` is out: the first
+            // line does not need them, and nothing reported finished depends on them.
+            if let Err(e) = backend.settle_session() {
+                eprintln!("openmax: could not start a session: {e}");
+                return 1;
             }
             let mut runtime = Runtime::new(core, backend, sink);
             runtime.handle_signals(SignalPolicy::EndInput);

@@ -291,6 +291,12 @@ impl Backend {
     }
 
     /// Append records to the session file (durably).
+    /// Make a session created unsettled durable and findable (see
+    /// [`SessionWriter::create_unsettled`]); a no-op for a resumed or settled one.
+    pub fn settle_session(&mut self) -> Result<(), String> {
+        self.writer.settle().map_err(|e| e.to_string())
+    }
+
     pub fn persist(&mut self, records: Vec<Record>) -> Result<(), String> {
         self.writer.append(&records).map_err(|e| e.to_string())
     }

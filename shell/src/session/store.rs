@@ -48,6 +48,9 @@ pub struct SessionWriter {
     index_pending: Option<CompactionPoint>,
     /// Why appends are refused, after a failure that could not be rolled back.
     poisoned: Option<String>,
+    /// Created with [`SessionWriter::create_unsettled`] and not yet made durable and indexed:
+    /// (the sessions directory was new, created time).
+    unsettled: Option<(bool, u64)>,
 }
 
 /// Why a session could not be created.
@@ -84,6 +87,20 @@ impl SessionWriter {
         session_id: &str,
         header: Record,
     ) -> Result<SessionWriter, StoreError> {
+        let mut w = SessionWriter::create_unsettled(state, session_id, header)?;
+        w.settle().map_err(|e| StoreError::Io(e.to_string()))?;
+        Ok(w)
+    }
+
+    /// [`SessionWriter::create`] without its flushes and index update: the session is owned
+    /// (locked) and its header written, but not yet durable nor findable by `--continue` until
+    /// [`SessionWriter::settle`] (which the first `append` also does). Lets `--stdio` write
+    /// `hello` before waiting on the disk; nothing the client sees as finished depends on it.
+    pub fn create_unsettled(
+        state: &ProjectState,
+        session_id: &str,
+        header: Record,
+    ) -> Result<SessionWriter, StoreError> {
         check_id(session_id)?;
         match &header {
             Record::Session { session_id: h, .. } if h == session_id => {}
@@ -104,15 +121,6 @@ impl SessionWriter {
         };
         let new_dir = !sessions_dir.is_dir();
         fs::create_dir_all(&sessions_dir).map_err(|e| io_err("create", &sessions_dir, e))?;
-        if new_dir {
-            // Make the new directories themselves durable (best effort beyond our own).
-            if let Some(parent) = sessions_dir.parent() {
-                let _ = sync_dir(parent);
-                if let Some(grand) = parent.parent() {
-                    let _ = sync_dir(grand);
-                }
-            }
-        }
         let lock_path = sessions_dir.join(format!("{session_id}.lock"));
         let lock = SessionLock::try_acquire(&lock_path).map_err(|e| match e {
             LockError::Held { .. } => StoreError::Locked(e.describe(session_id)),
@@ -133,26 +141,7 @@ impl SessionWriter {
         let mut line = RecordLine::new(header).to_json().into_bytes();
         line.push(b'\n');
         file.write_all(&line)
-            .and_then(|()| file.sync_data())
-            .and_then(|()| sync_dir(&sessions_dir))
             .map_err(|e| io_err("write", &path, e))?;
-        let now = now_ms();
-        update_index(&sessions_dir, |index| {
-            index.sessions.retain(|e| e.id != session_id);
-            index.sessions.push(IndexEntry {
-                id: session_id.to_string(),
-                created_ms: now,
-                updated_ms: now,
-                record: record_name,
-                compaction: None,
-            });
-        })
-        .map_err(|e| {
-            StoreError::Io(format!(
-                "cannot update the session index in {}: {e}",
-                sessions_dir.display()
-            ))
-        })?;
         Ok(SessionWriter {
             session_id: session_id.to_string(),
             sessions_dir,
@@ -165,7 +154,55 @@ impl SessionWriter {
             mode: None,
             index_pending: None,
             poisoned: None,
+            unsettled: Some((new_dir, now_ms())),
         })
+    }
+
+    /// Make an unsettled session durable (header and directory entries flushed) and add it to
+    /// the index. A no-op once done.
+    pub fn settle(&mut self) -> io::Result<()> {
+        let Some((new_dir, created)) = self.unsettled else {
+            return Ok(());
+        };
+        let with_path = |what: &str, p: &Path, e: io::Error| {
+            io::Error::new(e.kind(), format!("cannot {what} {}: {e}", p.display()))
+        };
+        if new_dir {
+            // Make the new directories themselves durable (best effort beyond our own).
+            if let Some(parent) = self.sessions_dir.parent() {
+                let _ = sync_dir(parent);
+                if let Some(grand) = parent.parent() {
+                    let _ = sync_dir(grand);
+                }
+            }
+        }
+        self.file
+            .sync_data()
+            .and_then(|()| sync_dir(&self.sessions_dir))
+            .map_err(|e| with_path("write", &self.path, e))?;
+        let id = self.session_id.clone();
+        let record = format!("{id}.jsonl");
+        update_index(&self.sessions_dir, |index| {
+            index.sessions.retain(|e| e.id != id);
+            index.sessions.push(IndexEntry {
+                id: id.clone(),
+                created_ms: created,
+                updated_ms: created,
+                record,
+                compaction: None,
+            });
+        })
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot update the session index in {}: {e}",
+                    self.sessions_dir.display()
+                ),
+            )
+        })?;
+        self.unsettled = None;
+        Ok(())
     }
 
     /// Append records, one line each, in one write, then `fdatasync`. After `Ok` the records
@@ -180,6 +217,7 @@ impl SessionWriter {
         if records.is_empty() {
             return Ok(());
         }
+        self.settle()?;
         let mut buf = Vec::new();
         let mut lines = self.lines;
         let mut last_refrozen = self.last_refrozen;
@@ -282,6 +320,7 @@ impl SessionWriter {
             mode,
             index_pending: None,
             poisoned: None,
+            unsettled: None,
         }
     }
 
