@@ -191,7 +191,7 @@ pub fn load_one(
 
 /// The project-relative path of a regular file inside the project that `arg` names, if any.
 /// Symlinks are resolved, so a link out of the project is not a project file.
-fn project_file(project: &Path, arg: &str) -> Option<String> {
+pub(crate) fn project_file(project: &Path, arg: &str) -> Option<String> {
     if arg.is_empty() || arg.starts_with('-') {
         return None;
     }

@@ -17,6 +17,7 @@ use std::path::Path;
 use openmax_core::machine::{HookOutcome, HookSpec};
 use serde::Deserialize;
 
+use crate::extensions::manifest::project_file;
 use crate::extensions::process::{self, ProcessSpec, Status};
 use crate::extensions::source::sha256_hex;
 
@@ -277,27 +278,6 @@ fn decision(stdout: &str) -> Option<String> {
         }
     }
     None
-}
-
-fn project_file(project: &Path, arg: &str) -> Option<String> {
-    if arg.is_empty() || arg.starts_with('-') {
-        return None;
-    }
-    let candidate = if Path::new(arg).is_absolute() {
-        std::path::PathBuf::from(arg)
-    } else {
-        project.join(arg)
-    };
-    let real = candidate.canonicalize().ok()?;
-    if !real.is_file() {
-        return None;
-    }
-    Some(
-        real.strip_prefix(project)
-            .ok()?
-            .to_string_lossy()
-            .into_owned(),
-    )
 }
 
 #[cfg(test)]
