@@ -63,7 +63,7 @@ pub fn script(req: &ModelRequest) -> DemoReply {
         ("read_file", true) => DemoReply {
             thinking: None,
             text: "Got it. Now I'll change \"Hello\" to \"Hello, openmax\" in demo.txt. This \
-                   edit changes a file, so openmax shows you the diff and asks before it runs."
+                   edit changes a file, so openmax shows you the diff (and, in `ask` mode, asks you first)."
                 .into(),
             call: Some((
                 "edit_file".into(),
@@ -73,7 +73,7 @@ pub fn script(req: &ModelRequest) -> DemoReply {
         ("read_file", false) => DemoReply {
             thinking: None,
             text: "There's no demo.txt here yet, so I'll create one. Writing a file changes \
-                   the project, so openmax shows you the diff and asks before it runs."
+                   the project, so openmax shows you the diff (and, in `ask` mode, asks you first)."
                 .into(),
             call: Some((
                 "write_file".into(),
@@ -83,8 +83,9 @@ pub fn script(req: &ModelRequest) -> DemoReply {
         (_, true) => DemoReply {
             thinking: None,
             text: "Done: demo.txt is updated. That was the whole loop: a streamed reply, a \
-                   read-only tool that ran at once, and a change that waited for your \
-                   approval. To use a real model, set a provider (see docs/providers.md)."
+                   read-only tool that ran at once, and a change shown as a diff (gated by your \
+                   approval in `ask` mode). To use a real model, set a provider (see \
+                   docs/providers.md)."
                 .into(),
             call: None,
         },
