@@ -101,18 +101,31 @@ pub async fn run(
     let err = tokio::spawn(read_capped(child.stderr.take(), cap));
     let timeout = tokio::time::sleep(std::time::Duration::from_millis(spec.timeout_ms));
     tokio::pin!(timeout);
-    let status = tokio::select! {
-        s = child.wait() => match s {
+    // Wait for the leader's exit without reaping it: an unreaped leader keeps its group id
+    // reserved, so the `killpg` below can never reach an unrelated group that reused the id.
+    let mut exited = match pgid {
+        Some(pid) => {
+            tokio::task::spawn_blocking(move || crate::tools::command::wait_exited_nowait(pid))
+        }
+        None => tokio::task::spawn_blocking(|| ()),
+    };
+    let end = tokio::select! {
+        _ = &mut exited => None,
+        _ = &mut timeout => Some(Status::TimedOut),
+        _ = &mut cancel => Some(Status::Cancelled),
+    };
+    // Nothing of the group outlives the call (a background child would keep the pipes open and
+    // the readers waiting); the leader, dead or dying, is reaped only after.
+    kill_group(pgid);
+    guard.0 = None;
+    let reaped = child.wait().await;
+    let status = match end {
+        Some(s) => s,
+        None => match reaped {
             Ok(s) => exit_status(s),
             Err(e) => Status::SpawnFailed(e.to_string()),
         },
-        _ = &mut timeout => { kill_group(pgid); let _ = child.wait().await; Status::TimedOut }
-        _ = &mut cancel => { kill_group(pgid); let _ = child.wait().await; Status::Cancelled }
     };
-    // The leader is gone; make sure nothing of its group outlives it (a background child would
-    // keep the pipes open and the readers waiting).
-    kill_group(pgid);
-    guard.0 = None;
     writer.abort();
     let (stdout, t1) = out.await.unwrap_or_default();
     let (stderr, t2) = err.await.unwrap_or_default();

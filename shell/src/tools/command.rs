@@ -234,7 +234,7 @@ fn secs(d: Duration) -> String {
 }
 
 /// Block until `pid` has exited, leaving it unreaped (a zombie keeps its group id reserved).
-fn wait_exited_nowait(pid: libc::pid_t) {
+pub(crate) fn wait_exited_nowait(pid: libc::pid_t) {
     loop {
         // SAFETY: `siginfo_t` is plain data for which all-zero bytes are a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };

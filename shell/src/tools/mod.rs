@@ -12,7 +12,7 @@
 
 mod args;
 mod cap;
-mod command;
+pub(crate) mod command;
 mod diff;
 mod edit;
 mod glob;
