@@ -67,22 +67,26 @@ fn project_of(cli: &Cli) -> Result<PathBuf, String> {
     crate::project::discover(&start).map_err(|e| e.to_string())
 }
 
-fn trust(cli: &Cli) -> i32 {
+/// The project's state for a command only a human may run (`--trust`, `--approve`): refused
+/// when agent-spawned, else the project discovered and its state opened.
+fn human_project_state(cli: &Cli, flag: &str) -> Result<ProjectState, String> {
     if agent_spawned() {
-        return fail(format!(
-            "--trust refused: this openmax was started by an agent ({AGENT_ENV} is set); \
+        return Err(format!(
+            "{flag} refused: this openmax was started by an agent ({AGENT_ENV} is set); \
              a human must run it"
         ));
     }
-    let project = match project_of(cli) {
-        Ok(p) => p,
+    let project = project_of(cli)?;
+    let home = Home::from_env()?;
+    Ok(ProjectState::open(&home, &project))
+}
+
+fn trust(cli: &Cli) -> i32 {
+    let state = match human_project_state(cli, "--trust") {
+        Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let home = match Home::from_env() {
-        Ok(h) => h,
-        Err(e) => return fail(e),
-    };
-    let state = ProjectState::open(&home, &project);
+    let project = state.project().to_path_buf();
     if state.trusted() {
         println!(
             "{} was already trusted (state in {})",
@@ -105,21 +109,10 @@ fn trust(cli: &Cli) -> i32 {
 }
 
 fn approve(cli: &Cli, path: &Path) -> i32 {
-    if agent_spawned() {
-        return fail(format!(
-            "--approve refused: this openmax was started by an agent ({AGENT_ENV} is set); \
-             a human must run it"
-        ));
-    }
-    let project = match project_of(cli) {
-        Ok(p) => p,
+    let state = match human_project_state(cli, "--approve") {
+        Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let home = match Home::from_env() {
-        Ok(h) => h,
-        Err(e) => return fail(e),
-    };
-    let state = ProjectState::open(&home, &project);
     crate::extensions::approve::run(
         state.project(),
         path,
