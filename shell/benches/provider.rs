@@ -2,7 +2,7 @@
 //! and the decoder plus each API's mapper (Anthropic Messages, OpenAI Responses, Chat
 //! Completions), over the exact bytes the loopback mock sends for a 2000-delta reply
 //! (`openmax_sim::mock::render_stream`), fed in the chunks the mock writes (one per delta).
-//! Also `--check`'s in-process path (`openmax_shell::check::run`) over token lines.
+//! Also `--check`'s in-process path (`openmax_shell::oneshot::check::run`) over token lines.
 //!
 //! Run: `cargo bench -p openmax-shell --bench provider` (divan; throughput in bytes/s and in
 //! deltas/s).
@@ -186,7 +186,7 @@ fn check_run_token_lines(bencher: Bencher) {
     bencher
         .counter(BytesCount::new(input.len()))
         .bench_local(|| {
-            let code = openmax_shell::check::run(black_box(&input[..]), std::io::sink());
+            let code = openmax_shell::oneshot::check::run(black_box(&input[..]), std::io::sink());
             assert_eq!(code, 0, "the bench stream is valid");
         });
 }

@@ -113,7 +113,7 @@ fn main() {
     let mut input = TokenStream::new(mb * 1_000_000, &kind);
     let cpu_start = cpu_secs();
     let start = Instant::now();
-    let code = openmax_shell::check::run(&mut input, std::io::sink());
+    let code = openmax_shell::oneshot::check::run(&mut input, std::io::sink());
     let secs = start.elapsed().as_secs_f64();
     let bytes = input.produced;
     let cpu = match (cpu_start, cpu_secs()) {

@@ -8,20 +8,12 @@
 pub use openmax_core as core;
 
 pub mod app;
-pub mod backend;
-pub mod check;
-pub mod cli;
 pub mod config;
-pub mod demo_setup;
 pub mod extensions;
-pub mod framing;
+pub mod frontend;
 pub mod hooks;
-pub mod output;
-pub mod print_mode;
-pub mod project;
-pub mod prompt;
+pub mod oneshot;
 pub mod provider;
-pub mod runtime;
+pub mod run;
 pub mod session;
-pub mod spec;
 pub mod tools;

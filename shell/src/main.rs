@@ -6,7 +6,7 @@
 use clap::Parser;
 
 fn main() {
-    let cli = openmax_shell::cli::Cli::parse();
+    let cli = openmax_shell::app::cli::Cli::parse();
     let code = openmax_shell::app::run(cli);
     std::process::exit(code);
 }

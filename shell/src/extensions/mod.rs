@@ -13,6 +13,7 @@ pub mod external;
 pub mod freeze;
 pub mod manifest;
 pub mod process;
+pub mod prompt;
 pub mod skills;
 pub mod source;
 

@@ -30,8 +30,8 @@ use openmax_core::tool::ToolOutcome;
 use openmax_core::wire::Event;
 use openmax_core::{Core, Millis};
 
-use crate::backend::{Backend, InputTx};
-use crate::output::Sink;
+use super::backend::{Backend, InputTx};
+use crate::frontend::Sink;
 
 /// A core with its effect backends and its event sink.
 pub struct Runtime<S: Sink> {

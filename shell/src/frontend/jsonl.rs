@@ -1,5 +1,4 @@
-//! Where the core's events go: a [`Sink`]. [`JsonlSink`] is the `--stdio` wire (one JSON line per
-//! event, `session_id` first); the `-p` renderer lives in [`crate::print_mode`].
+//! The `--stdio` event writer, [`JsonlSink`]: one JSON line per event, `session_id` first.
 //!
 //! Invariants: events are written in the order the core emitted them; [`JsonlSink`] buffers and
 //! writes the whole buffer in one `write_all` at each quiet point ([`Sink::flush`]), so a burst
@@ -11,13 +10,7 @@ use std::io::Write;
 
 use openmax_core::wire::{Event, Line};
 
-/// A consumer of the core's events.
-pub trait Sink {
-    /// One event, in emission order.
-    fn event(&mut self, event: Event);
-    /// The core went quiet: make everything written so far visible.
-    fn flush(&mut self);
-}
+use super::Sink;
 
 /// The `--stdio` event writer.
 pub struct JsonlSink<W: Write> {

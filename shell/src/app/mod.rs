@@ -1,7 +1,7 @@
 //! What one invocation of `openmax` does, from parsed flags to an exit code: the one-shot
 //! actions (`--check`, `--spec`, `--trust`, `--approve`) and the session start-up shared by
 //! `--stdio` and `-p` (project, config, trust and mode, session file, freeze, handshake), which
-//! then hands over to [`crate::runtime`].
+//! then hands over to [`crate::run`].
 //!
 //! Invariants:
 //! - Every failure before the handshake is one clear stderr line and a nonzero exit, and nothing
@@ -11,6 +11,10 @@
 //! - An agent-spawned process (`OPENMAX_AGENT_SESSION` set) cannot trust a project or approve a
 //!   source.
 
+pub mod cli;
+pub mod demo;
+pub mod project;
+
 use std::path::{Path, PathBuf};
 
 use openmax_core::machine::{CoreConfig, Input};
@@ -19,13 +23,12 @@ use openmax_core::wire::{Command, Hello, Mode};
 use openmax_core::Core;
 use sha2::{Digest, Sha256};
 
-use crate::backend::{self, Backend};
-use crate::cli::{Action, Cli};
 use crate::config::{self, Overrides, Settings};
-use crate::output::JsonlSink;
-use crate::print_mode::PrintSink;
-use crate::runtime::{Runtime, SignalPolicy};
+use crate::frontend::{JsonlSink, PrintSink};
+use crate::run::backend::{self, Backend};
+use crate::run::{Runtime, SignalPolicy};
 use crate::session::{resume_latest, Home, ProjectState, SessionWriter};
+use cli::{Action, Cli};
 
 /// The variable whose presence marks an agent-spawned openmax.
 pub const AGENT_ENV: &str = "OPENMAX_AGENT_SESSION";
@@ -40,8 +43,10 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     match action {
-        Action::Check => crate::check::run(std::io::stdin().lock(), std::io::stdout().lock()),
-        Action::Spec { json } => crate::spec::run(json, std::io::stdout().lock()),
+        Action::Check => {
+            crate::oneshot::check::run(std::io::stdin().lock(), std::io::stdout().lock())
+        }
+        Action::Spec { json } => crate::oneshot::spec::run(json, std::io::stdout().lock()),
         Action::Trust => trust(&cli),
         Action::Approve { path } => approve(&cli, &path),
         Action::Stdio { resume } => session(&cli, None, resume),
@@ -64,7 +69,7 @@ fn project_of(cli: &Cli) -> Result<PathBuf, String> {
         Some(p) => p.clone(),
         None => std::env::current_dir().map_err(|e| format!("working directory: {e}"))?,
     };
-    crate::project::discover(&start).map_err(|e| e.to_string())
+    project::discover(&start).map_err(|e| e.to_string())
 }
 
 /// The project's state for a command only a human may run (`--trust`, `--approve`): refused
@@ -143,8 +148,7 @@ fn setup(cli: &Cli, print: bool) -> Result<Setup, String> {
     };
     let wants_demo = flags.provider.as_deref().or(env_over.provider.as_deref()) == Some("demo");
     let (home, project, demo) = if wants_demo && cli.project.is_none() {
-        let dirs = crate::demo_setup::create()
-            .map_err(|e| format!("could not create the demo project: {e}"))?;
+        let dirs = demo::create().map_err(|e| format!("could not create the demo project: {e}"))?;
         eprintln!("openmax: demo project at {}", dirs.project.display());
         let mode = if print { Mode::Auto } else { Mode::Ask };
         (Home::new(dirs.home), dirs.project, Some(mode))
@@ -316,7 +320,9 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             runtime.handle_signals(SignalPolicy::EndInput);
             let tx = runtime.sender();
             std::thread::spawn(move || {
-                crate::framing::pump(std::io::stdin().lock(), |input| tx.send(input).is_ok())
+                crate::frontend::framing::pump(std::io::stdin().lock(), |input| {
+                    tx.send(input).is_ok()
+                })
             });
             let (code, _sink) = rt.block_on(runtime.run());
             rt.shutdown_background();

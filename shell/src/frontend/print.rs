@@ -15,7 +15,7 @@ use std::io::Write;
 
 use openmax_core::wire::{ApprovalOutcome, ApprovalReason, Event};
 
-use crate::output::Sink;
+use super::Sink;
 
 /// Exit code for a `-p` turn that ended with `stop_reason`.
 pub fn exit_code_for(stop_reason: &str) -> i32 {

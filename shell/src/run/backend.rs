@@ -1,6 +1,6 @@
 //! The effect backends the runtime drives: the provider, the tools (built-in, external and the
 //! `skill` tool), the hooks, the session store, the project state and the freeze, behind one
-//! small surface so that [`crate::runtime`] stays a plain loop.
+//! small surface so that [`super::runtime`] stays a plain loop.
 //!
 //! Invariants:
 //! - Nothing here decides policy; each method performs one effect and reports what happened.
@@ -83,7 +83,7 @@ pub fn freeze_now(
     let inputs = FreezeInputs {
         project,
         home,
-        builtin_prompt: crate::prompt::BUILTIN,
+        builtin_prompt: crate::extensions::prompt::BUILTIN,
         builtin_tools: crate::tools::builtin_schemas(),
         is_builtin: &is_builtin,
     };

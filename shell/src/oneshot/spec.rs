@@ -10,7 +10,7 @@
 use std::io::Write;
 
 /// The contract in openmax's words (`docs/stdio-protocol.md`).
-pub const STDIO_PROTOCOL_MD: &str = include_str!("../../docs/stdio-protocol.md");
+pub const STDIO_PROTOCOL_MD: &str = include_str!("../../../docs/stdio-protocol.md");
 
 /// Print the contract (`json`: the JSON Schema) to `out`; returns the exit code.
 pub fn run<W: Write>(json: bool, mut out: W) -> i32 {

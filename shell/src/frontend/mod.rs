@@ -1,0 +1,24 @@
+//! The frontends: where the core's events go and where its commands come from. Every frontend
+//! consumes the same wire [`Event`]s and sends the same commands, so a guarantee proved for the
+//! core holds in each by construction; none decides policy.
+//!
+//! - [`framing`]: stdin bytes to core inputs (the `--stdio` command reader).
+//! - [`jsonl`]: the `--stdio` event writer.
+//! - [`print`]: the `-p` renderer (reply on stdout, notices on stderr).
+
+pub mod framing;
+pub mod jsonl;
+pub mod print;
+
+pub use jsonl::JsonlSink;
+pub use print::PrintSink;
+
+use openmax_core::wire::Event;
+
+/// A consumer of the core's events.
+pub trait Sink {
+    /// One event, in emission order.
+    fn event(&mut self, event: Event);
+    /// The core went quiet: make everything written so far visible.
+    fn flush(&mut self);
+}

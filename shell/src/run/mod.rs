@@ -1,0 +1,9 @@
+//! The run loop and the effects it carries out: [`runtime`] is the one loop that feeds the core
+//! and drains it; [`backend`] performs each effect (provider requests, tools, hooks, the session
+//! store, the freeze) and reports what happened.
+
+pub mod backend;
+pub mod runtime;
+
+pub use backend::{Backend, InputTx};
+pub use runtime::{Runtime, SignalPolicy};
