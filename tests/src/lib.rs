@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub mod deps;
+
 use serde_json::Value;
 
 pub use openmax_sim::mock::{unused_loopback_url, MockServer};
