@@ -7,6 +7,7 @@
 //!
 //! - [`scenario`]: the scenario file format.
 //! - [`driver`]: runs a scenario through the core on a virtual clock.
+//! - [`trace`]: what a run produced (inputs fed, outputs drained, requests sent) and its views.
 //! - [`checks`]: the turn guarantees as named checks over a run.
 //! - [`oracle`]: the core's stream validator and pairing checker applied to a run.
 //! - [`gen`]: quickcheck generators of scenarios, with shrinking.
@@ -19,3 +20,4 @@ pub mod mock;
 pub mod oracle;
 pub mod scenario;
 pub mod script;
+pub mod trace;

@@ -9,7 +9,7 @@
 use openmax_core::validate::{PairingChecker, Step, Where};
 use openmax_core::wire::Command;
 
-use crate::driver::{RecordLine, Run};
+use crate::trace::{RecordLine, Run};
 
 /// Every violation the oracles report, in plain words.
 ///
