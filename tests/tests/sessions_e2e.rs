@@ -355,25 +355,75 @@ fn a_corrupt_record_line_fails_before_the_handshake_naming_file_and_line() {
     );
 }
 
-#[test]
-fn a_corrupt_index_fails_before_the_handshake() {
-    let (env, _mock) = setup(vec![text_reply("a")]);
-    let mut s = env.stdio(&[]);
-    let sid = s.hello["session_id"].clone();
-    s.user("one");
-    s.turn();
-    assert_eq!(s.finish().0, Some(0));
-    let index = env
-        .record_path(sid.as_str().unwrap())
+/// Two sessions, then the index is damaged (`corrupt`: garbage; else deleted): `--continue`
+/// rebuilds it from the records with a notice on stderr and resumes the session written last.
+fn index_damaged_then_continue(corrupt: bool) {
+    let (env, _mock) = setup(vec![text_reply("a"), text_reply("b"), text_reply("c")]);
+    let mut ids = Vec::new();
+    for text in ["one", "two"] {
+        let mut s = env.stdio(&[]);
+        ids.push(s.hello["session_id"].clone());
+        s.user(text);
+        s.turn();
+        assert_eq!(s.finish().0, Some(0));
+        // Distinct modification times (coarse file systems tick in 10 ms or more).
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+    let sessions = env
+        .record_path(ids[1].as_str().unwrap())
         .parent()
         .unwrap()
-        .join("index.json");
-    std::fs::write(&index, "{ not json").unwrap();
-    let out = env.run(&["--stdio", "--continue"]);
-    assert_ne!(out.code, Some(0));
-    assert_ne!(out.code, Some(2));
-    assert_eq!(out.stdout, "");
-    assert!(out.stderr.contains("index"), "{}", out.stderr);
+        .to_path_buf();
+    let index = sessions.join("index.json");
+    if corrupt {
+        std::fs::write(&index, "{ not json").unwrap();
+    } else {
+        std::fs::remove_file(&index).unwrap();
+    }
+    let (mut s, t) = resume(&env, &ids[1]);
+    assert_eq!(pairs(&t).last().unwrap().0, "assistant");
+    s.user("three");
+    let (events, _) = s.turn();
+    assert_eq!(find(&events, "done")["stop_reason"], "end_turn");
+    let (code, _, stderr) = s.finish();
+    assert_eq!(code, Some(0));
+    assert!(
+        stderr.contains("rebuilt") && stderr.contains("2 session record(s)"),
+        "{stderr}"
+    );
+    let rebuilt: Value = serde_json::from_str(&std::fs::read_to_string(&index).unwrap()).unwrap();
+    let listed: Vec<&str> = rebuilt["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [ids[0].as_str().unwrap(), ids[1].as_str().unwrap()]);
+    let kept: Vec<_> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("index.json.corrupt-")
+        })
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    if corrupt {
+        assert_eq!(kept, ["{ not json"], "the corrupt index is kept aside");
+    } else {
+        assert!(kept.is_empty());
+    }
+}
+
+#[test]
+fn a_deleted_index_is_rebuilt_and_continue_resumes() {
+    index_damaged_then_continue(false);
+}
+
+#[test]
+fn a_corrupt_index_is_kept_aside_rebuilt_and_continue_resumes() {
+    index_damaged_then_continue(true);
 }
 
 /// Remove every `cache_control` key (Anthropic cache markers move with the last message).

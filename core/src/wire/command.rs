@@ -2,7 +2,10 @@
 //!
 //! Parsing rules from the contract: unknown `cmd` values are errors that name the legal ones;
 //! extra fields on a known command are ignored; blank lines are skipped (the caller sees
-//! `Ok(None)`). A missing or mistyped field is an error naming the field.
+//! `Ok(None)`). A missing or mistyped field is an error naming the field. A key that appears
+//! twice in one object, at any depth, is an error naming the key: serde_json would keep the
+//! last one, and a proxy that reads the first would see another command. Duplicates are found
+//! during the one parse of the line ([`StrictValue`]), not by a second pass.
 
 use serde::{Deserialize, Serialize};
 
@@ -85,6 +88,8 @@ pub enum CommandError {
     UnknownCmd(String),
     /// A known command with a missing or mistyped field.
     BadField { cmd: String, detail: String },
+    /// The same key twice in one object (anywhere in the line); the key as a JSON string.
+    DuplicateKey(String),
 }
 
 impl std::fmt::Display for CommandError {
@@ -105,6 +110,10 @@ impl std::fmt::Display for CommandError {
                 COMMAND_NAMES.join(", ")
             ),
             CommandError::BadField { cmd, detail } => write!(f, "bad {cmd:?} command: {detail}"),
+            CommandError::DuplicateKey(k) => write!(
+                f,
+                "command line has the key {k} twice in one object; each key may appear once"
+            ),
         }
     }
 }
@@ -117,8 +126,20 @@ impl Command {
         if line.trim_ascii().is_empty() {
             return Ok(None);
         }
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| CommandError::NotJson(e.to_string()))?;
+        let value = match serde_json::from_str::<StrictValue>(line) {
+            Ok(v) => v.0,
+            Err(e) => {
+                let msg = e.to_string();
+                return Err(match msg.strip_prefix(DUPLICATE_PREFIX) {
+                    Some(rest) => CommandError::DuplicateKey(
+                        rest.rsplit_once(" at line ")
+                            .map_or(rest, |(k, _)| k)
+                            .to_string(),
+                    ),
+                    None => CommandError::NotJson(msg),
+                });
+            }
+        };
         let obj = value.as_object().ok_or(CommandError::NotObject)?;
         let cmd = obj
             .get("cmd")
@@ -140,6 +161,70 @@ impl Command {
     pub fn to_line(&self) -> String {
         // Serializing a plain enum of strings and bools cannot fail.
         serde_json::to_string(self).expect("command serializes")
+    }
+}
+
+/// The start of the parse error a duplicate key raises (the key follows).
+const DUPLICATE_PREFIX: &str = "duplicate key ";
+
+/// A JSON value parsed in one pass that refuses an object holding the same key twice, at any
+/// depth (serde_json's own `Value` keeps the last).
+struct StrictValue(serde_json::Value);
+
+impl<'de> Deserialize<'de> for StrictValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(StrictValue(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(serde_json::Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "{DUPLICATE_PREFIX}{key:?}"
+                )));
+            }
+            let StrictValue(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(serde_json::Value::Object(out))
     }
 }
 
@@ -194,3 +279,42 @@ pub const COMMAND_FIELDS: &[CommandSpec] = &[
         fields: &[],
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_duplicate_key_at_any_depth_is_refused_naming_it() {
+        for (line, key) in [
+            (r#"{"cmd":"user","text":"a","cmd":"quit"}"#, "\"cmd\""),
+            (r#"{"cmd":"user","text":"a","text":"b"}"#, "\"text\""),
+            (r#"{"cmd":"quit","x":{"k":1,"k":2}}"#, "\"k\""),
+            (r#"{"cmd":"quit","x":[{"a\"b":1,"a\"b":2}]}"#, "\"a\\\"b\""),
+        ] {
+            let err = Command::parse_line(line).unwrap_err();
+            assert_eq!(err, CommandError::DuplicateKey(key.to_string()), "{line}");
+            assert!(err.to_string().contains(key), "{err}");
+        }
+    }
+
+    #[test]
+    fn strict_parsing_keeps_every_other_answer() {
+        let ok = r#"{"cmd":"approve","approval_id":"a1","approved":true,"extra":{"n":[1,-2,3.5,null,"s"]}}"#;
+        assert_eq!(
+            Command::parse_line(ok).unwrap(),
+            Some(Command::Approve {
+                approval_id: "a1".into(),
+                approved: true
+            })
+        );
+        assert!(matches!(
+            Command::parse_line("{\"cmd\":"),
+            Err(CommandError::NotJson(_))
+        ));
+        assert_eq!(Command::parse_line("[1]"), Err(CommandError::NotObject));
+        assert_eq!(Command::parse_line("  "), Ok(None));
+        // The same key in sibling objects is not a duplicate.
+        assert!(Command::parse_line(r#"{"cmd":"quit","a":{"k":1},"b":{"k":2}}"#).is_ok());
+    }
+}

@@ -3,8 +3,9 @@
 //! Invariants: events are written in the order the core emitted them; [`JsonlSink`] buffers and
 //! writes the whole buffer in one `write_all` at each quiet point ([`Sink::flush`]), so a burst
 //! of tokens costs one syscall, and nothing is held back once the core goes quiet. A write error
-//! (the client closed stdout) is remembered and later writes are dropped: the session carries on
-//! until stdin ends, as the contract's EOF rule says.
+//! (the client closed stdout: EPIPE) is remembered, later writes are dropped, and
+//! [`Sink::client_gone`] says so: the runtime treats it as end of input (a client that cannot
+//! read the answers is gone; openmax does not keep running turns blind).
 
 use std::io::Write;
 
@@ -66,6 +67,10 @@ impl<W: Write> Sink for JsonlSink<W> {
             self.buf.shrink_to(8 * 1024);
         }
     }
+
+    fn client_gone(&self) -> bool {
+        self.broken
+    }
 }
 
 #[cfg(test)]
@@ -81,11 +86,31 @@ mod tests {
         });
         assert!(s.out.is_empty());
         s.flush();
+        assert!(!s.client_gone());
         let out = String::from_utf8(s.into_inner()).unwrap();
         assert_eq!(
             out,
             "{\"session_id\":\"s1\",\"type\":\"token\",\"text\":\"hi\"}\n\
              {\"type\":\"protocol_error\",\"message\":\"bad\"}\n"
         );
+    }
+
+    struct Closed;
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_stdout_marks_the_client_gone() {
+        let mut s = JsonlSink::new("s1", Closed);
+        s.event(Event::Token { text: "hi".into() });
+        assert!(!s.client_gone(), "nothing written yet");
+        s.flush();
+        assert!(s.client_gone());
     }
 }

@@ -21,4 +21,9 @@ pub trait Sink {
     fn event(&mut self, event: Event);
     /// The core went quiet: make everything written so far visible.
     fn flush(&mut self);
+    /// Whether the client is gone: a write failed because it closed its end (EPIPE). The
+    /// runtime then ends input as at EOF: the turn drains, approvals are declined, it exits.
+    fn client_gone(&self) -> bool {
+        false
+    }
 }

@@ -12,7 +12,8 @@
 //! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
 //!   process group; only a second signal exits at once (130).
 //! - The sink is flushed when the core goes quiet: no queued input and nothing ready on the
-//!   channel. A burst of inputs therefore costs one stdout write.
+//!   channel. A burst of inputs therefore costs one stdout write. When a flush finds the client
+//!   gone (EPIPE on stdout), end of input is queued once, exactly as if stdin had ended.
 //! - Time: `now` is milliseconds since the runtime started (monotonic `Instant`). The next
 //!   deadline comes from `core.poll_timeout()`; when it is due the core gets `Input::Timeout`.
 //! - Every spawned request is aborted on `CancelRequest`, on a newer attempt of the same request,
@@ -49,6 +50,8 @@ pub struct Runtime<S: Sink> {
     /// `-p`: end input once the first turn's `done` is out (so a cancel can still reach the
     /// turn; the core ignores commands after end of input).
     eof_after_done: bool,
+    /// End of input was queued because the sink found the client gone.
+    client_gone: bool,
 }
 
 /// What SIGINT / SIGTERM do (see [`Runtime::handle_signals`]).
@@ -79,6 +82,7 @@ impl<S: Sink> Runtime<S> {
             start: Instant::now(),
             signals: None,
             eof_after_done: false,
+            client_gone: false,
         }
     }
 
@@ -193,6 +197,11 @@ impl<S: Sink> Runtime<S> {
             }
             if self.ready.is_empty() && self.rx.is_empty() {
                 self.sink.flush();
+            }
+            if !self.client_gone && self.sink.client_gone() {
+                self.client_gone = true;
+                eprintln!("openmax: the client closed stdout; ending input as at EOF");
+                self.ready.push_back(Input::EndOfInput);
             }
         }
     }

@@ -13,6 +13,8 @@
 //!   may lag behind the record (a crash between the two), never run ahead of it. Resume reads
 //!   forward from it and applies any later compaction it finds, so a lagging hint only costs
 //!   reading time.
+//! - A missing or corrupt index is rebuilt from the records under the same lock (with a notice
+//!   on stderr), so a session whose record exists is never unreachable.
 
 use std::fs::{self, OpenOptions};
 use std::io;
@@ -127,9 +129,11 @@ pub fn read_index(sessions_dir: &Path) -> Result<Index, IndexError> {
     })
 }
 
-/// Read-modify-write the index under `sessions/.index.lock`. A missing index starts empty; a
-/// corrupt one is an error (never silently replaced: it lists the user's sessions).
-pub fn update_index(sessions_dir: &Path, f: impl FnOnce(&mut Index)) -> io::Result<()> {
+/// Read-modify-write the index under `sessions/.index.lock`. A missing or corrupt index is
+/// rebuilt from the session records first (see [`super::rebuild`]; a corrupt file is kept
+/// aside, never overwritten). `own` is the session the caller writes for: a missing index
+/// with no other record than that one is simply a new project's first index, and says nothing.
+pub fn update_index(sessions_dir: &Path, own: &str, f: impl FnOnce(&mut Index)) -> io::Result<()> {
     let lock = OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -138,11 +142,20 @@ pub fn update_index(sessions_dir: &Path, f: impl FnOnce(&mut Index)) -> io::Resu
     lock.lock()?;
     let mut index = match read_index(sessions_dir) {
         Ok(i) => i,
-        Err(IndexError::Missing) => Index {
-            v: INDEX_VERSION,
-            sessions: Vec::new(),
-        },
-        Err(IndexError::Corrupt(m)) => return Err(io::Error::new(io::ErrorKind::InvalidData, m)),
+        Err(IndexError::Missing) => {
+            let (found, notices) = super::rebuild::scan_records(sessions_dir)?;
+            if found.sessions.iter().any(|e| e.id != own) {
+                super::rebuild::announce(
+                    sessions_dir,
+                    "the session index was missing",
+                    &found,
+                    &notices,
+                    "",
+                );
+            }
+            found
+        }
+        Err(IndexError::Corrupt(m)) => super::rebuild::rebuild(sessions_dir, &m, true)?,
         Err(IndexError::Io(m)) => return Err(io::Error::other(m)),
     };
     f(&mut index);

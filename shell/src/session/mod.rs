@@ -4,12 +4,14 @@
 //! `docs/sessions.md`.
 //!
 //! Modules: [`state`] (state root, project state, atomic writes), [`store`] (the session
-//! writer), [`index`] (`sessions/index.json`), [`lock`] (single ownership), [`line`] (parsing
+//! writer), [`index`] (`sessions/index.json`), [`rebuild`] (the index
+//! from the records), [`lock`] (single ownership), [`line`] (parsing
 //! a record line), [`transcript`] (the bounded `transcript` line), [`resume`] (`--continue`).
 
 pub mod index;
 pub mod line;
 pub mod lock;
+pub mod rebuild;
 pub mod resume;
 pub mod state;
 pub mod store;

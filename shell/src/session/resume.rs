@@ -93,8 +93,24 @@ pub fn resume_latest(state: &ProjectState) -> Result<Resumed, ResumeError> {
     let sessions_dir = state.sessions_dir();
     let index = match read_index(&sessions_dir) {
         Ok(i) => i,
-        Err(IndexError::Missing) => return Err(ResumeError::NoSession),
-        Err(IndexError::Corrupt(m)) => return Err(ResumeError::Corrupt(m)),
+        // Rebuilt from the records under the index lock (with a notice), then read again.
+        Err(IndexError::Missing | IndexError::Corrupt(_)) => {
+            if !sessions_dir.is_dir() {
+                return Err(ResumeError::NoSession);
+            }
+            update_index(&sessions_dir, "", |_| {}).map_err(|e| {
+                ResumeError::Io(format!(
+                    "cannot rebuild the session index in {}: {e}",
+                    sessions_dir.display()
+                ))
+            })?;
+            match read_index(&sessions_dir) {
+                Ok(i) => i,
+                Err(IndexError::Missing) => return Err(ResumeError::NoSession),
+                Err(IndexError::Corrupt(m)) => return Err(ResumeError::Corrupt(m)),
+                Err(IndexError::Io(m)) => return Err(ResumeError::Io(m)),
+            }
+        }
         Err(IndexError::Io(m)) => return Err(ResumeError::Io(m)),
     };
     let Some(entry) = index.latest().cloned() else {
@@ -217,7 +233,7 @@ fn resume_entry(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, Resu
     // Mark the session most recently used (and catch the index up with a later compaction).
     // A hint that was rejected is replaced even when the record has no compaction at all.
     let fix_point = s.compaction != entry.compaction;
-    if let Err(e) = update_index(sessions_dir, |index| {
+    if let Err(e) = update_index(sessions_dir, &entry.id, |index| {
         if let Some(e) = index.sessions.iter_mut().find(|e| e.id == entry.id) {
             e.updated_ms = now_ms();
             if fix_point {

@@ -182,7 +182,7 @@ impl SessionWriter {
             .map_err(|e| with_path("write", &self.path, e))?;
         let id = self.session_id.clone();
         let record = format!("{id}.jsonl");
-        update_index(&self.sessions_dir, |index| {
+        update_index(&self.sessions_dir, &id, |index| {
             index.sessions.retain(|e| e.id != id);
             index.sessions.push(IndexEntry {
                 id: id.clone(),
@@ -342,7 +342,7 @@ impl SessionWriter {
             return;
         };
         let id = self.session_id.clone();
-        let result = update_index(&self.sessions_dir, |index| {
+        let result = update_index(&self.sessions_dir, &id, |index| {
             if let Some(entry) = index.sessions.iter_mut().find(|e| e.id == id) {
                 entry.compaction = Some(point);
                 entry.updated_ms = now_ms();
