@@ -493,20 +493,33 @@ fn no_session_is_exit_2() {
 }
 
 #[test]
-fn corrupt_index_is_an_error_naming_it() {
+fn corrupt_or_unknown_index_is_rebuilt_and_kept_aside() {
     let (_t, state) = setup("badindex");
     drop(SessionWriter::create(&state, "s", header("s")).expect("create"));
     let index = state.sessions_dir().join("index.json");
-    fs::write(&index, b"{\"v\":1,\"sessions\":[").expect("write");
-    let err = resume_latest(&state).expect_err("corrupt index");
-    assert!(matches!(err, ResumeError::Corrupt(_)));
-    assert!(
-        err.to_string().contains(&index.display().to_string()),
-        "{err}"
-    );
-    fs::write(&index, b"{\"v\":9,\"sessions\":[]}").expect("write");
-    let err = resume_latest(&state).expect_err("unknown index version");
-    assert!(err.to_string().contains("unknown version 9"), "{err}");
+    for damaged in [
+        &b"{\"v\":1,\"sessions\":["[..],
+        b"{\"v\":9,\"sessions\":[]}",
+    ] {
+        fs::write(&index, damaged).expect("write");
+        let resumed = resume_latest(&state).expect("rebuilt from the records");
+        assert_eq!(resumed.session_id, "s");
+        drop(resumed);
+        let kept: Vec<Vec<u8>> = fs::read_dir(state.sessions_dir())
+            .expect("dir")
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("index.json.corrupt-")
+            })
+            .map(|e| fs::read(e.path()).expect("read"))
+            .collect();
+        assert!(
+            kept.iter().any(|k| k == damaged),
+            "damaged index kept aside"
+        );
+    }
     // A record the index lists but that is missing.
     fs::write(
         &index,
@@ -516,6 +529,10 @@ fn corrupt_index_is_an_error_naming_it() {
     let err = resume_latest(&state).expect_err("missing record");
     assert!(matches!(err, ResumeError::Corrupt(_)));
     assert!(err.to_string().contains("gone.jsonl"), "{err}");
+    assert!(
+        err.to_string().contains(&index.display().to_string()),
+        "{err}"
+    );
 }
 
 #[test]
