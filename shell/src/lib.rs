@@ -17,3 +17,4 @@ pub mod provider;
 pub mod run;
 pub mod session;
 pub mod tools;
+pub mod tui;
