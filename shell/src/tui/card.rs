@@ -28,6 +28,10 @@ pub struct ApprovalCard {
     pub outcome: Option<ApprovalOutcome>,
 }
 
+/// The indent of a value that must be read whole (a path, a digest, the command, an env name):
+/// short, so a 22-character name still fits a 24-column terminal on one row.
+pub const VALUE: &str = "  ";
+
 /// The command that approves a source for good.
 pub fn approve_command(source_path: &str) -> String {
     format!("openmax --approve {source_path}")
@@ -63,9 +67,9 @@ pub fn lines(card: &ApprovalCard, width: usize, theme: Theme) -> Vec<Line<'stati
     rows.extend(wrap_text(reason, theme.plain(), width, "  "));
     if card.reason == ApprovalReason::UnapprovedSource {
         rows.extend(wrap_text("source:", theme.plain(), width, "  "));
-        rows.extend(hard_wrap(&card.source_path, theme.bold(), width, "    "));
+        rows.extend(hard_wrap(&card.source_path, theme.bold(), width, VALUE));
         rows.extend(wrap_text("sha256:", theme.plain(), width, "  "));
-        rows.extend(hard_wrap(&card.source_sha, theme.dim(), width, "    "));
+        rows.extend(hard_wrap(&card.source_sha, theme.dim(), width, VALUE));
         rows.extend(wrap_text(
             "to approve it for every session, run:",
             theme.plain(),
@@ -76,7 +80,7 @@ pub fn lines(card: &ApprovalCard, width: usize, theme: Theme) -> Vec<Line<'stati
             &approve_command(&card.source_path),
             theme.code(),
             width,
-            "    ",
+            VALUE,
         ));
     }
     if !card.env.is_empty() {
@@ -87,7 +91,7 @@ pub fn lines(card: &ApprovalCard, width: usize, theme: Theme) -> Vec<Line<'stati
         );
         rows.extend(wrap_text(&head, theme.warn(), width, "  "));
         for name in &card.env {
-            rows.extend(hard_wrap(name, theme.bold(), width, "    "));
+            rows.extend(hard_wrap(name, theme.bold(), width, VALUE));
         }
     }
     let foot = match (card.outcome, card.answered) {

@@ -8,7 +8,7 @@ use ratatui::backend::TestBackend;
 use ratatui::widgets::{Paragraph, Widget};
 use ratatui::Terminal;
 
-use super::card::{approve_command, lines, ApprovalCard};
+use super::card::{approve_command, lines, ApprovalCard, VALUE};
 use super::theme::Theme;
 
 const ENV: [&str; 6] = [
@@ -56,7 +56,7 @@ fn snapshot(card: &ApprovalCard, width: u16) -> Vec<String> {
 /// The text `s` appears whole: on one row where it fits, else on consecutive rows that each
 /// carry one piece after the same indent, with nothing lost between them.
 fn appears_whole(screen: &[String], s: &str, width: usize) {
-    let indent = "    ";
+    let indent = VALUE;
     if indent.len() + s.len() <= width {
         assert!(
             screen
@@ -70,7 +70,6 @@ fn appears_whole(screen: &[String], s: &str, width: usize) {
     let joined: String = screen
         .iter()
         .filter_map(|r| r.strip_prefix(indent))
-        .map(|r| r.trim_end())
         .collect::<Vec<_>>()
         .join("");
     assert!(
@@ -131,18 +130,18 @@ fn card_at_80_columns() {
             "  runs ./scripts/deploy.sh with the listed variables",
             "  reason: no human approved this source's exact bytes",
             "  source:",
-            "    .openmax/tools/deploy.json",
+            "  .openmax/tools/deploy.json",
             "  sha256:",
-            "    9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            "  9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
             "  to approve it for every session, run:",
-            "    openmax --approve .openmax/tools/deploy.json",
+            "  openmax --approve .openmax/tools/deploy.json",
             "  env: it receives 6 variables:",
-            "    HOME",
-            "    GITHUB_TOKEN",
-            "    AWS_SECRET_ACCESS_KEY",
-            "    OPENAI_API_KEY",
-            "    DATABASE_URL_WITH_PASSWORD",
-            "    A_VERY_LONG_CREDENTIAL_VARIABLE_NAME_40C",
+            "  HOME",
+            "  GITHUB_TOKEN",
+            "  AWS_SECRET_ACCESS_KEY",
+            "  OPENAI_API_KEY",
+            "  DATABASE_URL_WITH_PASSWORD",
+            "  A_VERY_LONG_CREDENTIAL_VARIABLE_NAME_40C",
             "  y approve · n decline",
         ]
     );

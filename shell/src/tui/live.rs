@@ -177,3 +177,104 @@ fn status_row(view: &View, now: u64, cols: usize, theme: Theme) -> Line<'static>
     }
     Line::styled(text, theme.status())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openmax_core::wire::{ApprovalReason, Event};
+
+    fn text(l: &Line) -> String {
+        l.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn a_pending_card_and_the_prompt_stay_whole_under_a_tall_reply() {
+        let mut v = View::new("m", Mode::Ask, vec![]);
+        v.event(
+            0,
+            Event::Token {
+                text: "word ".repeat(2000),
+            },
+        );
+        v.event(
+            0,
+            Event::ApprovalRequest {
+                approval_id: "a".into(),
+                name: "deploy".into(),
+                summary: String::new(),
+                detail: String::new(),
+                reason: ApprovalReason::Gate,
+                source_path: String::new(),
+                source_sha: String::new(),
+                env: vec!["SECRET_ONE".into(), "SECRET_TWO".into()],
+            },
+        );
+        // The reply of a following stream.
+        v.event(
+            0,
+            Event::Token {
+                text: "word ".repeat(2000),
+            },
+        );
+        let l = live(&v, 0, 24, 20, Theme { color: false });
+        assert_eq!(l.rows.len(), 20);
+        let rows: Vec<String> = l.rows.iter().map(text).collect();
+        assert!(rows.iter().any(|r| r.trim() == "SECRET_ONE"), "{rows:?}");
+        assert!(rows.iter().any(|r| r.trim() == "SECRET_TWO"), "{rows:?}");
+        assert!(rows.last().unwrap().starts_with("m · ask"), "{rows:?}");
+        for r in &l.rows {
+            assert!(r.width() <= 24, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn the_cursor_follows_the_prompt() {
+        let mut v = View::new("m", Mode::Auto, vec![]);
+        v.paste("ab\ncd");
+        let l = live(&v, 0, 40, 10, Theme { color: false });
+        // rule, "› ab", "  cd", status
+        let rows: Vec<String> = l.rows.iter().map(text).collect();
+        assert_eq!(rows[1], "› ab");
+        assert_eq!(rows[2], "  cd");
+        assert_eq!(l.cursor, (4, 2));
+        // A long line breaks at the width; the cursor goes with it.
+        let mut v = View::new("m", Mode::Auto, vec![]);
+        v.paste(&"x".repeat(15));
+        let l = live(&v, 0, 10, 10, Theme { color: false });
+        let rows: Vec<String> = l.rows.iter().map(text).collect();
+        assert_eq!(rows[1], format!("› {}", "x".repeat(8)));
+        assert_eq!(rows[2], format!("  {}", "x".repeat(7)));
+        assert_eq!(l.cursor, (9, 2));
+    }
+
+    #[test]
+    fn status_line_shows_mode_budget_usage_and_work() {
+        let mut v = View::new("model-x", Mode::Readonly, vec![]);
+        v.event(
+            0,
+            Event::Budget {
+                used_tokens: 5,
+                context_tokens: 100,
+            },
+        );
+        v.event(
+            0,
+            Event::Usage {
+                prompt_tokens: 3,
+                completion_tokens: 2,
+                cached_tokens: None,
+            },
+        );
+        v.running = Some(0);
+        let l = live(&v, 2500, 200, 10, Theme { color: true });
+        let status = text(l.rows.last().unwrap());
+        assert!(
+            status.starts_with("model-x · readonly · ctx 5/100 · in 3 out 2 · "),
+            "{status}"
+        );
+        assert!(status.ends_with("working 2s"), "{status}");
+        let narrow = live(&v, 2500, 12, 10, Theme { color: true });
+        let s = text(narrow.rows.last().unwrap());
+        assert!(width(&s) <= 12 && s.ends_with('…'), "{s}");
+    }
+}
