@@ -12,7 +12,7 @@
 
 use crate::provider::{FailureKind, RequestFailure};
 
-use super::io::RetrySettings;
+use super::interface::RetrySettings;
 
 /// The longest Retry-After (seconds) that is still honored by waiting.
 pub const MAX_RETRY_AFTER_S: u64 = 60;

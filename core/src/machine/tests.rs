@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use serde_json::json;
 
 use super::*;
+use crate::compaction;
 use crate::conversation::{Block, ModelRequest, ToolSchema};
 use crate::permissions::{Permissions, Rule};
 use crate::provider::{FailureKind, ProviderItem, RequestFailure};
@@ -501,9 +502,9 @@ fn budget_is_estimated_and_scaled_by_reported_prompt_tokens() {
             finish_reason: "stop".into(),
         },
     ]);
-    let sent_est = budget::estimate_body(&h.last_body());
+    let sent_est = compaction::estimate_body(&h.last_body());
     let now_est =
-        budget::estimate_request(&freeze().system, &freeze().tools, h.core.conversation());
+        compaction::estimate_request(&freeze().system, &freeze().tools, h.core.conversation());
     let used = h
         .events
         .iter()
