@@ -9,41 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// An execution mode for a trusted project (`approval_mode` command and acknowledgement).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// Gate nothing (deny rules and validation still apply).
-    Auto,
-    /// Gate every mutating call and every `ask` rule match (the default).
-    Ask,
-    /// Refuse mutating calls without asking.
-    Readonly,
-}
-
-impl Mode {
-    /// The legal wire values, in the contract's order.
-    pub const ALL: [&'static str; 3] = ["auto", "ask", "readonly"];
-
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Auto => "auto",
-            Mode::Ask => "ask",
-            Mode::Readonly => "readonly",
-        }
-    }
-
-    /// Parse a wire spelling.
-    pub fn parse(s: &str) -> Option<Mode> {
-        match s {
-            "auto" => Some(Mode::Auto),
-            "ask" => Some(Mode::Ask),
-            "readonly" => Some(Mode::Readonly),
-            _ => None,
-        }
-    }
-}
+use super::field::{FieldSpec, FieldType};
+pub use super::mode::Mode;
 
 /// One client command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,15 +199,11 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
 #[derive(Debug, Clone, Copy)]
 pub struct CommandSpec {
     pub cmd: &'static str,
-    pub fields: &'static [super::event::FieldSpec],
+    pub fields: &'static [FieldSpec],
 }
 
-const fn field(
-    name: &'static str,
-    ty: super::event::FieldType,
-    values: &'static [&'static str],
-) -> super::event::FieldSpec {
-    super::event::FieldSpec {
+const fn field(name: &'static str, ty: FieldType, values: &'static [&'static str]) -> FieldSpec {
+    FieldSpec {
         name,
         ty,
         required: true,
@@ -253,18 +216,18 @@ const fn field(
 pub const COMMAND_FIELDS: &[CommandSpec] = &[
     CommandSpec {
         cmd: "user",
-        fields: &[field("text", super::event::FieldType::String, &[])],
+        fields: &[field("text", FieldType::String, &[])],
     },
     CommandSpec {
         cmd: "approve",
         fields: &[
-            field("approval_id", super::event::FieldType::String, &[]),
-            field("approved", super::event::FieldType::Bool, &[]),
+            field("approval_id", FieldType::String, &[]),
+            field("approved", FieldType::Bool, &[]),
         ],
     },
     CommandSpec {
         cmd: "approval_mode",
-        fields: &[field("mode", super::event::FieldType::String, &Mode::ALL)],
+        fields: &[field("mode", FieldType::String, &Mode::ALL)],
     },
     CommandSpec {
         cmd: "reload",

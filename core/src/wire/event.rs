@@ -10,7 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::command::Mode;
+pub use super::field::{FieldSpec, FieldType};
+use super::mode::Mode;
 
 /// Why an `approval_request` was raised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -235,31 +236,6 @@ impl Line {
         let event: Event = serde_json::from_value(value).map_err(|e| e.to_string())?;
         Ok(Line { session_id, event })
     }
-}
-
-/// The JSON type of one field, as the validator checks it and the schema states it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldType {
-    String,
-    Bool,
-    /// A non-negative integer.
-    UInt,
-    /// A non-negative integer or `null`.
-    UIntOrNull,
-    Object,
-    StringArray,
-    /// An array of [`FreezeChange`] objects.
-    ChangeArray,
-}
-
-/// One field of an event type.
-#[derive(Debug, Clone, Copy)]
-pub struct FieldSpec {
-    pub name: &'static str,
-    pub ty: FieldType,
-    pub required: bool,
-    /// Legal values for an enumerated string field (empty: any string).
-    pub values: &'static [&'static str],
 }
 
 const fn f(name: &'static str, ty: FieldType) -> FieldSpec {
