@@ -6,6 +6,8 @@
 //! every mutating call; ids and jitter come from a seed given at construction. Bad input becomes
 //! an event (`protocol_error`, `error`); a panic means a broken invariant.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod compaction;
 pub mod conversation;
 pub mod machine;

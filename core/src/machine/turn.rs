@@ -126,7 +126,7 @@ pub(super) struct Attempt {
 }
 
 impl Attempt {
-    pub fn new(request: RequestId, attempt: u32, idle_deadline: Option<Millis>) -> Attempt {
+    pub(super) fn new(request: RequestId, attempt: u32, idle_deadline: Option<Millis>) -> Attempt {
         Attempt {
             request,
             attempt,

@@ -5,7 +5,7 @@
 //! `Ok(None)`). A missing or mistyped field is an error naming the field. A key that appears
 //! twice in one object, at any depth, is an error naming the key: serde_json would keep the
 //! last one, and a proxy that reads the first would see another command. Duplicates are found
-//! during the one parse of the line ([`StrictValue`]), not by a second pass.
+//! during the one parse of the line (`StrictValue`), not by a second pass.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,13 +17,24 @@ pub use super::mode::Mode;
 #[serde(tag = "cmd", rename_all = "snake_case")]
 pub enum Command {
     /// Start a turn with the text.
-    User { text: String },
+    User {
+        /// The prompt.
+        text: String,
+    },
     /// Answer a pending approval.
-    Approve { approval_id: String, approved: bool },
+    Approve {
+        /// The request answered.
+        approval_id: String,
+        /// Whether it is approved.
+        approved: bool,
+    },
     /// Save the execution mode for this trusted project. The mode stays a string here so that
     /// an illegal value reaches the core, which answers it with a `protocol_error` naming the
     /// legal values.
-    ApprovalMode { mode: String },
+    ApprovalMode {
+        /// The mode as sent (validated by the core).
+        mode: String,
+    },
     /// Re-freeze tools, skills and prompt.
     Reload,
     /// Cancel the running turn.
@@ -54,7 +65,12 @@ pub enum CommandError {
     /// A `cmd` the contract does not define.
     UnknownCmd(String),
     /// A known command with a missing or mistyped field.
-    BadField { cmd: String, detail: String },
+    BadField {
+        /// The command.
+        cmd: String,
+        /// What is wrong with which field.
+        detail: String,
+    },
     /// The same key twice in one object (anywhere in the line); the key as a JSON string.
     DuplicateKey(String),
 }
@@ -198,7 +214,9 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
 /// One command's shape: its `cmd` value and its fields in wire order.
 #[derive(Debug, Clone, Copy)]
 pub struct CommandSpec {
+    /// The `cmd` value.
     pub cmd: &'static str,
+    /// Its fields in wire order.
     pub fields: &'static [FieldSpec],
 }
 
