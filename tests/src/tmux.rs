@@ -135,6 +135,32 @@ impl Pane {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// The pid of `openmax` (the pane's shell's child), once it runs.
+    pub fn openmax_pid(&self) -> i32 {
+        let shell = self.format("#{pane_pid}");
+        let end = Instant::now() + DEADLINE;
+        loop {
+            let out = Command::new("ps")
+                .args(["-o", "pid=,comm=", "--ppid", &shell])
+                .output()
+                .expect("ps runs");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if let Some(pid) = text
+                .lines()
+                .find(|l| l.contains("openmax"))
+                .and_then(|l| l.split_whitespace().next())
+                .and_then(|p| p.parse().ok())
+            {
+                return pid;
+            }
+            assert!(
+                Instant::now() < end,
+                "no openmax under the pane's shell: {text}"
+            );
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    }
+
     /// Resize the window to `cols`×`rows`.
     pub fn resize(&self, cols: u16, rows: u16) {
         self.tmux(&[
