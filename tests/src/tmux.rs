@@ -123,6 +123,21 @@ impl Pane {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The scrollback and the screen with their styles as escape sequences (`capture-pane -e`).
+    pub fn history_styled(&self) -> String {
+        let out = self.tmux(&["capture-pane", "-p", "-e", "-t", "t", "-S", "-3000"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Paste `text` as the terminal would (bracketed, when the program asked for it).
+    pub fn paste(&self, text: &str) {
+        let file = self.socket.with_extension("paste");
+        std::fs::write(&file, text).expect("write the paste buffer");
+        self.tmux(&["load-buffer", "-b", "p", &file.display().to_string()]);
+        self.tmux(&["paste-buffer", "-p", "-d", "-b", "p", "-t", "t"]);
+        let _ = std::fs::remove_file(file);
+    }
+
     /// The scrollback and the screen.
     pub fn history(&self) -> String {
         let out = self.tmux(&["capture-pane", "-p", "-t", "t", "-S", "-3000"]);

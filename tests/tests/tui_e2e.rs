@@ -326,3 +326,109 @@ fn ctrl_c_twice_on_an_idle_prompt_quits() {
     assert_eq!(code, 0, "{}", pane.history());
     assert!(restored, "{}", pane.history());
 }
+
+/// Whether `styled` (a `capture-pane -e` text) sets a foreground or background colour.
+fn has_colour(styled: &str) -> bool {
+    styled.split("\x1b[").skip(1).any(|seq| {
+        let Some(end) = seq.find('m') else {
+            return false;
+        };
+        seq[..end].split(';').any(|p| {
+            matches!(
+                p.parse::<u32>(),
+                Ok(30..=38 | 40..=48 | 90..=97 | 100..=107)
+            )
+        })
+    })
+}
+
+const MARKDOWN: &str = "# Big Title\n\nSome **bold words** and `inline code`.\n\n- first item\n- second item\n\n```\nlet x = 1;\n```\n";
+
+#[test]
+fn markdown_is_rendered_and_no_color_draws_no_colour() {
+    let (env, mock) = setup(vec![text_reply(MARKDOWN)]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("show markdown");
+    pane.keys(&["Enter"]);
+    let s = pane.wait_text("second item");
+    for gone in ["**", "```", "`inline"] {
+        assert!(!s.contains(gone), "{gone:?} is markup, not drawn:\n{s}");
+    }
+    for shown in [
+        "Big Title",
+        "bold words",
+        "inline code",
+        "first item",
+        "let x = 1;",
+    ] {
+        assert!(s.contains(shown), "{shown:?} missing:\n{s}");
+    }
+    assert!(
+        has_colour(&pane.history_styled()),
+        "colour is used by default"
+    );
+    quit(&pane);
+    drop(pane);
+
+    mock.push(text_reply(MARKDOWN));
+    let pane = Pane::start_with(&env, &[], 80, 30, &[("NO_COLOR", "1")]);
+    pane.wait_text("test-model");
+    pane.type_text("show markdown");
+    pane.keys(&["Enter"]);
+    pane.wait_text("second item");
+    let styled = pane.history_styled();
+    assert!(
+        !has_colour(&styled),
+        "NO_COLOR set, yet colour drawn:\n{styled:?}"
+    );
+    quit(&pane);
+}
+
+#[test]
+fn up_recalls_a_prompt_of_an_earlier_session_of_the_project() {
+    let (env, _mock) = setup(vec![]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("the first prompt ever");
+    pane.keys(&["Enter"]);
+    pane.wait_for("the turn done", |s| {
+        s.contains("the first prompt ever") && !s.contains("working")
+    });
+    quit(&pane);
+    drop(pane);
+
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.keys(&["Up"]);
+    pane.wait_for("the prompt recalled", |_| {
+        pane.screen().contains("› the first prompt ever")
+    });
+    pane.keys(&["C-u"]);
+    quit(&pane);
+}
+
+#[test]
+fn a_large_bracketed_paste_is_one_prompt_sent_whole() {
+    let (env, mock) = setup(vec![text_reply("got the paste")]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    let text: String = (0..400)
+        .map(|i| format!("pasted line {i:03} with some words\n"))
+        .collect();
+    pane.paste(&text);
+    // A newline inside the paste never submits: nothing reaches the model yet.
+    pane.wait_text("pasted line 399");
+    assert!(mock.requests().is_empty(), "the paste was submitted");
+    pane.keys(&["Enter"]);
+    pane.wait_text("got the paste");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 1);
+    let body = reqs[0].body.to_string();
+    let want = serde_json::to_string(text.trim_end()).unwrap();
+    assert!(
+        body.contains(want.trim_matches('"')),
+        "the model got the whole paste as one message"
+    );
+    quit(&pane);
+}
