@@ -432,3 +432,43 @@ fn a_large_bracketed_paste_is_one_prompt_sent_whole() {
     );
     quit(&pane);
 }
+
+#[test]
+fn escape_sequences_from_the_model_are_drawn_inert() {
+    // A reply, a code fence's language and a tool's output carrying terminal controls: a
+    // title change (OSC 2), a screen clear and a colour.
+    let hostile = "before \x1b]2;pwned\x07 middle \x1b[2J\x1b[H after\n\n```\x1b[31mrust\ncode \x1b[5m here\n```\n";
+    let (env, _mock) = setup(vec![
+        tool_reply("c1", "read_file", json!({"path":"evil.txt"})),
+        text_reply(hostile),
+    ]);
+    env.write(
+        "evil.txt",
+        "file \x1b]2;pwned-by-file\x07 text \x1b[?1049h\n",
+    );
+    env.set_mode("auto");
+    let pane = Pane::start(&env, &[], 80, 40);
+    pane.wait_text("test-model");
+    let title = pane.format("#{pane_title}");
+    pane.type_text("read the evil file");
+    pane.keys(&["Enter"]);
+    let s = pane.wait_text("after");
+    assert!(
+        s.contains("read the evil file") && s.contains("before"),
+        "nothing was cleared:\n{s}"
+    );
+    assert!(s.contains("code") && s.contains("here"), "{s}");
+    assert_eq!(
+        pane.format("#{pane_title}"),
+        title,
+        "the title was not changed"
+    );
+    assert_eq!(
+        pane.format("#{alternate_on}"),
+        "0",
+        "no switch to the alternate screen"
+    );
+    let styled = pane.history_styled();
+    assert!(!styled.contains("\x1b[5m"), "no blinking text drawn");
+    quit(&pane);
+}
