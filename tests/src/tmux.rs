@@ -8,7 +8,7 @@
 //! can read how it ended and whether the terminal was restored; every wait has a deadline and a
 //! failure prints the whole screen; the server is killed on drop.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,22 @@ impl Pane {
     /// As [`Pane::start`], with `extra` environment variables for this process only.
     pub fn start_with(
         env: &TestEnv,
+        args: &[&str],
+        cols: u16,
+        rows: u16,
+        extra: &[(&str, &str)],
+    ) -> Pane {
+        Pane::launch(env, &env.project, args, cols, rows, extra)
+    }
+
+    /// As [`Pane::start`], from the working directory `dir`.
+    pub fn start_in(env: &TestEnv, dir: &Path, args: &[&str], cols: u16, rows: u16) -> Pane {
+        Pane::launch(env, dir, args, cols, rows, &[])
+    }
+
+    fn launch(
+        env: &TestEnv,
+        dir: &Path,
         args: &[&str],
         cols: u16,
         rows: u16,
@@ -65,7 +81,7 @@ impl Pane {
              printf '\\n[exit %s]\\n' \"$code\"\n\
              stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo)$' | tr '\\n' ' '\n\
              printf '[end]\\n'\nexec sleep 3600\n",
-            dir = sh_quote(&env.project.display().to_string()),
+            dir = sh_quote(&dir.display().to_string()),
             assigns = assigns.join(" "),
             bin = sh_quote(&openmax_bin().display().to_string()),
             argv = argv.join(" "),

@@ -472,3 +472,67 @@ fn escape_sequences_from_the_model_are_drawn_inert() {
     assert!(!styled.contains("\x1b[5m"), "no blinking text drawn");
     quit(&pane);
 }
+
+#[test]
+fn model_and_project_flags_work_as_everywhere() {
+    let (env, mock) = setup(vec![text_reply("from the other model")]);
+    // Started outside the project, pointed at it by --project.
+    let elsewhere = env.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let project = env.project.display().to_string();
+    let pane = Pane::start_in(
+        &env,
+        &elsewhere,
+        &["--project", &project, "--model", "other-model"],
+        80,
+        30,
+    );
+    pane.wait_text("other-model");
+    pane.type_text("hi");
+    pane.keys(&["Enter"]);
+    pane.wait_text("from the other model");
+    let reqs = mock.requests();
+    assert_eq!(reqs[0].body["model"], "other-model");
+    quit(&pane);
+}
+
+#[test]
+fn an_untrusted_project_refuses_the_prompt_naming_openmax_trust() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("do something");
+    pane.keys(&["Enter"]);
+    pane.wait_text("openmax --trust");
+    assert!(mock.requests().is_empty(), "no model request");
+    quit(&pane);
+}
+
+#[test]
+fn an_agent_spawned_session_cannot_change_the_mode() {
+    let (env, _mock) = setup(vec![]);
+    env.set_mode("ask");
+    let pane = Pane::start_with(&env, &[], 80, 30, &[("OPENMAX_AGENT_SESSION", "parent-1")]);
+    pane.wait_text("· ask");
+    pane.keys(&["BTab"]);
+    let s = pane.wait_text("refused");
+    assert!(!s.contains("mode: readonly"), "{s}");
+    quit(&pane);
+    drop(pane);
+    // The next session starts in the mode saved before.
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("· ask");
+    quit(&pane);
+}
+
+#[test]
+fn continue_with_no_session_exits_2_and_leaves_the_terminal_sane() {
+    let (env, _mock) = setup(vec![]);
+    let pane = Pane::start(&env, &["--continue"], 80, 30);
+    let (code, restored) = pane.wait_exit();
+    assert_eq!(code, 2, "{}", pane.history());
+    assert!(restored, "{}", pane.history());
+    assert!(pane.history().contains("openmax:"), "{}", pane.history());
+}
