@@ -536,3 +536,47 @@ fn continue_with_no_session_exits_2_and_leaves_the_terminal_sane() {
     assert!(restored, "{}", pane.history());
     assert!(pane.history().contains("openmax:"), "{}", pane.history());
 }
+
+#[test]
+fn a_conversation_taller_than_the_screen_lands_in_the_scrollback_whole_and_in_order() {
+    let reply = |t: usize| {
+        text_reply(
+            &(0..12)
+                .map(|l| format!("turn{t} line{l:02}"))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        )
+    };
+    let (env, _mock) = setup((0..5).map(reply).collect());
+    let pane = Pane::start(&env, &[], 60, 20);
+    pane.wait_text("test-model");
+    for t in 0..5 {
+        pane.type_text(&format!("prompt number {t}"));
+        pane.keys(&["Enter"]);
+        pane.wait_for("the turn done", |s| {
+            s.contains(&format!("turn{t} line11")) && !s.contains("working")
+        });
+    }
+    quit(&pane);
+    let h = pane.history();
+    let mut want = Vec::new();
+    for t in 0..5 {
+        want.push(format!("prompt number {t}"));
+        want.extend((0..12).map(|l| format!("turn{t} line{l:02}")));
+    }
+    let got: Vec<&str> = h
+        .lines()
+        .map(str::trim)
+        .filter(|l| want.iter().any(|w| l.contains(w.as_str())))
+        .collect();
+    let got: Vec<String> = got
+        .iter()
+        .map(|l| {
+            want.iter()
+                .find(|w| l.contains(w.as_str()))
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(got, want, "the scrollback:\n{h}");
+}
