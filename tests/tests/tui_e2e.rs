@@ -580,3 +580,33 @@ fn a_conversation_taller_than_the_screen_lands_in_the_scrollback_whole_and_in_or
         .collect();
     assert_eq!(got, want, "the scrollback:\n{h}");
 }
+
+#[test]
+fn a_card_taller_than_the_screen_is_printed_whole_above_and_answered_below() {
+    let content: String = (0..120).map(|i| format!("big line {i:03}\n")).collect();
+    let (env, _mock) = setup(vec![
+        tool_reply(
+            "w1",
+            "write_file",
+            json!({"path":"big.txt","content":content}),
+        ),
+        text_reply("wrote the big file"),
+    ]);
+    env.set_mode("ask");
+    let pane = Pane::start(&env, &[], 80, 24);
+    pane.wait_text("test-model");
+    pane.type_text("write a big file");
+    pane.keys(&["Enter"]);
+    let s = pane.wait_text("y approve");
+    // The whole diff is readable in the scrollback before the answer.
+    for i in [0, 60, 119] {
+        assert!(s.contains(&format!("+big line {i:03}")), "{s}");
+    }
+    let screen = pane.screen();
+    assert!(screen.contains("printed whole above"), "{screen}");
+    assert!(screen.contains("approve this call?"), "{screen}");
+    pane.type_text("y");
+    pane.wait_text("wrote the big file");
+    assert_eq!(env.read("big.txt").as_deref(), Some(content.as_str()));
+    quit(&pane);
+}
