@@ -736,3 +736,46 @@ fn a_resize_while_streaming_reflows_the_live_region() {
     }
     quit(&pane);
 }
+
+#[test]
+fn esc_on_a_pending_card_cancels_the_turn_and_the_card_says_so() {
+    let (env, _mock) = setup(vec![tool_reply(
+        "w1",
+        "write_file",
+        json!({"path":"notes.txt","content":"never\n"}),
+    )]);
+    env.set_mode("ask");
+    let pane = Pane::start(&env, &[], 80, 40);
+    pane.wait_text("test-model");
+    pane.type_text("write the notes");
+    pane.keys(&["Enter"]);
+    pane.wait_text("y approve");
+    pane.keys(&["Escape"]);
+    let s = pane.wait_for("the card settled and an idle prompt", |s| {
+        s.contains("cancelled") && !s.contains("y approve") && !s.contains("working")
+    });
+    assert!(s.contains("approve this call?"), "{s}");
+    assert_eq!(env.read("notes.txt"), None);
+    quit(&pane);
+}
+
+#[test]
+fn ctrl_c_cancels_a_running_stream_without_quitting() {
+    let pieces: Vec<String> = (0..100).map(|i| format!("tick{i:03} ")).collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let (env, _mock) = setup(vec![slow_text(&refs, 200), text_reply("still here")]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("tick");
+    pane.keys(&["Enter"]);
+    pane.wait_text("tick001");
+    pane.keys(&["C-c"]);
+    pane.wait_for("cancelled and idle", |s| {
+        s.contains("cancelled") && !s.contains("working")
+    });
+    // The session goes on.
+    pane.type_text("again");
+    pane.keys(&["Enter"]);
+    pane.wait_text("still here");
+    quit(&pane);
+}
