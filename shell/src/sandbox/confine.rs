@@ -523,6 +523,21 @@ mod tests {
     }
 
     #[test]
+    fn the_ruleset_descriptor_does_not_leak_into_the_process() {
+        if kernel_abi() < 1 {
+            return;
+        }
+        let (_d, project, home, tmp) = layout("fd");
+        let spec = ConfineSpec::new(&project, &home, &tmp, &std::env::temp_dir(), false).unwrap();
+        let (ok, out) = run(
+            &Confinement::prepare(&spec).unwrap(),
+            &project,
+            "ls -l /proc/$$/fd",
+        );
+        assert!(ok && !out.contains("landlock"), "{out}");
+    }
+
+    #[test]
     fn network_sockets_follow_the_switch() {
         if kernel_abi() < 1 {
             return;
