@@ -224,3 +224,30 @@ fn an_external_tool_cannot_write_openmax_home() {
     assert!(!out.contains("wrote") && out.contains("denied"), "{out}");
     assert_eq!(snapshot(&env.home), before, "$OPENMAX_HOME changed");
 }
+
+/// Fail closed holds for external tools too: without Landlock the tool is not started.
+#[test]
+fn without_landlock_an_external_tool_is_not_started() {
+    let (mut env, mock) = setup("");
+    env.env
+        .push(("OPENMAX_SANDBOX_SIMULATE".into(), "no-landlock".into()));
+    env.write(
+        ".openmax/tools/mark.json",
+        r#"{"name":"mark","description":"Leave a marker","parameters":{"type":"object"},"command":["sh","-c","echo ran > ran.txt"]}"#,
+    );
+    mock.push(tool_reply("c1", "mark", json!({})));
+    mock.push(text_reply("done"));
+    let mut s = env.stdio(&[]);
+    s.user("run it");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
+    assert_eq!(s.finish().0, Some(0));
+    let end = evs
+        .iter()
+        .find(|e| e["type"] == "tool_end")
+        .expect("a tool_end");
+    let out = end["output"].as_str().unwrap_or_default();
+    assert_eq!(end["ok"], false, "{out}");
+    assert!(out.contains("the sandbox is unavailable"), "{out}");
+    assert!(env.read("ran.txt").is_none());
+}
