@@ -36,6 +36,7 @@ impl Layout {
         Confine::for_session(
             None,
             false,
+            &[],
             &self.root.join("project"),
             &self.root.join("home"),
         )

@@ -251,3 +251,39 @@ fn without_landlock_an_external_tool_is_not_started() {
     assert!(out.contains("the sandbox is unavailable"), "{out}");
     assert!(env.read("ran.txt").is_none());
 }
+
+/// `[sandbox] writable` in the user config opens one more directory (a cache, say); a project
+/// config cannot, and a directory holding `$OPENMAX_HOME` is refused before the handshake.
+#[test]
+fn the_user_config_can_add_a_writable_directory() {
+    let (env, mock) = setup("");
+    let cache = env.root.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let writable = |dir: &Path| format!("[sandbox]\nwritable = [\"{}\"]\n", dir.display());
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), &writable(&cache));
+    let r = shell_calls(
+        &env,
+        &mock,
+        &[format!("echo cached > {}/f", cache.display())],
+    );
+    assert!(r[0].0, "{}", r[0].1);
+    assert_eq!(
+        std::fs::read_to_string(cache.join("f")).unwrap(),
+        "cached\n"
+    );
+
+    env.project_config(&writable(&cache));
+    let out = env.run(&["-p", "hi"]);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("writable"), "{}", out.stderr);
+    std::fs::remove_file(env.project.join(".openmax/config.toml")).unwrap();
+
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), &writable(&env.root));
+    let out = env.run(&["-p", "hi"]);
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("writable") && out.stderr.contains("$OPENMAX_HOME"),
+        "{}",
+        out.stderr
+    );
+}

@@ -234,6 +234,7 @@ fn sandbox_policy(
         confine: crate::sandbox::confine::Confine::for_session(
             settings.sandbox.mode.as_deref(),
             settings.sandbox.network.unwrap_or(false),
+            &settings.sandbox.writable,
             state.project(),
             home,
         )?,

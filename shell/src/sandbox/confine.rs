@@ -77,7 +77,7 @@ impl ConfineSpec {
     /// Writes allowed under `project`, `private_tmp` (a directory of this session's own) and
     /// the system temp directory `system_tmp` unless it holds `home`. Refuses a layout the
     /// sandbox cannot protect `home` in (`home` inside the project or a private temp directory,
-    /// or the project inside `home`).
+    /// or the project inside `home`). [`ConfineSpec::allow_write`] adds the user's directories.
     pub fn new(
         project: &Path,
         home: &Path,
@@ -118,6 +118,32 @@ impl ConfineSpec {
             network,
             abi: abi_from_env(),
         })
+    }
+}
+
+impl ConfineSpec {
+    /// Also allow writes beneath `dir` (`[sandbox] writable` in the user config). Refused, naming
+    /// the directory, when it is not absolute or when `home` lies inside it (or it inside `home`).
+    pub fn allow_write(&mut self, dir: &str, home: &Path) -> Result<(), String> {
+        let path = Path::new(dir);
+        if !path.is_absolute() {
+            return Err(format!(
+                "[sandbox] writable: {dir:?} must be an absolute path"
+            ));
+        }
+        let canon =
+            std::fs::canonicalize(path).map_err(|e| format!("[sandbox] writable: {dir}: {e}"))?;
+        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+        if home.starts_with(&canon) || canon.starts_with(&home) {
+            return Err(format!(
+                "[sandbox] writable: {dir} would let agent processes write $OPENMAX_HOME ({})",
+                home.display()
+            ));
+        }
+        if !self.writable.contains(&canon) {
+            self.writable.push(canon);
+        }
+        Ok(())
     }
 }
 
@@ -356,11 +382,13 @@ impl Eq for Confine {}
 
 impl Confine {
     /// The sandbox for a session in `project` with state under `home`, from `[sandbox] mode`
-    /// (`"on"`, the default, or `"off"`) and `network`. An unknown mode is an error (a start-up
-    /// failure); a sandbox the kernel or the layout cannot give is [`Confine::Unavailable`].
+    /// (`"on"`, the default, or `"off"`), `network` and `writable` (more directories). An unknown
+    /// mode or a bad `writable` entry is an error (a start-up failure); a sandbox the kernel or
+    /// the layout cannot give is [`Confine::Unavailable`].
     pub fn for_session(
         mode: Option<&str>,
         network: bool,
+        writable: &[String],
         project: &Path,
         home: &Path,
     ) -> Result<Confine, String> {
@@ -383,8 +411,21 @@ impl Confine {
                 )))
             }
         };
-        let prepared = ConfineSpec::new(project, home, &tmp, &system_tmp, network)
-            .and_then(|spec| Confinement::prepare(&spec));
+        let mut spec = match ConfineSpec::new(project, home, &tmp, &system_tmp, network) {
+            Ok(spec) => spec,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Ok(Confine::Unavailable(e));
+            }
+        };
+        // The user's own configuration: a bad entry is a start-up error naming it.
+        for dir in writable {
+            if let Err(e) = spec.allow_write(dir, home) {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+        }
+        let prepared = Confinement::prepare(&spec);
         match prepared {
             Ok(mut sandbox) => {
                 if let Some(inner) = Arc::get_mut(&mut sandbox.inner) {
@@ -610,6 +651,30 @@ mod tests {
             e.starts_with(UNAVAILABLE) && e.contains("mode = \"off\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_user_can_add_writable_directories_but_never_home() {
+        if kernel_abi() < 1 {
+            return;
+        }
+        let (d, project, home, tmp) = layout("extra");
+        let cache = d.root.join("cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        let mut spec = ConfineSpec::new(&project, &home, &tmp, &d.root, false).unwrap();
+        let e = spec.allow_write("relative/dir", &home).unwrap_err();
+        assert!(e.contains("absolute"), "{e}");
+        let e = spec
+            .allow_write(&d.root.display().to_string(), &home)
+            .unwrap_err();
+        assert!(e.contains("$OPENMAX_HOME"), "{e}");
+        spec.allow_write(&cache.display().to_string(), &home)
+            .unwrap();
+        let c = Confinement::prepare(&spec).unwrap();
+        let (ok, out) = run(&c, &project, &format!("echo x > {}/f", cache.display()));
+        assert!(ok, "{out}");
+        let (ok, _) = run(&c, &project, &format!("echo x > {}/f", home.display()));
+        assert!(!ok);
     }
 
     #[test]
