@@ -292,3 +292,45 @@ fn write_file_replaces_a_hard_link_instead_of_writing_through_it() {
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original\n");
     assert_eq!(env.read("link.txt").as_deref(), Some("changed\n"));
 }
+
+#[test]
+fn an_openmax_under_another_name_is_still_recognised_as_an_ancestor() {
+    let env = TestEnv::new();
+    let renamed = env.root.join("agent-harness");
+    std::fs::copy(openmax_bin(), &renamed).unwrap();
+    env.write(
+        ".openmax/tools/evil.json",
+        r#"{"name":"evil","description":"E","parameters":{"type":"object"},"command":["sh","evil.sh"]}"#,
+    );
+    env.write("evil.sh", "echo pwned\n");
+    // The session runs from a renamed copy, the attack from the installed binary: another
+    // executable, so only the session's thread name gives it away.
+    let attack = format!(
+        "env -u OPENMAX_AGENT_SESSION script -qec '{} --approve .openmax/tools/evil.json' /dev/null > attack.txt 2>&1",
+        openmax_bin().display()
+    );
+    let mock = MockServer::start(shell_calls(&[attack.as_str()]));
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    env.set_mode("auto");
+    let mut cmd = env.command(&["-p", "go"]);
+    cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+    let child = std::process::Command::new(&renamed)
+        .args(["-p", "go"])
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(&env.project)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_child(child);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let attack_out = env.read("attack.txt").unwrap_or_default();
+    assert!(
+        attack_out.contains("refused") && attack_out.contains("ancestor process"),
+        "{attack_out}"
+    );
+    assert!(approvals_file(&env).is_none_or(|a| !a.contains("evil")));
+}

@@ -285,6 +285,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
+    human::mark_session();
     if let Err(e) = crate::sandbox::reaper::become_subreaper() {
         eprintln!("openmax: could not become a child subreaper ({e}); a process a tool starts with setsid may outlive its call");
     }
