@@ -132,7 +132,7 @@ fn approve(cli: &Cli, path: &Path) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    crate::extensions::approve::run(
+    let code = crate::extensions::approve::run(
         state.project(),
         path,
         false,
@@ -140,7 +140,54 @@ fn approve(cli: &Cli, path: &Path) -> i32 {
         &|p, sha| state.approve_source(p, sha),
         std::io::stdout().lock(),
         std::io::stderr().lock(),
-    )
+    );
+    if code != 0 {
+        return code;
+    }
+    approve_hooks(&state, path)
+}
+
+/// With `--approve PATH`: approve, as now defined, every project hook whose command names PATH
+/// (or every project hook, when PATH is the project config), printing each definition.
+fn approve_hooks(state: &ProjectState, path: &Path) -> i32 {
+    let project = state.project();
+    let Ok(rel) = crate::extensions::approve::inspect(project, path, &backend::is_reserved)
+        .map(|a| a.source_path)
+    else {
+        return 0;
+    };
+    let home = match Home::from_env() {
+        Ok(h) => h,
+        Err(e) => return fail(e),
+    };
+    let layers = match config::load_layers(home.root(), project) {
+        Ok(l) => l,
+        Err(e) => return fail(format!("project hooks not approved: {e}")),
+    };
+    let frozen = crate::hooks::freeze(&layers.hooks, project, &|_, _| false);
+    for h in crate::hooks::naming(&frozen, &rel) {
+        let Some((key, sha)) = &h.approval else {
+            continue;
+        };
+        println!(
+            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms",
+            h.name,
+            crate::extensions::source::short(sha),
+            h.config.event,
+            h.config.command,
+            h.config.blocking,
+            h.config.timeout_ms()
+        );
+        let files: Vec<&str> = h.files.keys().map(String::as_str).collect();
+        println!(
+            "  covers: its definition in .openmax/config.toml, {}",
+            files.join(", ")
+        );
+        if let Err(e) = state.approve_source(key, sha) {
+            return fail(format!("cannot save the approval of hook {}: {e}", h.name));
+        }
+    }
+    0
 }
 
 /// Where a session runs and with what settings.
@@ -204,6 +251,7 @@ fn sandbox_policy(
         confine: crate::sandbox::confine::Confine::for_session(
             settings.sandbox.mode.as_deref(),
             settings.sandbox.network.unwrap_or(false),
+            &settings.sandbox.writable,
             state.project(),
             home,
         )?,
@@ -254,6 +302,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
+    human::mark_session();
     if let Err(e) = crate::sandbox::reaper::become_subreaper() {
         eprintln!("openmax: could not become a child subreaper ({e}); a process a tool starts with setsid may outlive its call");
     }

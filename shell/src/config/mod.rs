@@ -58,6 +58,9 @@ pub struct SandboxSection {
     /// More variables withheld from agent processes.
     #[serde(default)]
     pub env_deny: Vec<String>,
+    /// More directories agent processes may write beneath (user config only; absolute paths).
+    #[serde(default)]
+    pub writable: Vec<String>,
 }
 
 /// `[trust]` (user config only): projects trusted without running `openmax --trust` in them,
@@ -464,6 +467,8 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             env_allow.extend(o.env_allow);
             let mut env_deny = b.env_deny;
             env_deny.extend(o.env_deny);
+            let mut writable = b.writable;
+            writable.extend(o.writable);
             SandboxSection {
                 mode: o.mode.or(b.mode),
                 // The narrower value wins: `false` anywhere is off.
@@ -473,6 +478,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
                 },
                 env_allow,
                 env_deny,
+                writable,
             }
         },
     }
