@@ -59,6 +59,11 @@ pub enum FailureKind {
     /// The prompt does not fit the model's window (`context_length_exceeded`,
     /// Anthropic's "prompt is too long"): one compaction and one retry.
     ContextLength,
+    /// The stream itself is damaged: an event whose data is not valid JSON or not valid
+    /// Unicode (a chunk cut mid-JSON, a lone surrogate). Nothing the provider said is lost
+    /// silently: before any reply text it is retried like a dead stream, after reply text it
+    /// fails the turn. Never produced by [`FailureKind::classify`].
+    Corrupt,
     /// Anything else (invalid request, auth, refusal): not retried.
     Other,
 }
@@ -85,7 +90,10 @@ impl FailureKind {
     pub fn retryable(self) -> bool {
         matches!(
             self,
-            FailureKind::RateLimit | FailureKind::Overloaded | FailureKind::Server
+            FailureKind::RateLimit
+                | FailureKind::Overloaded
+                | FailureKind::Server
+                | FailureKind::Corrupt
         )
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! Invariants (the contract's `retry` paragraph):
 //! - retried: transport failures, HTTP 429/500/502/503/504/529, and — only before any reply
-//!   text of the attempt — a stream that ended without completion, stalled, or failed with a
-//!   rate limit, an overload or a server fault;
+//!   text of the attempt — a stream that ended without completion, stalled, was damaged (an
+//!   event that is not valid JSON or Unicode), or failed with a rate limit, an overload or a
+//!   server fault;
 //! - never retried: a Retry-After over 60 s, `insufficient_quota`, other statuses, other
 //!   in-stream failure kinds;
 //! - the wait is `min(base * 2^(attempt-1), max)` plus jitter up to 25%, or the Retry-After
@@ -119,14 +120,25 @@ pub fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool)
             FailureKind::RateLimit => "rate limited",
             FailureKind::Overloaded => "overloaded",
             FailureKind::Server => "server error",
-            FailureKind::InsufficientQuota | FailureKind::ContextLength | FailureKind::Other => {
-                "failure"
-            }
+            FailureKind::Corrupt
+            | FailureKind::InsufficientQuota
+            | FailureKind::ContextLength
+            | FailureKind::Other => "failure",
+        };
+        let reason = if kind == FailureKind::Corrupt {
+            format!("the stream was damaged before any reply text: {message}")
+        } else {
+            format!("the provider reported {what} before any reply text")
         };
         return Verdict::Retry {
-            reason: format!("the provider reported {what} before any reply text"),
+            reason,
             min_wait_ms: 0,
             unreachable: false,
+        };
+    }
+    if kind == FailureKind::Corrupt {
+        return Verdict::Fail {
+            message: format!("the reply stream was damaged: {message}"),
         };
     }
     Verdict::Fail {
@@ -214,6 +226,18 @@ mod tests {
         assert!(matches!(
             classify_stream_failure(FailureKind::Overloaded, "x", false),
             Verdict::Retry { .. }
+        ));
+    }
+
+    #[test]
+    fn a_damaged_stream_is_retried_before_text_and_fails_after() {
+        assert!(matches!(
+            classify_stream_failure(FailureKind::Corrupt, "cut", false),
+            Verdict::Retry { ref reason, .. } if reason.contains("damaged") && reason.contains("cut")
+        ));
+        assert!(matches!(
+            classify_stream_failure(FailureKind::Corrupt, "cut", true),
+            Verdict::Fail { ref message } if message.contains("damaged") && message.contains("cut")
         ));
     }
 }

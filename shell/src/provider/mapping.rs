@@ -45,9 +45,30 @@ pub fn is_terminal(item: &ProviderItem) -> bool {
     )
 }
 
-/// Parse an event's data as JSON; `None` for anything unparseable (ignored by mappers).
-pub fn parse_json(data: &str) -> Option<Value> {
-    serde_json::from_str(data).ok()
+/// An event's data as JSON. `Ok(None)` for an event with empty data (it carries nothing);
+/// `Err` with the terminal `Failed { kind: Corrupt }` item for an event the decoder marked
+/// damaged or whose data is not valid JSON (a chunk cut mid-JSON, a lone surrogate escape,
+/// which serde_json refuses in a string): a damaged event is never skipped, because what it
+/// carried (reply text, a tool call's arguments, the completion) would be lost silently.
+pub fn event_json(ev: &SseEvent) -> Result<Option<Value>, ProviderItem> {
+    let corrupt = |why: String| ProviderItem::Failed {
+        kind: FailureKind::Corrupt,
+        message: format!(
+            "the stream sent a damaged {:?} event ({why}): {}",
+            ev.event,
+            snippet(ev.data.trim(), 120)
+        ),
+    };
+    if let Some(why) = ev.damage {
+        return Err(corrupt(why.to_string()));
+    }
+    if ev.data.trim().is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str(&ev.data) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) => Err(corrupt(format!("not valid JSON: {e}"))),
+    }
 }
 
 /// A string field, or "".
@@ -135,6 +156,39 @@ mod tests {
             classify_error_object(&e, "prompt is too long: 1 > 0"),
             FailureKind::ContextLength
         );
+    }
+
+    fn ev(data: &str) -> SseEvent {
+        SseEvent {
+            event: "message".into(),
+            data: data.into(),
+            id: None,
+            damage: None,
+        }
+    }
+
+    fn corrupt_message(r: Result<Option<Value>, ProviderItem>) -> String {
+        match r {
+            Err(ProviderItem::Failed {
+                kind: FailureKind::Corrupt,
+                message,
+            }) => message,
+            other => panic!("expected a Corrupt failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn damaged_events_fail_the_stream() {
+        assert_eq!(event_json(&ev("{\"a\":1}")).unwrap(), Some(json!({"a":1})));
+        assert_eq!(event_json(&ev("  ")).unwrap(), None);
+        let m = corrupt_message(event_json(&ev("{\"delta\":{\"text\":\"hal")));
+        assert!(m.contains("not valid JSON"), "{m}");
+        let m = corrupt_message(event_json(&ev("{\"text\":\"a\\ud800b\"}")));
+        assert!(m.contains("not valid JSON"), "{m}");
+        let mut bad = ev("{\"text\":\"\u{fffd}\"}");
+        bad.damage = Some("a line is not valid UTF-8");
+        let m = corrupt_message(event_json(&bad));
+        assert!(m.contains("UTF-8"), "{m}");
     }
 
     #[test]

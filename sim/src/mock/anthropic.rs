@@ -157,6 +157,8 @@ impl super::render::Encoder for Encoder {
                 }
             }
             StreamItem::Usage { .. } => {}
+            // Damaged by `render` after rendering `of`.
+            StreamItem::Corrupt { of, .. } => return self.item(of),
         }
         out
     }
