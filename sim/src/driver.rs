@@ -598,6 +598,23 @@ pub fn reply_inputs(
                 },
             )]
         }
+        Reply::RawStatus { status, body } => {
+            let (kind, message) =
+                openmax_core::provider::errors::http_error(*status, "", body.as_bytes());
+            vec![(
+                0,
+                Input::RequestFailed {
+                    request,
+                    attempt,
+                    failure: RequestFailure::Http {
+                        status: *status,
+                        retry_after_s: None,
+                        kind,
+                        message,
+                    },
+                },
+            )]
+        }
         Reply::Stream {
             items,
             end,

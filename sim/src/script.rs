@@ -50,6 +50,10 @@ pub enum Reply {
         #[serde(default)]
         message: Option<String>,
     },
+    /// A non-success HTTP status with this exact JSON body, as a server nobody on the project
+    /// wrote sends it (LiteLLM, vLLM, llama.cpp, Ollama); both runs classify it with
+    /// `openmax_core::provider::errors::http_error`.
+    RawStatus { status: u16, body: String },
     /// A 200 streaming response.
     Stream {
         items: Vec<StreamItem>,

@@ -11,6 +11,7 @@
 //! - the wait is `min(base * 2^(attempt-1), max)` plus jitter up to 25%, or the Retry-After
 //!   when that is longer.
 
+use crate::provider::errors::{snippet, MESSAGE_CHARS};
 use crate::provider::{FailureKind, RequestFailure};
 
 use super::interface::RetrySettings;
@@ -98,12 +99,26 @@ pub fn classify_request_failure(f: &RequestFailure) -> Verdict {
                     ),
                 },
                 other => Verdict::Retry {
-                    reason: format!("HTTP {status}"),
+                    reason: http_reason(*status, message),
                     min_wait_ms: other.unwrap_or(0).saturating_mul(1000),
                     unreachable: false,
                 },
             }
         }
+    }
+}
+
+/// A retried status in the server's words: `HTTP 503: <message>` (capped), or the message
+/// alone when it already names the status (`HTTP 502 Bad Gateway`). Both the `retry` reason
+/// and, once the budget is spent, the final error carry it.
+fn http_reason(status: u16, message: &str) -> String {
+    let message = snippet(message.trim(), MESSAGE_CHARS);
+    if message.is_empty() {
+        format!("HTTP {status}")
+    } else if message.starts_with(&format!("HTTP {status}")) {
+        message
+    } else {
+        format!("HTTP {status}: {message}")
     }
 }
 
@@ -136,7 +151,10 @@ pub fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool)
         let reason = if kind == FailureKind::Corrupt {
             format!("the stream was damaged before any reply text: {message}")
         } else {
-            format!("the provider reported {what} before any reply text")
+            format!(
+                "the provider reported {what} before any reply text: {}",
+                snippet(message, MESSAGE_CHARS)
+            )
         };
         return Verdict::Retry {
             reason,
@@ -237,6 +255,33 @@ mod tests {
             classify_stream_failure(FailureKind::Overloaded, "x", false),
             Verdict::Retry { .. }
         ));
+    }
+
+    #[test]
+    fn retried_statuses_carry_the_servers_message() {
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 429,
+            retry_after_s: None,
+            kind: FailureKind::RateLimit,
+            message: "Rate limit reached for gpt-4.1 on tokens per min".into(),
+        });
+        assert!(matches!(v, Verdict::Retry { ref reason, .. }
+            if reason == "HTTP 429: Rate limit reached for gpt-4.1 on tokens per min"));
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 502,
+            retry_after_s: None,
+            kind: FailureKind::Server,
+            message: "HTTP 502 Bad Gateway".into(),
+        });
+        assert!(matches!(v, Verdict::Retry { ref reason, .. } if reason == "HTTP 502 Bad Gateway"));
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 503,
+            retry_after_s: None,
+            kind: FailureKind::Server,
+            message: "y".repeat(5000),
+        });
+        assert!(matches!(v, Verdict::Retry { ref reason, .. }
+            if reason.chars().count() < MESSAGE_CHARS + 20));
     }
 
     #[test]

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod errors;
+
 /// Identifies one model request of the session (all attempts of it share the id).
 pub type RequestId = u64;
 
@@ -100,8 +102,13 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
-    /// Classify a provider error `type` or `code` string.
+    /// Classify a provider error `type` or `code` string and its message. A context-window
+    /// refusal is recognised first, by the patterns of [`errors::CONTEXT_WINDOW_PATTERNS`]
+    /// (a server may wrap it in a generic type such as `api_error` or a code such as `"400"`).
     pub fn classify(type_or_code: &str, message: &str) -> FailureKind {
+        if errors::is_context_window_refusal(type_or_code, message) {
+            return FailureKind::ContextLength;
+        }
         match type_or_code {
             "rate_limit_error" | "rate_limit_exceeded" | "rate_limited" => FailureKind::RateLimit,
             "overloaded_error" | "overloaded" => FailureKind::Overloaded,
@@ -109,10 +116,6 @@ impl FailureKind {
                 FailureKind::Server
             }
             "insufficient_quota" => FailureKind::InsufficientQuota,
-            "context_length_exceeded" | "string_above_max_length" => FailureKind::ContextLength,
-            _ if message.contains("prompt is too long") || message.contains("context length") => {
-                FailureKind::ContextLength
-            }
             _ => FailureKind::Other,
         }
     }
