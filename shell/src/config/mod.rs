@@ -37,6 +37,10 @@ pub struct FileConfig {
     pub hooks: Vec<HookConfig>,
     #[serde(default)]
     pub trust: TrustSection,
+    /// `[mcp_servers.<name>]` as written: each entry is checked on its own by
+    /// [`crate::mcp::config`], so one broken server never stops the file or the others.
+    #[serde(default)]
+    pub mcp_servers: toml::Table,
 }
 
 /// `[trust]` (user config only): projects trusted without running `openmax --trust` in them,
@@ -136,6 +140,8 @@ pub struct Settings {
     pub hooks: Vec<(HookConfig, Origin)>,
     /// The files that were read, in layer order.
     pub files: Vec<PathBuf>,
+    /// `[mcp_servers]` tables by file (see [`Layers::mcp`]).
+    pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
     /// `[trust] projects` from the user config, canonicalized where they exist.
     pub trusted_projects: Vec<PathBuf>,
 }
@@ -166,6 +172,8 @@ pub struct Layers {
     pub files: Vec<PathBuf>,
     /// `[[hooks]]` by origin, user first (`merged.hooks` holds the same tables without it).
     pub hooks: Vec<(HookConfig, Origin)>,
+    /// `[mcp_servers]` of each file that has one, user first, with the file and its origin.
+    pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
 }
 
 /// Read `$OPENMAX_HOME/config.toml` and `<project>/.openmax/config.toml` (each optional).
@@ -177,6 +185,11 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::User)));
+        if !cfg.mcp_servers.is_empty() {
+            layers
+                .mcp
+                .push((user.clone(), Origin::User, cfg.mcp_servers.clone()));
+        }
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(user);
     }
@@ -186,6 +199,11 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::Project)));
+        if !cfg.mcp_servers.is_empty() {
+            layers
+                .mcp
+                .push((proj.clone(), Origin::Project, cfg.mcp_servers.clone()));
+        }
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(proj);
     }
@@ -304,6 +322,7 @@ pub fn resolve(
         limits,
         permissions,
         hooks: layers.hooks,
+        mcp: layers.mcp,
         trusted_projects: layers
             .merged
             .trust
@@ -431,6 +450,8 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
                 p
             },
         },
+        // Kept per file in `Layers::mcp` (origin matters for the gate), not merged here.
+        mcp_servers: toml::Table::new(),
     }
 }
 
