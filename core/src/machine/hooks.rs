@@ -20,7 +20,7 @@ use super::turn::{HookRun, Phase};
 use super::{Core, Effect, HookOutcome, HookSpec};
 
 /// `turn_end` refusals honored per turn before it ends `unverified`.
-pub const MAX_CONTINUATIONS: u32 = 8;
+pub(super) const MAX_CONTINUATIONS: u32 = 8;
 
 /// Events whose blocking hooks may refuse.
 fn can_block(event: &str) -> bool {

@@ -111,11 +111,10 @@
 //! ```
 
 mod approval;
-pub mod budget;
 mod commands;
 mod context;
 mod hooks;
-mod io;
+mod interface;
 pub mod retry;
 mod stream;
 #[cfg(test)]
@@ -123,7 +122,7 @@ mod tests;
 mod tools;
 mod turn;
 
-pub use io::*;
+pub use interface::*;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -132,7 +131,7 @@ use crate::record::Record;
 use crate::time::Millis;
 use crate::wire::{Event, Mode};
 
-use budget::Scale;
+use crate::compaction::Scale;
 use retry::SplitMix64;
 use turn::{Phase, Turn};
 
