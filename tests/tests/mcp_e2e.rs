@@ -459,3 +459,75 @@ fn filesystem_server_reads_the_project() {
         .contains("filesystem server content"));
     s.finish();
 }
+
+/// server-everything in its streamable HTTP mode on a free loopback port; killed on drop.
+struct HttpEverything {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpEverything {
+    fn start() -> HttpEverything {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("node")
+            .arg(everything_js())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node starts");
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "server-everything never listened on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        HttpEverything { child, port }
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn streamable_http_server_echo_over_the_shells_own_http_stack() {
+    let server = HttpEverything::start();
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![
+        tool_reply("c1", "mcp__web__echo", json!({"message": "over http"})),
+        text_reply("echoed"),
+    ]);
+    config(
+        &env,
+        &mock,
+        &format!(
+            "[mcp_servers.web]\nurl = \"http://127.0.0.1:{}/mcp\"\nstartup_timeout_s = 30\n",
+            server.port
+        ),
+    );
+    env.trust();
+    let mut s = env.stdio(&[]);
+    s.user("echo over http");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{evs:?}");
+    let end = last_of(&evs, "tool_end");
+    assert_eq!(end["ok"], true, "{end}");
+    assert!(
+        end["output"].as_str().unwrap().contains("over http"),
+        "{end}"
+    );
+    assert!(mock.requests()[1].body.to_string().contains("over http"));
+    s.finish();
+}

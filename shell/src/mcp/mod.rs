@@ -18,6 +18,7 @@
 
 pub mod config;
 pub mod gate;
+pub mod http;
 pub mod result;
 pub mod server;
 

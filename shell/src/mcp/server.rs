@@ -21,7 +21,7 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::sync::mpsc;
 
-use super::config::{EnvValue, ServerDef, Transport};
+use super::config::{expand, EnvValue, ServerDef, Transport};
 use crate::extensions::external::BASE_ENV;
 use crate::extensions::process::kill_group;
 
@@ -210,9 +210,31 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
                 }
             }
         }
-        Transport::Http { url, .. } => Err(format!(
-            "{url}: the streamable HTTP transport is not available in this build yet"
-        )),
+        Transport::Http {
+            url,
+            bearer_token_env,
+            headers,
+        } => {
+            let get = |k: &str| std::env::var(k).ok();
+            let bearer = bearer_token_env.as_deref().and_then(get);
+            let headers: Vec<(String, String)> = headers
+                .iter()
+                .map(|(k, v)| (k.clone(), expand(v, &get)))
+                .collect();
+            let transport = super::http::transport(url, bearer, &headers)?;
+            match tokio::time::timeout(budget, handler.serve(transport)).await {
+                Ok(Ok(service)) => Ok(Conn {
+                    service,
+                    pgid: None,
+                    _child: None,
+                }),
+                Ok(Err(e)) => Err(format!("initialize failed: {e}")),
+                Err(_) => Err(format!(
+                    "no answer to initialize within the startup timeout ({} ms)",
+                    def.startup_timeout_ms
+                )),
+            }
+        }
     }
 }
 
