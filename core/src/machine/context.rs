@@ -37,7 +37,7 @@ use crate::record::Record;
 use crate::wire::Event;
 
 use super::turn::{self, AfterCompaction, Attempt, Phase};
-use super::Core;
+use super::{Core, HookEvent};
 
 impl Core {
     /// The next request of the turn is admitted: advise about the schemas (once), compact when
@@ -207,7 +207,7 @@ impl Core {
             compacted_messages: r.compacted_messages,
         });
         self.fire_observe(
-            "compacted",
+            HookEvent::Compacted,
             serde_json::json!({
                 "tokens_before": r.tokens_before,
                 "tokens_after": r.tokens_after,

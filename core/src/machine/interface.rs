@@ -193,7 +193,7 @@ pub enum Effect {
         /// The hook's label.
         hook: String,
         /// The hook event it runs for.
-        event: String,
+        event: HookEvent,
         /// The JSON the hook reads on stdin.
         payload: serde_json::Value,
     },
@@ -281,13 +281,71 @@ impl Default for Limits {
     }
 }
 
+/// The moments a hook can run at (`[[hooks]] event`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookEvent {
+    /// Once, when the session starts (observe only).
+    SessionStart,
+    /// Before a prompt enters the conversation; a blocking hook can refuse it (`blocked`).
+    UserPromptSubmit,
+    /// Before a tool call runs (observe only).
+    ToolStart,
+    /// After a tool call ended (observe only).
+    ToolEnd,
+    /// When the model ends its turn; a blocking hook can refuse and continue the turn.
+    TurnEnd,
+    /// After a compaction (observe only).
+    Compacted,
+}
+
+impl HookEvent {
+    /// Every event, in the order the docs list them.
+    pub const ALL: [HookEvent; 6] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::ToolStart,
+        HookEvent::ToolEnd,
+        HookEvent::TurnEnd,
+        HookEvent::Compacted,
+    ];
+
+    /// The config and wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "session_start",
+            HookEvent::UserPromptSubmit => "user_prompt_submit",
+            HookEvent::ToolStart => "tool_start",
+            HookEvent::ToolEnd => "tool_end",
+            HookEvent::TurnEnd => "turn_end",
+            HookEvent::Compacted => "compacted",
+        }
+    }
+
+    /// Parse a config spelling.
+    pub fn parse(s: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+
+    /// Whether a blocking hook of this event can refuse (and so is waited for).
+    pub fn can_block(self) -> bool {
+        match self {
+            HookEvent::UserPromptSubmit | HookEvent::TurnEnd => true,
+            HookEvent::SessionStart
+            | HookEvent::ToolStart
+            | HookEvent::ToolEnd
+            | HookEvent::Compacted => false,
+        }
+    }
+}
+
 /// A hook as frozen (`[[hooks]]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HookSpec {
     /// A label for events (`hook_failed.hook`, `turn_refused.hook`): the command's first word.
     pub name: String,
-    /// `session_start`, `user_prompt_submit`, `tool_start`, `tool_end`, `turn_end`, `compacted`.
-    pub event: String,
+    /// When it runs.
+    pub event: HookEvent,
     /// Whether the action waits for it (and a refusal can stop it).
     pub blocking: bool,
     /// Why it will not run, when its file is unapproved or changed since the freeze.

@@ -157,7 +157,7 @@ pub struct Core {
     /// Every approval id issued, and whether it has settled.
     approvals: BTreeMap<String, bool>,
     /// Observe-only hook runs in flight: run id → (hook, event).
-    observe_runs: BTreeMap<u64, (String, String)>,
+    observe_runs: BTreeMap<u64, (String, HookEvent)>,
     /// Modes whose `SaveMode` is in flight, oldest first.
     mode_saves: VecDeque<Mode>,
     /// A `Refreeze` is in flight.
@@ -452,7 +452,7 @@ impl Core {
         for n in self.config.freeze.notes.clone() {
             self.note(n);
         }
-        self.fire_observe("session_start", serde_json::json!({}));
+        self.fire_observe(HookEvent::SessionStart, serde_json::json!({}));
     }
 
     /// End the running turn: fill unresolved tool results, record the end, leave the running

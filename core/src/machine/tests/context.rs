@@ -227,7 +227,7 @@ fn compacted_hooks_observe_the_receipt() {
                 event,
                 payload,
                 ..
-            } if event == "compacted" => Some((*hook_run, payload.clone())),
+            } if *event == HookEvent::Compacted => Some((*hook_run, payload.clone())),
             _ => None,
         })
         .expect("the compacted hook ran");
@@ -392,7 +392,9 @@ fn context_length_refusal_compacts_once_and_resends_the_same_request() {
     let refused = compaction::estimate_body(&h.last_body());
     h.fail(http(400, None, FailureKind::ContextLength));
     assert_eq!(h.take(), s(&["compacted"]), "no retry line");
-    assert!(h.has_effect(|e| matches!(e, Effect::RunHook { event, .. } if event == "compacted")));
+    assert!(h.has_effect(
+        |e| matches!(e, Effect::RunHook { event, .. } if *event == HookEvent::Compacted)
+    ));
     assert_eq!(h.sent(), (1, 2), "the same request, its next attempt");
     let [(before, after, n)] = receipts(&h)[..] else {
         panic!("one receipt")

@@ -163,22 +163,19 @@ fn observe_hooks_are_fire_and_forget() {
     ];
     let mut h = H::with(c);
     to_planning(&mut h);
-    let runs: Vec<(u64, String)> = h
+    let runs: Vec<(u64, HookEvent)> = h
         .effects
         .iter()
         .filter_map(|e| match e {
             Effect::RunHook {
                 hook_run, event, ..
-            } => Some((*hook_run, event.clone())),
+            } => Some((*hook_run, *event)),
             _ => None,
         })
         .collect();
     assert_eq!(
         runs,
-        vec![
-            (1, "session_start".to_string()),
-            (2, "tool_start".to_string())
-        ]
+        vec![(1, HookEvent::SessionStart), (2, HookEvent::ToolStart)]
     );
     h.input(Input::HookDone {
         hook_run: 2,

@@ -392,7 +392,7 @@ fn http(status: u16, retry_after_s: Option<u64>, kind: FailureKind) -> RequestFa
 fn hook(name: &str, event: &str, blocking: bool) -> HookSpec {
     HookSpec {
         name: name.into(),
-        event: event.into(),
+        event: HookEvent::parse(event).expect("a hook event"),
         blocking,
         not_loaded: None,
     }
