@@ -531,3 +531,45 @@ fn streamable_http_server_echo_over_the_shells_own_http_stack() {
     assert!(mock.requests()[1].body.to_string().contains("over http"));
     s.finish();
 }
+
+#[test]
+fn mcp_list_prints_each_server_its_state_and_tools() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.project.join(".mcp.json"),
+        r#"{"mcpServers": {"proj": {"command": "sh", "args": ["-c", "exit 3"]}}}"#,
+    )
+    .unwrap();
+    let servers = format!(
+        "{}\n[mcp_servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n",
+        everything_server("everything", "")
+    );
+    env.user_config(&servers);
+    let out = env.run(&["mcp", "list"]);
+    assert_eq!(
+        out.code,
+        Some(1),
+        "a failed server fails the command: {out:?}"
+    );
+    let text = out.stdout;
+    assert!(
+        text.contains("everything (stdio,") && text.contains("started,"),
+        "{text}"
+    );
+    assert!(text.contains("  mcp__everything__echo"), "{text}");
+    assert!(
+        text.contains("broken (stdio,") && text.contains("failed: could not start"),
+        "{text}"
+    );
+    assert!(
+        text.contains("proj (stdio, .mcp.json): awaiting approval"),
+        "a project server is not started: {text}"
+    );
+    std::fs::write(
+        env.home.join("config.toml"),
+        everything_server("everything", ""),
+    )
+    .unwrap();
+    std::fs::remove_file(env.project.join(".mcp.json")).unwrap();
+    assert_eq!(env.run(&["mcp", "list"]).code, Some(0));
+}

@@ -49,6 +49,7 @@ pub fn run(cli: Cli) -> i32 {
         }
         Action::Spec { json } => crate::oneshot::spec::run(json, std::io::stdout().lock()),
         Action::Trust => trust(&cli),
+        Action::McpList => mcp_list(&cli),
         Action::Approve { path } => approve(&cli, &path),
         Action::Stdio { resume } => session(&cli, None, resume),
         Action::Print { prompt, resume } => session(&cli, Some(prompt), resume),
@@ -85,6 +86,36 @@ fn human_project_state(cli: &Cli, flag: &str) -> Result<ProjectState, String> {
     let project = project_of(cli)?;
     let home = Home::from_env()?;
     Ok(ProjectState::open(&home, &project))
+}
+
+/// `openmax mcp list`: start the servers as a session would, print them, stop them.
+fn mcp_list(cli: &Cli) -> i32 {
+    let run = || -> Result<i32, String> {
+        let home = Home::from_env()?;
+        let project = project_of(cli)?;
+        let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
+        let state = ProjectState::open(&home, &project);
+        let mode = state.mode().unwrap_or(Mode::Ask);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("could not start the runtime: {e}"))?;
+        let ctx = StartContext {
+            project: state.project().to_path_buf(),
+            log_path: None,
+            agent_session: format!("mcp-list-{}", std::process::id()),
+            notices: None,
+        };
+        let set = rt.block_on(backend::start_mcp(&layers.mcp, &state, mode, ctx));
+        let code = crate::mcp::list::print(&set, std::io::stdout().lock());
+        drop(set);
+        rt.shutdown_background();
+        Ok(code)
+    };
+    match run() {
+        Ok(code) => code,
+        Err(e) => fail(e),
+    }
 }
 
 fn trust(cli: &Cli) -> i32 {

@@ -19,6 +19,7 @@
 pub mod config;
 pub mod gate;
 pub mod http;
+pub mod list;
 pub mod result;
 pub mod server;
 
