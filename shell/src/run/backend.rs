@@ -35,6 +35,7 @@ use crate::extensions::{external, ExternalTool};
 use crate::hooks::{self, FrozenHook, Origin};
 use crate::mcp::{self, McpSet, StartContext};
 use crate::provider::{Provider, ProviderConfig};
+use crate::sandbox::Policy;
 use crate::session::{Home, ProjectState, SessionWriter};
 use crate::tools::ToolContext;
 
@@ -259,6 +260,11 @@ impl Backend {
         })
     }
 
+    /// Run every agent process (tools, hooks) under `policy` from now on.
+    pub fn set_sandbox(&mut self, policy: Policy) {
+        self.tools.sandbox = Arc::new(policy);
+    }
+
     /// Start one attempt of a model request; its items and failures arrive on `tx`.
     pub fn spawn_request(
         &self,
@@ -322,16 +328,29 @@ impl Backend {
         let ctx = self.tools.clone();
         let ext = Arc::clone(&self.ext);
         let planned = self.planned.remove(call_id);
-        if ext.mcp.owns(&name) {
-            return futures::future::Either::Left(ext.mcp.call(
-                &name,
-                args,
-                planned,
-                ctx.output_cap_bytes,
-                cancel,
-            ));
+        async move {
+            let mut outcome = Self::run_call(ctx.clone(), ext, planned, name, args, cancel).await;
+            // The provider key never reaches the session file or the model.
+            outcome.output = ctx.sandbox.redact(&outcome.output);
+            outcome
         }
-        futures::future::Either::Right(async move {
+    }
+
+    async fn run_call(
+        ctx: ToolContext,
+        ext: Arc<Extensions>,
+        planned: Option<String>,
+        name: String,
+        args: serde_json::Value,
+        cancel: oneshot::Receiver<()>,
+    ) -> ToolOutcome {
+        if ext.mcp.owns(&name) {
+            return ext
+                .mcp
+                .call(&name, args, planned, ctx.output_cap_bytes, cancel)
+                .await;
+        }
+        {
             if let Some(tool) = ext.external.iter().find(|t| t.name == name) {
                 let Some(sha) = planned else {
                     return ToolOutcome {
@@ -340,16 +359,7 @@ impl Backend {
                         diffs: Vec::new(),
                     };
                 };
-                return external::run(
-                    tool,
-                    &ctx.project,
-                    &args,
-                    &sha,
-                    &ctx.agent_session,
-                    ctx.output_cap_bytes,
-                    cancel,
-                )
-                .await;
+                return external::run(tool, &ctx.project, &args, &sha, &ctx, cancel).await;
             }
             if name == SKILL_TOOL && !ext.skills.is_empty() {
                 return match skills::load(&ext.skills, &args) {
@@ -366,7 +376,7 @@ impl Backend {
                 };
             }
             crate::tools::run(&ctx, &name, &args, cancel).await
-        })
+        }
     }
 
     /// A future that runs the frozen hook `hook` for `event`, with the project added to the
@@ -389,11 +399,21 @@ impl Backend {
                 .or_insert_with(|| project.display().to_string().into());
         }
         let session = self.tools.agent_session.clone();
+        let sandbox = Arc::clone(&self.tools.sandbox);
         let missing = format!("no frozen hook {hook} for {}", event.as_str());
         async move {
-            match found {
-                Some(h) => hooks::run(&h, &project, &payload, &session, cancel).await,
+            let outcome = match found {
+                Some(h) => hooks::run(&h, &project, &payload, &session, &sandbox, cancel).await,
                 None => HookOutcome::Failed { detail: missing },
+            };
+            match outcome {
+                HookOutcome::Refuse { reason } => HookOutcome::Refuse {
+                    reason: sandbox.redact(&reason),
+                },
+                HookOutcome::Failed { detail } => HookOutcome::Failed {
+                    detail: sandbox.redact(&detail),
+                },
+                other => other,
             }
         }
     }
