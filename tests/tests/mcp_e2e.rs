@@ -573,3 +573,34 @@ fn mcp_list_prints_each_server_its_state_and_tools() {
     std::fs::remove_file(env.project.join(".mcp.json")).unwrap();
     assert_eq!(env.run(&["mcp", "list"]).code, Some(0));
 }
+
+#[test]
+fn a_server_survives_the_sweep_after_another_tools_call() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![
+        tool_reply("c1", "mcp__everything__echo", json!({"message": "first"})),
+        tool_reply("s1", "shell", json!({"command": "true"})),
+        tool_reply("c2", "mcp__everything__echo", json!({"message": "second"})),
+        tool_reply("s2", "shell", json!({"command": "true"})),
+        tool_reply("c3", "mcp__everything__echo", json!({"message": "third"})),
+        text_reply("done"),
+    ]);
+    config(&env, &mock, "");
+    env.trust();
+    env.set_mode("auto");
+    config(&env, &mock, &everything_server("everything", ""));
+    let mut s = env.stdio(&[]);
+    s.user("echo, shell, echo");
+    let (evs, _) = s.turn();
+    let ends: Vec<&Value> = evs.iter().filter(|e| e["type"] == "tool_end").collect();
+    assert_eq!(ends.len(), 5, "{evs:?}");
+    for e in &ends {
+        assert_eq!(e["ok"], true, "{e}");
+    }
+    assert!(
+        ends[4]["output"].as_str().unwrap().contains("third"),
+        "{:?}",
+        ends[4]
+    );
+    s.finish();
+}

@@ -5,7 +5,8 @@
 //! Invariants:
 //! - A stdio server gets PATH, HOME, LANG, the variables its definition names and
 //!   `OPENMAX_AGENT_SESSION`, nothing else of openmax's environment; its stderr goes to the
-//!   session's MCP log; its whole process group is killed when the connection is dropped.
+//!   session's MCP log; its whole process group is killed when the connection is dropped, and
+//!   is tracked by the reaper meanwhile, so the sweep after another tool's call spares it.
 //! - A cancelled or timed-out call sends `notifications/cancelled` for its request id.
 //! - A server whose transport closed fails the call in flight; the next call restarts it once.
 
@@ -66,6 +67,9 @@ pub struct Conn {
     /// The stdio child's process group (killed on drop).
     pgid: Option<i32>,
     _child: Option<tokio::process::Child>,
+    /// Keeps the group out of the reaper's sweep after other tools' calls: a server lives as
+    /// long as its connection, not one call.
+    _tracked: Option<crate::sandbox::reaper::Tracked>,
 }
 
 impl Drop for Conn {
@@ -183,6 +187,7 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
                 .spawn()
                 .map_err(|e| format!("could not start {command}: {e}"))?;
             let pgid = child.id().map(|p| p as i32);
+            let tracked = pgid.map(|g| crate::sandbox::reaper::track(g, None));
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 kill_group(pgid);
                 return Err("could not open the server's stdin/stdout".into());
@@ -192,6 +197,7 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
                     service,
                     pgid,
                     _child: Some(child),
+                    _tracked: tracked,
                 }),
                 Ok(Err(e)) => {
                     kill_group(pgid);
@@ -227,6 +233,7 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
                     service,
                     pgid: None,
                     _child: None,
+                    _tracked: None,
                 }),
                 Ok(Err(e)) => Err(format!("initialize failed: {e}")),
                 Err(_) => Err(format!(
