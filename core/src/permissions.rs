@@ -47,8 +47,10 @@ impl Rule {
     }
 
     /// Whether the rule matches a call of `tool` with these targets.
+    /// The tool part is itself a glob, so `mcp__everything__*` covers every tool of one MCP
+    /// server.
     pub fn matches(&self, tool: &str, targets: &[String]) -> bool {
-        if self.tool != tool {
+        if !glob_match(&self.tool, tool) {
             return false;
         }
         match &self.pattern {
@@ -133,6 +135,14 @@ mod tests {
             .matches("write_file", &[]));
         assert!(Rule::parse("(x)").is_err());
         assert!(Rule::parse("a(b").is_err());
+    }
+
+    #[test]
+    fn tool_part_is_a_glob() {
+        let r = Rule::parse("mcp__everything__*").unwrap();
+        assert!(r.matches("mcp__everything__echo", &[]));
+        assert!(!r.matches("mcp__other__echo", &[]));
+        assert!(!Rule::parse("shell").unwrap().matches("shell2", &[]));
     }
 
     #[test]

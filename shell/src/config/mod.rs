@@ -40,6 +40,10 @@ pub struct FileConfig {
     pub hooks: Vec<HookConfig>,
     #[serde(default)]
     pub trust: TrustSection,
+    /// `[mcp_servers.<name>]` as written: each entry is checked on its own by
+    /// [`crate::mcp::config`], so one broken server never stops the file or the others.
+    #[serde(default)]
+    pub mcp_servers: toml::Table,
     #[serde(default)]
     pub sandbox: SandboxSection,
 }
@@ -160,6 +164,8 @@ pub struct Settings {
     pub hooks: Vec<(HookConfig, Origin)>,
     /// The files that were read, in layer order.
     pub files: Vec<PathBuf>,
+    /// `[mcp_servers]` tables by file (see [`Layers::mcp`]).
+    pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
     /// `[trust] projects` from the user config, canonicalized where they exist.
     pub trusted_projects: Vec<PathBuf>,
     /// `[sandbox]` as merged.
@@ -192,6 +198,8 @@ pub struct Layers {
     pub files: Vec<PathBuf>,
     /// `[[hooks]]` by origin, user first (`merged.hooks` holds the same tables without it).
     pub hooks: Vec<(HookConfig, Origin)>,
+    /// `[mcp_servers]` of each file that has one, user first, with the file and its origin.
+    pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
 }
 
 /// Read `$OPENMAX_HOME/config.toml` and `<project>/.openmax/config.toml` (each optional).
@@ -205,6 +213,11 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::User)));
+        if !cfg.mcp_servers.is_empty() {
+            layers
+                .mcp
+                .push((user.clone(), Origin::User, cfg.mcp_servers.clone()));
+        }
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(user);
     }
@@ -215,6 +228,11 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::Project)));
+        if !cfg.mcp_servers.is_empty() {
+            layers
+                .mcp
+                .push((proj.clone(), Origin::Project, cfg.mcp_servers.clone()));
+        }
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(proj);
     }
@@ -333,6 +351,7 @@ pub fn resolve(
         limits,
         permissions,
         hooks: layers.hooks,
+        mcp: layers.mcp,
         trusted_projects: layers
             .merged
             .trust
@@ -461,6 +480,8 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
                 p
             },
         },
+        // Kept per file in `Layers::mcp` (origin matters for the gate), not merged here.
+        mcp_servers: toml::Table::new(),
         sandbox: {
             let (b, o) = (base.sandbox, over.sandbox);
             let mut env_allow = b.env_allow;
