@@ -26,7 +26,9 @@ pub const MAX_DEPTH: usize = 8;
 /// source text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Command {
+    /// The program's name (its path's last component).
     pub program: String,
+    /// The arguments.
     pub args: Vec<String>,
 }
 
@@ -45,6 +47,7 @@ impl Command {
 /// What a command line runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Analysis {
+    /// Every program run, wrappers included, in source order.
     pub commands: Vec<Command>,
     /// Why some of it cannot be judged statically (empty when all of it can).
     pub unjudgeable: Vec<String>,
