@@ -1,18 +1,21 @@
 //! What one invocation of `openmax` does, from parsed flags to an exit code: the one-shot
 //! actions (`--check`, `--spec`, `--trust`, `--approve`) and the session start-up shared by
-//! `--stdio` and `-p` (project, config, trust and mode, session file, freeze, handshake), which
-//! then hands over to [`crate::run`].
+//! `--stdio`, `-p` and the terminal UI (project, config, trust and mode, session file, freeze,
+//! handshake), which then hands over to [`crate::run`] (and [`crate::tui`]).
 //!
 //! Invariants:
 //! - Every failure before the handshake is one clear stderr line and a nonzero exit, and nothing
 //!   is written to stdout.
 //! - `hello` is the first stdout line, written before stdin is read; `transcript` follows it
 //!   only for `--continue`.
-//! - An agent-spawned process (`OPENMAX_AGENT_SESSION` set) cannot trust a project or approve a
-//!   source.
+//! - Only a human can trust a project or approve a source ([`human::check`]: no
+//!   `OPENMAX_AGENT_SESSION`, a terminal on stdin, no openmax ancestor).
+//! - A session's openmax is a child subreaper; what a SIGKILLed openmax left of its tool calls
+//!   in the project is killed before the session starts, and no descendant outlives the exit.
 
 pub mod cli;
 pub mod demo;
+pub mod human;
 pub mod project;
 
 use std::path::{Path, PathBuf};
@@ -30,8 +33,7 @@ use crate::run::{Runtime, SignalPolicy};
 use crate::session::{resume_latest, Home, ProjectState, SessionWriter};
 use cli::{Action, Cli};
 
-/// The variable whose presence marks an agent-spawned openmax.
-pub const AGENT_ENV: &str = "OPENMAX_AGENT_SESSION";
+pub use crate::sandbox::AGENT_ENV;
 
 /// Run the invocation; returns the process exit code.
 pub fn run(cli: Cli) -> i32 {
@@ -49,9 +51,26 @@ pub fn run(cli: Cli) -> i32 {
         Action::Spec { json } => crate::oneshot::spec::run(json, std::io::stdout().lock()),
         Action::Trust => trust(&cli),
         Action::Approve { path } => approve(&cli, &path),
-        Action::Stdio { resume } => session(&cli, None, resume),
-        Action::Print { prompt, resume } => session(&cli, Some(prompt), resume),
+        Action::Stdio { resume } => session(&cli, Front::Stdio, resume),
+        Action::Print { prompt, resume } => session(&cli, Front::Print(prompt), resume),
+        Action::Tui { resume } => {
+            use std::io::IsTerminal;
+            if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+                return fail(
+                    "no terminal on stdin and stdout for the interactive UI: use --stdio for \
+                     the JSONL protocol or -p PROMPT for one turn (see --help)",
+                );
+            }
+            session(&cli, Front::Tui, resume)
+        }
     }
+}
+
+/// Which frontend a session runs under.
+enum Front {
+    Stdio,
+    Print(String),
+    Tui,
 }
 
 /// Whether this process was started by an agent.
@@ -75,12 +94,7 @@ fn project_of(cli: &Cli) -> Result<PathBuf, String> {
 /// The project's state for a command only a human may run (`--trust`, `--approve`): refused
 /// when agent-spawned, else the project discovered and its state opened.
 fn human_project_state(cli: &Cli, flag: &str) -> Result<ProjectState, String> {
-    if agent_spawned() {
-        return Err(format!(
-            "{flag} refused: this openmax was started by an agent ({AGENT_ENV} is set); \
-             a human must run it"
-        ));
-    }
+    human::check(flag)?;
     let project = project_of(cli)?;
     let home = Home::from_env()?;
     Ok(ProjectState::open(&home, &project))
@@ -170,6 +184,32 @@ fn setup(cli: &Cli, print: bool) -> Result<Setup, String> {
     })
 }
 
+/// The policy agent processes of this session run under.
+fn sandbox_policy(
+    settings: &Settings,
+    state: &ProjectState,
+    home: &Path,
+) -> Result<crate::sandbox::Policy, String> {
+    let p = &settings.provider;
+    let mut key_vars: Vec<String> = p.api_key_env.iter().cloned().collect();
+    key_vars.extend(p.kind.default_api_key_env().map(str::to_string));
+    Ok(crate::sandbox::Policy {
+        env: crate::sandbox::EnvPolicy {
+            key_vars,
+            allow: settings.sandbox.env_allow.clone(),
+            deny: settings.sandbox.env_deny.clone(),
+        },
+        secrets: p.api_key.iter().cloned().collect(),
+        running_dir: Some(state.dir().join("running")),
+        confine: crate::sandbox::confine::Confine::for_session(
+            settings.sandbox.mode.as_deref(),
+            settings.sandbox.network.unwrap_or(false),
+            state.project(),
+            home,
+        )?,
+    })
+}
+
 /// A new session id: 16 hex of sha256(time, pid, counter).
 pub fn new_session_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -193,8 +233,8 @@ fn seed_of(session_id: &str) -> u64 {
     u64::from_le_bytes(b)
 }
 
-fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
-    let print = prompt.is_some();
+fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
+    let print = matches!(front, Front::Print(_));
     let setup = match setup(cli, print) {
         Ok(s) => s,
         Err(e) => return fail(e),
@@ -204,6 +244,26 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         Err(e) => return fail(e),
     };
     let state = ProjectState::open(&setup.home, &setup.project);
+    let sandbox = match sandbox_policy(&setup.settings, &state, setup.home.root()) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    // Not dumpable: no process of the same user (the agent's included) can read this
+    // process's environment (the provider key) or memory through /proc or ptrace.
+    // SAFETY: plain prctl with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+    if let Err(e) = crate::sandbox::reaper::become_subreaper() {
+        eprintln!("openmax: could not become a child subreaper ({e}); a process a tool starts with setsid may outlive its call");
+    }
+    if let Some(dir) = &sandbox.running_dir {
+        let n = crate::sandbox::reaper::kill_survivors(dir);
+        if n > 0 {
+            eprintln!("openmax: killed {n} process(es) left running by an earlier openmax in this project");
+        }
+    }
+    let prompt_history = crate::tui::history::path_in(state.dir());
     let hook_configs = setup.settings.hooks.clone();
     let (frozen, hooks) =
         backend::freeze_now(setup.home.root(), state.project(), &state, &hook_configs);
@@ -263,6 +323,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         Ok(b) => b,
         Err(e) => return fail(e),
     };
+    backend.set_sandbox(sandbox);
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;
@@ -283,8 +344,22 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         Ok(rt) => rt,
         Err(e) => return fail(format!("could not start the runtime: {e}")),
     };
-    match prompt {
-        Some(prompt) => {
+    match front {
+        Front::Tui => {
+            if let Err(e) = backend.settle_session() {
+                return fail(format!("could not start a session: {e}"));
+            }
+            let launch = crate::tui::Launch {
+                model: setup.settings.provider.model.clone(),
+                mode,
+                transcript,
+                history: prompt_history,
+            };
+            let code = crate::tui::run(&rt, core, backend, launch);
+            rt.shutdown_background();
+            code
+        }
+        Front::Print(prompt) => {
             if let Err(e) = backend.settle_session() {
                 return fail(format!("could not start a session: {e}"));
             }
@@ -296,9 +371,10 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             let (code, sink) = rt.block_on(runtime.run());
             // Do not wait for leftover blocking work (a plan job) after the session is over.
             rt.shutdown_background();
+            crate::sandbox::reaper::sweep();
             sink.exit_code().unwrap_or(code)
         }
-        None => {
+        Front::Stdio => {
             let mut sink = JsonlSink::new(&session_id, std::io::stdout());
             let hello = Hello::new(
                 &session_id,
@@ -326,6 +402,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             });
             let (code, _sink) = rt.block_on(runtime.run());
             rt.shutdown_background();
+            crate::sandbox::reaper::sweep();
             code
         }
     }
