@@ -20,7 +20,7 @@ pub mod tmux;
 use serde_json::Value;
 
 pub use openmax_sim::mock::{unused_loopback_url, MockServer};
-pub use openmax_sim::script::{Flavor, Reply, StreamEnd, StreamItem};
+pub use openmax_sim::script::{Fault, Flavor, Reply, StreamEnd, StreamItem};
 
 /// How long any single wait may take before the test fails.
 pub const DEADLINE: Duration = Duration::from_secs(20);

@@ -3,13 +3,15 @@
 //!
 //! Invariants (the contract's `retry` paragraph):
 //! - retried: transport failures, HTTP 429/500/502/503/504/529, and — only before any reply
-//!   text of the attempt — a stream that ended without completion, stalled, or failed with a
-//!   rate limit, an overload or a server fault;
+//!   text of the attempt — a stream that ended without completion, stalled, was damaged (an
+//!   event that is not valid JSON or Unicode), or failed with a rate limit, an overload or a
+//!   server fault;
 //! - never retried: a Retry-After over 60 s, `insufficient_quota`, other statuses, other
 //!   in-stream failure kinds;
 //! - the wait is `min(base * 2^(attempt-1), max)` plus jitter up to 25%, or the Retry-After
 //!   when that is longer.
 
+use crate::provider::errors::{snippet, MESSAGE_CHARS};
 use crate::provider::{FailureKind, RequestFailure};
 
 use super::interface::RetrySettings;
@@ -97,12 +99,26 @@ pub fn classify_request_failure(f: &RequestFailure) -> Verdict {
                     ),
                 },
                 other => Verdict::Retry {
-                    reason: format!("HTTP {status}"),
+                    reason: http_reason(*status, message),
                     min_wait_ms: other.unwrap_or(0).saturating_mul(1000),
                     unreachable: false,
                 },
             }
         }
+    }
+}
+
+/// A retried status in the server's words: `HTTP 503: <message>` (capped), or the message
+/// alone when it already names the status (`HTTP 502 Bad Gateway`). Both the `retry` reason
+/// and, once the budget is spent, the final error carry it.
+fn http_reason(status: u16, message: &str) -> String {
+    let message = snippet(message.trim(), MESSAGE_CHARS);
+    if message.is_empty() {
+        format!("HTTP {status}")
+    } else if message.starts_with(&format!("HTTP {status}")) {
+        message
+    } else {
+        format!("HTTP {status}: {message}")
     }
 }
 
@@ -127,14 +143,28 @@ pub fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool)
             FailureKind::RateLimit => "rate limited",
             FailureKind::Overloaded => "overloaded",
             FailureKind::Server => "server error",
-            FailureKind::InsufficientQuota | FailureKind::ContextLength | FailureKind::Other => {
-                "failure"
-            }
+            FailureKind::Corrupt
+            | FailureKind::InsufficientQuota
+            | FailureKind::ContextLength
+            | FailureKind::Other => "failure",
+        };
+        let reason = if kind == FailureKind::Corrupt {
+            format!("the stream was damaged before any reply text: {message}")
+        } else {
+            format!(
+                "the provider reported {what} before any reply text: {}",
+                snippet(message, MESSAGE_CHARS)
+            )
         };
         return Verdict::Retry {
-            reason: format!("the provider reported {what} before any reply text"),
+            reason,
             min_wait_ms: 0,
             unreachable: false,
+        };
+    }
+    if kind == FailureKind::Corrupt {
+        return Verdict::Fail {
+            message: format!("the reply stream was damaged: {message}"),
         };
     }
     Verdict::Fail {
@@ -224,6 +254,45 @@ mod tests {
         assert!(matches!(
             classify_stream_failure(FailureKind::Overloaded, "x", false),
             Verdict::Retry { .. }
+        ));
+    }
+
+    #[test]
+    fn retried_statuses_carry_the_servers_message() {
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 429,
+            retry_after_s: None,
+            kind: FailureKind::RateLimit,
+            message: "Rate limit reached for gpt-4.1 on tokens per min".into(),
+        });
+        assert!(matches!(v, Verdict::Retry { ref reason, .. }
+            if reason == "HTTP 429: Rate limit reached for gpt-4.1 on tokens per min"));
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 502,
+            retry_after_s: None,
+            kind: FailureKind::Server,
+            message: "HTTP 502 Bad Gateway".into(),
+        });
+        assert!(matches!(v, Verdict::Retry { ref reason, .. } if reason == "HTTP 502 Bad Gateway"));
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 503,
+            retry_after_s: None,
+            kind: FailureKind::Server,
+            message: "y".repeat(5000),
+        });
+        assert!(matches!(v, Verdict::Retry { ref reason, .. }
+            if reason.chars().count() < MESSAGE_CHARS + 20));
+    }
+
+    #[test]
+    fn a_damaged_stream_is_retried_before_text_and_fails_after() {
+        assert!(matches!(
+            classify_stream_failure(FailureKind::Corrupt, "cut", false),
+            Verdict::Retry { ref reason, .. } if reason.contains("damaged") && reason.contains("cut")
+        ));
+        assert!(matches!(
+            classify_stream_failure(FailureKind::Corrupt, "cut", true),
+            Verdict::Fail { ref message } if message.contains("damaged") && message.contains("cut")
         ));
     }
 }
