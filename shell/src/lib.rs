@@ -18,3 +18,4 @@ pub mod run;
 pub mod sandbox;
 pub mod session;
 pub mod tools;
+pub mod tui;
