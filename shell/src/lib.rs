@@ -19,3 +19,4 @@ pub mod run;
 pub mod sandbox;
 pub mod session;
 pub mod tools;
+pub mod tui;

@@ -15,6 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub mod deps;
+pub mod tmux;
 
 use serde_json::Value;
 

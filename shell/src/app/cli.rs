@@ -20,7 +20,7 @@ pub struct Cli {
     #[arg(short = 'p', long = "prompt", value_name = "PROMPT", conflicts_with_all = ["check", "spec", "approve", "trust"])]
     pub prompt: Option<String>,
 
-    /// Resume the project's latest session (with --stdio or -p).
+    /// Resume the project's latest session (with --stdio, -p, or the terminal UI).
     #[arg(long = "continue")]
     pub continue_: bool,
 
@@ -82,6 +82,9 @@ pub enum Action {
     Trust,
     /// `mcp list`
     McpList,
+    /// No mode flag: the interactive terminal UI (`openmax [--continue]`), which needs a
+    /// terminal on stdin and stdout.
+    Tui { resume: bool },
 }
 
 impl Cli {
@@ -118,11 +121,9 @@ impl Cli {
             (None, true) => Ok(Action::Stdio {
                 resume: self.continue_,
             }),
-            (None, false) => Err(
-                "nothing to do: use --stdio, -p PROMPT, --check --stdio, --spec stdio, \
-                 --approve PATH or --trust (see --help)"
-                    .into(),
-            ),
+            (None, false) => Ok(Action::Tui {
+                resume: self.continue_,
+            }),
         }
     }
 }
@@ -165,7 +166,8 @@ mod tests {
                 path: "a.json".into()
             })
         );
-        assert!(parse(&[]).is_err());
+        assert_eq!(parse(&[]), Ok(Action::Tui { resume: false }));
+        assert_eq!(parse(&["--continue"]), Ok(Action::Tui { resume: true }));
         assert!(parse(&["--check"]).is_err());
         assert!(parse(&["--spec", "other"]).is_err());
         assert!(parse(&["--stdio", "-p", "x"]).is_err());

@@ -1,7 +1,7 @@
 //! What one invocation of `openmax` does, from parsed flags to an exit code: the one-shot
 //! actions (`--check`, `--spec`, `--trust`, `--approve`) and the session start-up shared by
-//! `--stdio` and `-p` (project, config, trust and mode, session file, freeze, handshake), which
-//! then hands over to [`crate::run`].
+//! `--stdio`, `-p` and the terminal UI (project, config, trust and mode, session file, freeze,
+//! handshake), which then hands over to [`crate::run`] (and [`crate::tui`]).
 //!
 //! Invariants:
 //! - Every failure before the handshake is one clear stderr line and a nonzero exit, and nothing
@@ -53,9 +53,26 @@ pub fn run(cli: Cli) -> i32 {
         Action::Trust => trust(&cli),
         Action::McpList => mcp_list(&cli),
         Action::Approve { path } => approve(&cli, &path),
-        Action::Stdio { resume } => session(&cli, None, resume),
-        Action::Print { prompt, resume } => session(&cli, Some(prompt), resume),
+        Action::Stdio { resume } => session(&cli, Front::Stdio, resume),
+        Action::Print { prompt, resume } => session(&cli, Front::Print(prompt), resume),
+        Action::Tui { resume } => {
+            use std::io::IsTerminal;
+            if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+                return fail(
+                    "no terminal on stdin and stdout for the interactive UI: use --stdio for \
+                     the JSONL protocol or -p PROMPT for one turn (see --help)",
+                );
+            }
+            session(&cli, Front::Tui, resume)
+        }
     }
+}
+
+/// Which frontend a session runs under.
+enum Front {
+    Stdio,
+    Print(String),
+    Tui,
 }
 
 /// Whether this process was started by an agent.
@@ -248,8 +265,8 @@ fn seed_of(session_id: &str) -> u64 {
     u64::from_le_bytes(b)
 }
 
-fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
-    let print = prompt.is_some();
+fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
+    let print = matches!(front, Front::Print(_));
     let setup = match setup(cli, print) {
         Ok(s) => s,
         Err(e) => return fail(e),
@@ -278,6 +295,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             eprintln!("openmax: killed {n} process(es) left running by an earlier openmax in this project");
         }
     }
+    let prompt_history = crate::tui::history::path_in(state.dir());
     let hook_configs = setup.settings.hooks.clone();
     let project = state.project().display().to_string();
     let resumed = if resume {
@@ -385,8 +403,22 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
     cfg.non_interactive = print;
     let core = Core::new(cfg);
 
-    match prompt {
-        Some(prompt) => {
+    match front {
+        Front::Tui => {
+            if let Err(e) = backend.settle_session() {
+                return fail(format!("could not start a session: {e}"));
+            }
+            let launch = crate::tui::Launch {
+                model: setup.settings.provider.model.clone(),
+                mode,
+                transcript,
+                history: prompt_history,
+            };
+            let code = crate::tui::run(&rt, core, backend, launch);
+            rt.shutdown_background();
+            code
+        }
+        Front::Print(prompt) => {
             if let Err(e) = backend.settle_session() {
                 return fail(format!("could not start a session: {e}"));
             }
@@ -402,7 +434,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             crate::sandbox::reaper::sweep();
             sink.exit_code().unwrap_or(code)
         }
-        None => {
+        Front::Stdio => {
             let mut sink = JsonlSink::new(&session_id, std::io::stdout());
             let hello = Hello::new(
                 &session_id,

@@ -125,6 +125,8 @@ impl<S: Sink> Runtime<S> {
                 }
                 seen += 1;
                 if seen > 1 {
+                    // The terminal UI's raw mode must not outlive the process.
+                    crate::tui::restore();
                     std::process::exit(130);
                 }
                 if policy == SignalPolicy::CancelTurn {
