@@ -12,6 +12,7 @@ pub mod config;
 pub mod extensions;
 pub mod frontend;
 pub mod hooks;
+pub mod mcp;
 pub mod oneshot;
 pub mod provider;
 pub mod run;

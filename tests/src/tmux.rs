@@ -8,7 +8,7 @@
 //! can read how it ended and whether the terminal was restored; every wait has a deadline and a
 //! failure prints the whole screen; the server is killed on drop.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,22 @@ impl Pane {
     /// As [`Pane::start`], with `extra` environment variables for this process only.
     pub fn start_with(
         env: &TestEnv,
+        args: &[&str],
+        cols: u16,
+        rows: u16,
+        extra: &[(&str, &str)],
+    ) -> Pane {
+        Pane::launch(env, &env.project, args, cols, rows, extra)
+    }
+
+    /// As [`Pane::start`], from the working directory `dir`.
+    pub fn start_in(env: &TestEnv, dir: &Path, args: &[&str], cols: u16, rows: u16) -> Pane {
+        Pane::launch(env, dir, args, cols, rows, &[])
+    }
+
+    fn launch(
+        env: &TestEnv,
+        dir: &Path,
         args: &[&str],
         cols: u16,
         rows: u16,
@@ -65,7 +81,7 @@ impl Pane {
              printf '\\n[exit %s]\\n' \"$code\"\n\
              stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo)$' | tr '\\n' ' '\n\
              printf '[end]\\n'\nexec sleep 3600\n",
-            dir = sh_quote(&env.project.display().to_string()),
+            dir = sh_quote(&dir.display().to_string()),
             assigns = assigns.join(" "),
             bin = sh_quote(&openmax_bin().display().to_string()),
             argv = argv.join(" "),
@@ -123,6 +139,21 @@ impl Pane {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The scrollback and the screen with their styles as escape sequences (`capture-pane -e`).
+    pub fn history_styled(&self) -> String {
+        let out = self.tmux(&["capture-pane", "-p", "-e", "-t", "t", "-S", "-3000"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Paste `text` as the terminal would (bracketed, when the program asked for it).
+    pub fn paste(&self, text: &str) {
+        let file = self.socket.with_extension("paste");
+        std::fs::write(&file, text).expect("write the paste buffer");
+        self.tmux(&["load-buffer", "-b", "p", &file.display().to_string()]);
+        self.tmux(&["paste-buffer", "-p", "-d", "-b", "p", "-t", "t"]);
+        let _ = std::fs::remove_file(file);
+    }
+
     /// The scrollback and the screen.
     pub fn history(&self) -> String {
         let out = self.tmux(&["capture-pane", "-p", "-t", "t", "-S", "-3000"]);
@@ -133,6 +164,32 @@ impl Pane {
     pub fn format(&self, f: &str) -> String {
         let out = self.tmux(&["display-message", "-p", "-t", "t", f]);
         String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The pid of `openmax` (the pane's shell's child), once it runs.
+    pub fn openmax_pid(&self) -> i32 {
+        let shell = self.format("#{pane_pid}");
+        let end = Instant::now() + DEADLINE;
+        loop {
+            let out = Command::new("ps")
+                .args(["-o", "pid=,comm=", "--ppid", &shell])
+                .output()
+                .expect("ps runs");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if let Some(pid) = text
+                .lines()
+                .find(|l| l.contains("openmax"))
+                .and_then(|l| l.split_whitespace().next())
+                .and_then(|p| p.parse().ok())
+            {
+                return pid;
+            }
+            assert!(
+                Instant::now() < end,
+                "no openmax under the pane's shell: {text}"
+            );
+            std::thread::sleep(Duration::from_millis(40));
+        }
     }
 
     /// Resize the window to `cols`×`rows`.

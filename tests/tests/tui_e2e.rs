@@ -272,3 +272,341 @@ fn resize_to_24_columns_keeps_every_env_name_of_a_pending_card_whole() {
     pane.wait_text("greeted");
     quit(&pane);
 }
+
+#[test]
+fn sigterm_on_an_idle_prompt_exits_0_with_the_terminal_restored() {
+    let (env, _mock) = setup(vec![]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    let pid = pane.openmax_pid();
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let (code, restored) = pane.wait_exit();
+    assert_eq!(code, 0, "{}", pane.history());
+    assert!(
+        restored,
+        "the terminal is not restored:\n{}",
+        pane.history()
+    );
+    assert_eq!(pane.format("#{cursor_flag}"), "1", "the cursor is shown");
+}
+
+#[test]
+fn a_second_sigterm_during_a_stream_exits_130_with_the_terminal_restored() {
+    let pieces: Vec<String> = (0..200).map(|i| format!("drip{i:03} ")).collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let (env, _mock) = setup(vec![slow_text(&refs, 200)]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("drip");
+    pane.keys(&["Enter"]);
+    pane.wait_text("drip001");
+    let pid = pane.openmax_pid();
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let (code, restored) = pane.wait_exit();
+    assert_eq!(code, 130, "{}", pane.history());
+    assert!(
+        restored,
+        "the terminal is not restored:\n{}",
+        pane.history()
+    );
+    assert_eq!(pane.format("#{cursor_flag}"), "1", "the cursor is shown");
+}
+
+#[test]
+fn ctrl_c_twice_on_an_idle_prompt_quits() {
+    let (env, _mock) = setup(vec![]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.keys(&["C-c"]);
+    pane.wait_text("again");
+    pane.keys(&["C-c"]);
+    let (code, restored) = pane.wait_exit();
+    assert_eq!(code, 0, "{}", pane.history());
+    assert!(restored, "{}", pane.history());
+}
+
+/// Whether `styled` (a `capture-pane -e` text) sets a foreground or background colour.
+fn has_colour(styled: &str) -> bool {
+    styled.split("\x1b[").skip(1).any(|seq| {
+        let Some(end) = seq.find('m') else {
+            return false;
+        };
+        seq[..end].split(';').any(|p| {
+            matches!(
+                p.parse::<u32>(),
+                Ok(30..=38 | 40..=48 | 90..=97 | 100..=107)
+            )
+        })
+    })
+}
+
+const MARKDOWN: &str = "# Big Title\n\nSome **bold words** and `inline code`.\n\n- first item\n- second item\n\n```\nlet x = 1;\n```\n";
+
+#[test]
+fn markdown_is_rendered_and_no_color_draws_no_colour() {
+    let (env, mock) = setup(vec![text_reply(MARKDOWN)]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("show markdown");
+    pane.keys(&["Enter"]);
+    let s = pane.wait_text("second item");
+    for gone in ["**", "```", "`inline"] {
+        assert!(!s.contains(gone), "{gone:?} is markup, not drawn:\n{s}");
+    }
+    for shown in [
+        "Big Title",
+        "bold words",
+        "inline code",
+        "first item",
+        "let x = 1;",
+    ] {
+        assert!(s.contains(shown), "{shown:?} missing:\n{s}");
+    }
+    assert!(
+        has_colour(&pane.history_styled()),
+        "colour is used by default"
+    );
+    quit(&pane);
+    drop(pane);
+
+    mock.push(text_reply(MARKDOWN));
+    let pane = Pane::start_with(&env, &[], 80, 30, &[("NO_COLOR", "1")]);
+    pane.wait_text("test-model");
+    pane.type_text("show markdown");
+    pane.keys(&["Enter"]);
+    pane.wait_text("second item");
+    let styled = pane.history_styled();
+    assert!(
+        !has_colour(&styled),
+        "NO_COLOR set, yet colour drawn:\n{styled:?}"
+    );
+    quit(&pane);
+}
+
+#[test]
+fn up_recalls_a_prompt_of_an_earlier_session_of_the_project() {
+    let (env, _mock) = setup(vec![]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("the first prompt ever");
+    pane.keys(&["Enter"]);
+    pane.wait_for("the turn done", |s| {
+        s.contains("the first prompt ever") && !s.contains("working")
+    });
+    quit(&pane);
+    drop(pane);
+
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.keys(&["Up"]);
+    pane.wait_for("the prompt recalled", |_| {
+        pane.screen().contains("› the first prompt ever")
+    });
+    pane.keys(&["C-u"]);
+    quit(&pane);
+}
+
+#[test]
+fn a_large_bracketed_paste_is_one_prompt_sent_whole() {
+    let (env, mock) = setup(vec![text_reply("got the paste")]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    let text: String = (0..400)
+        .map(|i| format!("pasted line {i:03} with some words\n"))
+        .collect();
+    pane.paste(&text);
+    // A newline inside the paste never submits: nothing reaches the model yet.
+    pane.wait_text("pasted line 399");
+    assert!(mock.requests().is_empty(), "the paste was submitted");
+    pane.keys(&["Enter"]);
+    pane.wait_text("got the paste");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 1);
+    let body = reqs[0].body.to_string();
+    let want = serde_json::to_string(text.trim_end()).unwrap();
+    assert!(
+        body.contains(want.trim_matches('"')),
+        "the model got the whole paste as one message"
+    );
+    quit(&pane);
+}
+
+#[test]
+fn escape_sequences_from_the_model_are_drawn_inert() {
+    // A reply, a code fence's language and a tool's output carrying terminal controls: a
+    // title change (OSC 2), a screen clear and a colour.
+    let hostile = "before \x1b]2;pwned\x07 middle \x1b[2J\x1b[H after\n\n```\x1b[31mrust\ncode \x1b[5m here\n```\n";
+    let (env, _mock) = setup(vec![
+        tool_reply("c1", "read_file", json!({"path":"evil.txt"})),
+        text_reply(hostile),
+    ]);
+    env.write(
+        "evil.txt",
+        "file \x1b]2;pwned-by-file\x07 text \x1b[?1049h\n",
+    );
+    env.set_mode("auto");
+    let pane = Pane::start(&env, &[], 80, 40);
+    pane.wait_text("test-model");
+    let title = pane.format("#{pane_title}");
+    pane.type_text("read the evil file");
+    pane.keys(&["Enter"]);
+    let s = pane.wait_text("after");
+    assert!(
+        s.contains("read the evil file") && s.contains("before"),
+        "nothing was cleared:\n{s}"
+    );
+    assert!(s.contains("code") && s.contains("here"), "{s}");
+    assert_eq!(
+        pane.format("#{pane_title}"),
+        title,
+        "the title was not changed"
+    );
+    assert_eq!(
+        pane.format("#{alternate_on}"),
+        "0",
+        "no switch to the alternate screen"
+    );
+    let styled = pane.history_styled();
+    assert!(!styled.contains("\x1b[5m"), "no blinking text drawn");
+    quit(&pane);
+}
+
+#[test]
+fn model_and_project_flags_work_as_everywhere() {
+    let (env, mock) = setup(vec![text_reply("from the other model")]);
+    // Started outside the project, pointed at it by --project.
+    let elsewhere = env.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let project = env.project.display().to_string();
+    let pane = Pane::start_in(
+        &env,
+        &elsewhere,
+        &["--project", &project, "--model", "other-model"],
+        80,
+        30,
+    );
+    pane.wait_text("other-model");
+    pane.type_text("hi");
+    pane.keys(&["Enter"]);
+    pane.wait_text("from the other model");
+    let reqs = mock.requests();
+    assert_eq!(reqs[0].body["model"], "other-model");
+    quit(&pane);
+}
+
+#[test]
+fn an_untrusted_project_refuses_the_prompt_naming_openmax_trust() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("do something");
+    pane.keys(&["Enter"]);
+    pane.wait_text("openmax --trust");
+    assert!(mock.requests().is_empty(), "no model request");
+    quit(&pane);
+}
+
+#[test]
+fn an_agent_spawned_session_cannot_change_the_mode() {
+    let (env, _mock) = setup(vec![]);
+    env.set_mode("ask");
+    let pane = Pane::start_with(&env, &[], 80, 30, &[("OPENMAX_AGENT_SESSION", "parent-1")]);
+    pane.wait_text("· ask");
+    pane.keys(&["BTab"]);
+    let s = pane.wait_text("refused");
+    assert!(!s.contains("mode: readonly"), "{s}");
+    quit(&pane);
+    drop(pane);
+    // The next session starts in the mode saved before.
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("· ask");
+    quit(&pane);
+}
+
+#[test]
+fn continue_with_no_session_exits_2_and_leaves_the_terminal_sane() {
+    let (env, _mock) = setup(vec![]);
+    let pane = Pane::start(&env, &["--continue"], 80, 30);
+    let (code, restored) = pane.wait_exit();
+    assert_eq!(code, 2, "{}", pane.history());
+    assert!(restored, "{}", pane.history());
+    assert!(pane.history().contains("openmax:"), "{}", pane.history());
+}
+
+#[test]
+fn a_conversation_taller_than_the_screen_lands_in_the_scrollback_whole_and_in_order() {
+    let reply = |t: usize| {
+        text_reply(
+            &(0..12)
+                .map(|l| format!("turn{t} line{l:02}"))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        )
+    };
+    let (env, _mock) = setup((0..5).map(reply).collect());
+    let pane = Pane::start(&env, &[], 60, 20);
+    pane.wait_text("test-model");
+    for t in 0..5 {
+        pane.type_text(&format!("prompt number {t}"));
+        pane.keys(&["Enter"]);
+        pane.wait_for("the turn done", |s| {
+            s.contains(&format!("turn{t} line11")) && !s.contains("working")
+        });
+    }
+    quit(&pane);
+    let h = pane.history();
+    let mut want = Vec::new();
+    for t in 0..5 {
+        want.push(format!("prompt number {t}"));
+        want.extend((0..12).map(|l| format!("turn{t} line{l:02}")));
+    }
+    let got: Vec<&str> = h
+        .lines()
+        .map(str::trim)
+        .filter(|l| want.iter().any(|w| l.contains(w.as_str())))
+        .collect();
+    let got: Vec<String> = got
+        .iter()
+        .map(|l| {
+            want.iter()
+                .find(|w| l.contains(w.as_str()))
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(got, want, "the scrollback:\n{h}");
+}
+
+#[test]
+fn a_card_taller_than_the_screen_is_printed_whole_above_and_answered_below() {
+    let content: String = (0..120).map(|i| format!("big line {i:03}\n")).collect();
+    let (env, _mock) = setup(vec![
+        tool_reply(
+            "w1",
+            "write_file",
+            json!({"path":"big.txt","content":content}),
+        ),
+        text_reply("wrote the big file"),
+    ]);
+    env.set_mode("ask");
+    let pane = Pane::start(&env, &[], 80, 24);
+    pane.wait_text("test-model");
+    pane.type_text("write a big file");
+    pane.keys(&["Enter"]);
+    let s = pane.wait_text("y approve");
+    // The whole diff is readable in the scrollback before the answer.
+    for i in [0, 60, 119] {
+        assert!(s.contains(&format!("+big line {i:03}")), "{s}");
+    }
+    let screen = pane.screen();
+    assert!(screen.contains("printed whole above"), "{screen}");
+    assert!(screen.contains("approve this call?"), "{screen}");
+    pane.type_text("y");
+    pane.wait_text("wrote the big file");
+    assert_eq!(env.read("big.txt").as_deref(), Some(content.as_str()));
+    quit(&pane);
+}

@@ -99,6 +99,13 @@ pub enum Input {
         /// The snapshot.
         snapshot: Box<Freeze>,
     },
+    /// Something outside a call happened that the model and the client should know (an MCP
+    /// server announced that its tools changed): a `harness_note` with an empty `call_id`,
+    /// inserted into the model's transcript before its next prompt. Ignored once closed.
+    Notice {
+        /// The note's text.
+        text: String,
+    },
     /// The turn's task died unexpectedly (a bug or panic in the shell's effect runner):
     /// reported as `error` then `done` `error`.
     Crashed {

@@ -59,6 +59,10 @@ pub struct Cli {
     /// The provider's base URL.
     #[arg(long = "base-url", value_name = "URL", global = true)]
     pub base_url: Option<String>,
+
+    /// A subcommand: `mcp list` (the configured MCP servers, their state and tools).
+    #[arg(value_name = "COMMAND", conflicts_with_all = ["stdio", "prompt", "check", "spec", "approve", "trust"])]
+    pub command: Vec<String>,
 }
 
 /// What one invocation does.
@@ -79,6 +83,8 @@ pub enum Action {
     /// No mode flag: the interactive terminal UI (`openmax [--continue]`), which needs a
     /// terminal on stdin and stdout.
     Tui { resume: bool },
+    /// `mcp list`
+    McpList,
 }
 
 impl Cli {
@@ -95,6 +101,16 @@ impl Cli {
         }
         if self.trust {
             return Ok(Action::Trust);
+        }
+        match self.command.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            [] => {}
+            ["mcp", "list"] => return Ok(Action::McpList),
+            _ => {
+                return Err(format!(
+                    "unknown command {:?}: the one command is `openmax mcp list`",
+                    self.command.join(" ")
+                ))
+            }
         }
         match (&self.prompt, self.stdio) {
             (Some(_), true) => Err("choose one of --stdio and -p".into()),

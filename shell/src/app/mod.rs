@@ -28,6 +28,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{self, Overrides, Settings};
 use crate::frontend::{JsonlSink, PrintSink};
+use crate::mcp::StartContext;
 use crate::run::backend::{self, Backend};
 use crate::run::{Runtime, SignalPolicy};
 use crate::session::{resume_latest, Home, ProjectState, SessionWriter};
@@ -50,6 +51,7 @@ pub fn run(cli: Cli) -> i32 {
         }
         Action::Spec { json } => crate::oneshot::spec::run(json, std::io::stdout().lock()),
         Action::Trust => trust(&cli),
+        Action::McpList => mcp_list(&cli),
         Action::Approve { path } => approve(&cli, &path),
         Action::Stdio { resume } => session(&cli, Front::Stdio, resume),
         Action::Print { prompt, resume } => session(&cli, Front::Print(prompt), resume),
@@ -100,6 +102,36 @@ fn human_project_state(cli: &Cli, flag: &str) -> Result<ProjectState, String> {
     Ok(ProjectState::open(&home, &project))
 }
 
+/// `openmax mcp list`: start the servers as a session would, print them, stop them.
+fn mcp_list(cli: &Cli) -> i32 {
+    let run = || -> Result<i32, String> {
+        let home = Home::from_env()?;
+        let project = project_of(cli)?;
+        let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
+        let state = ProjectState::open(&home, &project);
+        let mode = state.mode().unwrap_or(Mode::Ask);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("could not start the runtime: {e}"))?;
+        let ctx = StartContext {
+            project: state.project().to_path_buf(),
+            log_path: None,
+            agent_session: format!("mcp-list-{}", std::process::id()),
+            notices: None,
+        };
+        let set = rt.block_on(backend::start_mcp(&layers.mcp, &state, mode, ctx));
+        let code = crate::mcp::list::print(&set, std::io::stdout().lock());
+        drop(set);
+        rt.shutdown_background();
+        Ok(code)
+    };
+    match run() {
+        Ok(code) => code,
+        Err(e) => fail(e),
+    }
+}
+
 fn trust(cli: &Cli) -> i32 {
     let state = match human_project_state(cli, "--trust") {
         Ok(s) => s,
@@ -132,7 +164,7 @@ fn approve(cli: &Cli, path: &Path) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    crate::extensions::approve::run(
+    let code = crate::extensions::approve::run(
         state.project(),
         path,
         false,
@@ -140,7 +172,54 @@ fn approve(cli: &Cli, path: &Path) -> i32 {
         &|p, sha| state.approve_source(p, sha),
         std::io::stdout().lock(),
         std::io::stderr().lock(),
-    )
+    );
+    if code != 0 {
+        return code;
+    }
+    approve_hooks(&state, path)
+}
+
+/// With `--approve PATH`: approve, as now defined, every project hook whose command names PATH
+/// (or every project hook, when PATH is the project config), printing each definition.
+fn approve_hooks(state: &ProjectState, path: &Path) -> i32 {
+    let project = state.project();
+    let Ok(rel) = crate::extensions::approve::inspect(project, path, &backend::is_reserved)
+        .map(|a| a.source_path)
+    else {
+        return 0;
+    };
+    let home = match Home::from_env() {
+        Ok(h) => h,
+        Err(e) => return fail(e),
+    };
+    let layers = match config::load_layers(home.root(), project) {
+        Ok(l) => l,
+        Err(e) => return fail(format!("project hooks not approved: {e}")),
+    };
+    let frozen = crate::hooks::freeze(&layers.hooks, project, &|_, _| false);
+    for h in crate::hooks::naming(&frozen, &rel) {
+        let Some((key, sha)) = &h.approval else {
+            continue;
+        };
+        println!(
+            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms",
+            h.name,
+            crate::extensions::source::short(sha),
+            h.config.event,
+            h.config.command,
+            h.config.blocking,
+            h.config.timeout_ms()
+        );
+        let files: Vec<&str> = h.files.keys().map(String::as_str).collect();
+        println!(
+            "  covers: its definition in .openmax/config.toml, {}",
+            files.join(", ")
+        );
+        if let Err(e) = state.approve_source(key, sha) {
+            return fail(format!("cannot save the approval of hook {}: {e}", h.name));
+        }
+    }
+    0
 }
 
 /// Where a session runs and with what settings.
@@ -204,6 +283,7 @@ fn sandbox_policy(
         confine: crate::sandbox::confine::Confine::for_session(
             settings.sandbox.mode.as_deref(),
             settings.sandbox.network.unwrap_or(false),
+            &settings.sandbox.writable,
             state.project(),
             home,
         )?,
@@ -254,6 +334,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
+    human::mark_session();
     if let Err(e) = crate::sandbox::reaper::become_subreaper() {
         eprintln!("openmax: could not become a child subreaper ({e}); a process a tool starts with setsid may outlive its call");
     }
@@ -265,26 +346,14 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
     }
     let prompt_history = crate::tui::history::path_in(state.dir());
     let hook_configs = setup.settings.hooks.clone();
-    let (frozen, hooks) =
-        backend::freeze_now(setup.home.root(), state.project(), &state, &hook_configs);
     let project = state.project().display().to_string();
-    let (session_id, writer, freeze, history, transcript, session_mode) = if resume {
+    let resumed = if resume {
         match resume_latest(&state) {
             Ok(r) => {
                 for n in &r.notices {
                     eprintln!("openmax: {n}");
                 }
-                let mut freeze = frozen.freeze.clone();
-                freeze.system = r.system;
-                freeze.tools = r.tools;
-                (
-                    r.session_id,
-                    r.writer,
-                    freeze,
-                    r.history,
-                    Some(r.transcript),
-                    r.mode,
-                )
+                Some(r)
             }
             Err(e) => {
                 eprintln!("openmax: {e}");
@@ -292,25 +361,68 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
             }
         }
     } else {
-        let session_id = new_session_id();
-        let freeze = frozen.freeze.clone();
-        let header = Record::Session {
-            session_id: session_id.clone(),
-            project: project.clone(),
-            system: freeze.system.clone(),
-            tools: freeze.tools.clone(),
-        };
-        match SessionWriter::create_unsettled(&state, &session_id, header) {
-            Ok(w) => (session_id, w, freeze, Vec::new(), None, None),
-            Err(e) => return fail(format!("could not start a session: {e}")),
-        }
+        None
     };
-    let trusted = state.trusted() || setup.settings.trusts(state.project());
+    let session_id = resumed
+        .as_ref()
+        .map(|r| r.session_id.clone())
+        .unwrap_or_else(new_session_id);
     let mode = setup
         .demo
         .or_else(|| state.mode())
-        .or(session_mode)
+        .or(resumed.as_ref().and_then(|r| r.mode))
         .unwrap_or(Mode::Ask);
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("could not start the runtime: {e}")),
+    };
+    // MCP servers start concurrently before the freeze; their notices reach the core once the
+    // runtime loop runs.
+    let (notice_tx, notice_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let mcp_ctx = StartContext {
+        project: state.project().to_path_buf(),
+        log_path: Some(state.sessions_dir().join(format!("{session_id}.mcp.log"))),
+        agent_session: session_id.clone(),
+        notices: Some(notice_tx),
+    };
+    let mcp = rt.block_on(backend::start_mcp(
+        &setup.settings.mcp,
+        &state,
+        mode,
+        mcp_ctx.clone(),
+    ));
+    let (frozen, hooks) = backend::freeze_now(
+        setup.home.root(),
+        state.project(),
+        &state,
+        &hook_configs,
+        &mcp,
+    );
+    let (writer, freeze, history, transcript) = match resumed {
+        Some(r) => {
+            let mut freeze = frozen.freeze.clone();
+            freeze.system = r.system;
+            freeze.tools = r.tools;
+            (r.writer, freeze, r.history, Some(r.transcript))
+        }
+        None => {
+            let freeze = frozen.freeze.clone();
+            let header = Record::Session {
+                session_id: session_id.clone(),
+                project: project.clone(),
+                system: freeze.system.clone(),
+                tools: freeze.tools.clone(),
+            };
+            match SessionWriter::create_unsettled(&state, &session_id, header) {
+                Ok(w) => (w, freeze, Vec::new(), None),
+                Err(e) => return fail(format!("could not start a session: {e}")),
+            }
+        }
+    };
+    let trusted = state.trusted() || setup.settings.trusts(state.project());
     let mut backend = match Backend::new(
         setup.home.clone(),
         state,
@@ -319,6 +431,9 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
         &frozen,
         hooks,
         hook_configs,
+        mcp,
+        mcp_ctx,
+        mode,
     ) {
         Ok(b) => b,
         Err(e) => return fail(e),
@@ -337,13 +452,6 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
     cfg.non_interactive = print;
     let core = Core::new(cfg);
 
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return fail(format!("could not start the runtime: {e}")),
-    };
     match front {
         Front::Tui => {
             if let Err(e) = backend.settle_session() {
@@ -365,6 +473,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
             }
             let sink = PrintSink::new(std::io::stdout(), std::io::stderr());
             let mut runtime = Runtime::new(core, backend, sink);
+            runtime.forward_notices(notice_rx);
             runtime.handle_signals(SignalPolicy::CancelTurn);
             runtime.push_input(Input::Line(Command::User { text: prompt }.to_line()));
             runtime.end_input_after_done();
@@ -393,6 +502,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 return 1;
             }
             let mut runtime = Runtime::new(core, backend, sink);
+            runtime.forward_notices(notice_rx);
             runtime.handle_signals(SignalPolicy::EndInput);
             let tx = runtime.sender();
             std::thread::spawn(move || {

@@ -5,7 +5,9 @@
 //!   reachable as a descendant.
 //! - Each running call's process group is [`track`]ed; [`sweep`] (run when a call ends, and on
 //!   exit) SIGKILLs every descendant that is not inside a tracked group's subtree, and reaps
-//!   the orphans that were re-parented to openmax.
+//!   the orphans that were re-parented to openmax. Any other child openmax starts and means
+//!   to keep (a project MCP server, an editor the TUI opens) must hold a [`Tracked`] guard for
+//!   its life ([`crate::sandbox::Policy::track`]), or the next sweep kills it.
 //! - A tracked group is also recorded on disk (`<project state>/running/`), with openmax's own
 //!   pid and start time and the group's start time, and removed when the call ends. When
 //!   openmax is SIGKILLed the record stays; the next openmax in that project kills what is

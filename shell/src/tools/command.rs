@@ -27,7 +27,6 @@ use tokio::sync::oneshot;
 
 use super::args::Args;
 use super::cap::cut_chars;
-use super::split::parts;
 use super::{fail, invalid_plan, ToolContext};
 
 /// Longest `timeout_s` accepted.
@@ -63,7 +62,7 @@ fn parse(ctx: &ToolContext, args: &Value) -> Result<Call, String> {
     })
 }
 
-/// Inspect a `shell` call: each part of a compound command is a target.
+/// Inspect a `shell` call: the command line is the target; the core's rules judge what it runs.
 pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
     match parse(ctx, args) {
         Ok(c) => {
@@ -75,7 +74,7 @@ pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
             };
             ToolPlan {
                 mutating: true,
-                targets: parts(&c.command),
+                targets: vec![c.command.clone()],
                 summary: format!("{NAME}: {}{more}", cut_chars(first, 120)),
                 detail: c.command,
                 source: None,

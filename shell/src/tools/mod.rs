@@ -21,7 +21,6 @@ mod list;
 pub mod path;
 mod read;
 mod schema;
-mod split;
 mod walk;
 mod write;
 
@@ -33,8 +32,6 @@ use openmax_core::conversation::ToolSchema;
 pub use openmax_core::tool::{FileDiff, ToolOutcome, ToolPlan};
 use serde_json::Value;
 use tokio::sync::oneshot;
-
-pub use split::parts as command_parts;
 
 /// Names of the built-in tools, in schema order.
 pub const BUILTIN_NAMES: [&str; 7] = [

@@ -39,6 +39,17 @@ pub fn approve_command(source_path: &str) -> String {
 
 /// The card's rows at `width` columns.
 pub fn lines(card: &ApprovalCard, width: usize, theme: Theme) -> Vec<Line<'static>> {
+    lines_as(card, width, theme, false)
+}
+
+/// The card's rows with its detail replaced by a one-row pointer to the whole card printed
+/// above, for a card taller than the screen: everything that is granted (the source, its
+/// digest, the `--approve` command, the env names) and the answer keys stay in the live region.
+pub fn compact_lines(card: &ApprovalCard, width: usize, theme: Theme) -> Vec<Line<'static>> {
+    lines_as(card, width, theme, true)
+}
+
+fn lines_as(card: &ApprovalCard, width: usize, theme: Theme, compact: bool) -> Vec<Line<'static>> {
     let mut rows = Vec::new();
     let title = match card.reason {
         ApprovalReason::Gate => "approve this call?",
@@ -58,7 +69,21 @@ pub fn lines(card: &ApprovalCard, width: usize, theme: Theme) -> Vec<Line<'stati
         rows.extend(wrap_text(&card.summary, theme.bold(), width, "  "));
     }
     if !card.detail.is_empty() {
-        rows.extend(wrap_text(&card.detail, theme.dim(), width, "  "));
+        let detail = wrap_text(card.detail.trim_end(), theme.dim(), width, "  ");
+        if compact {
+            let n = detail.len();
+            rows.extend(wrap_text(
+                &format!(
+                    "detail: {n} row{}, printed whole above (scroll up to read it)",
+                    if n == 1 { "" } else { "s" }
+                ),
+                theme.warn(),
+                width,
+                "  ",
+            ));
+        } else {
+            rows.extend(detail);
+        }
     }
     let reason = match card.reason {
         ApprovalReason::Gate => "reason: the project's mode asks before this call",

@@ -22,6 +22,9 @@ pub struct Live {
     pub rows: Vec<Line<'static>>,
     /// The cursor (column, row) within `rows`.
     pub cursor: (u16, u16),
+    /// Pending cards too tall for the screen, drawn compact here: the screen prints each one
+    /// whole into the scrollback (once) so it can be read there.
+    pub spill: Vec<String>,
 }
 
 /// Lay out the live region of `view` at time `now` for `cols` × at most `max_rows`.
@@ -41,8 +44,21 @@ pub fn live(view: &View, now: u64, cols: usize, max_rows: usize, theme: Theme) -
         flow.extend(wrap_text("running…", theme.dim(), cols, "  "));
     }
     let mut fixed: Vec<Line<'static>> = Vec::new();
-    for c in &view.approvals {
-        fixed.extend(card::lines(c, cols, theme));
+    let mut spill = Vec::new();
+    let cards: Vec<Vec<Line<'static>>> = view
+        .approvals
+        .iter()
+        .map(|c| card::lines(c, cols, theme))
+        .collect();
+    // The rule, one prompt row and the status line are always there.
+    let tall = cards.iter().map(Vec::len).sum::<usize>() + 3 > max_rows;
+    for (c, rows) in view.approvals.iter().zip(cards) {
+        if tall {
+            spill.push(c.approval_id.clone());
+            fixed.extend(card::compact_lines(c, cols, theme));
+        } else {
+            fixed.extend(rows);
+        }
     }
     if let Some(r) = &view.retry {
         let secs = now.saturating_sub(r.since) / 1000;
@@ -80,6 +96,7 @@ pub fn live(view: &View, now: u64, cols: usize, max_rows: usize, theme: Theme) -
     Live {
         rows,
         cursor: (cursor.0 as u16, cursor_row as u16),
+        spill,
     }
 }
 
@@ -225,6 +242,44 @@ mod tests {
         for r in &l.rows {
             assert!(r.width() <= 24, "{r:?}");
         }
+    }
+
+    #[test]
+    fn a_card_taller_than_the_screen_is_drawn_compact_and_spilled() {
+        let mut v = View::new("m", Mode::Ask, vec![]);
+        let detail: String = (0..200).map(|i| format!("+line {i}\n")).collect();
+        v.event(
+            0,
+            Event::ApprovalRequest {
+                approval_id: "a".into(),
+                name: "write_file".into(),
+                summary: "write big.txt".into(),
+                detail,
+                reason: ApprovalReason::Gate,
+                source_path: String::new(),
+                source_sha: String::new(),
+                env: vec!["SECRET_ONE".into(), "SECRET_TWO".into()],
+            },
+        );
+        let l = live(&v, 0, 40, 20, Theme { color: false });
+        assert_eq!(l.spill, vec!["a".to_string()]);
+        let rows: Vec<String> = l.rows.iter().map(text).collect();
+        assert!(rows.len() <= 20, "{rows:?}");
+        assert!(rows[0].contains("approve this call?"), "{rows:?}");
+        assert!(
+            rows.iter()
+                .any(|r| r.contains("200 rows, printed whole above")),
+            "{rows:?}"
+        );
+        for name in ["SECRET_ONE", "SECRET_TWO"] {
+            assert!(rows.iter().any(|r| r.trim() == name), "{rows:?}");
+        }
+        assert!(rows.iter().any(|r| r.contains("y approve")), "{rows:?}");
+        // The same card fits a taller screen whole: nothing to spill.
+        let l = live(&v, 0, 40, 300, Theme { color: false });
+        assert!(l.spill.is_empty());
+        let rows: Vec<String> = l.rows.iter().map(text).collect();
+        assert!(rows.iter().any(|r| r.trim() == "+line 199"), "{rows:?}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! screen whose height follows the live region, with finished blocks inserted above it into
 //! the terminal's own scrollback; each frame wrapped in a synchronized update.
 
+use std::collections::BTreeSet;
 use std::io::{self, Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -16,6 +17,7 @@ use ratatui::widgets::{Paragraph, Widget};
 use ratatui::{Terminal, TerminalOptions, Viewport};
 
 use super::blocks::{self, Block};
+use super::card;
 use super::live::live;
 use super::theme::Theme;
 use super::view::View;
@@ -58,6 +60,8 @@ pub struct Screen {
     theme: Theme,
     /// Frames drawn (for the benchmark's figures).
     pub frames: u64,
+    /// Approval cards already printed whole into the scrollback.
+    spilled: BTreeSet<String>,
 }
 
 fn inline(height: u16) -> io::Result<Terminal<CrosstermBackend<Stdout>>> {
@@ -76,6 +80,7 @@ impl Screen {
             height: 1,
             theme,
             frames: 0,
+            spilled: BTreeSet::new(),
         })
     }
 
@@ -113,6 +118,18 @@ impl Screen {
             self.insert(lines)?;
         }
         let l = live(view, now, cols as usize, rows as usize, self.theme);
+        // A card too tall for the screen goes whole into the scrollback, once.
+        let mut spilled = Vec::new();
+        for id in &l.spill {
+            if self.spilled.insert(id.clone()) {
+                if let Some(c) = view.approvals.iter().find(|c| &c.approval_id == id) {
+                    spilled.extend(card::lines(c, cols as usize, self.theme));
+                }
+            }
+        }
+        if !spilled.is_empty() {
+            self.insert(spilled)?;
+        }
         let want = (l.rows.len() as u16).clamp(1, rows.max(1));
         if want != self.height || self.term.size()?.width != cols {
             self.reheight(want)?;
