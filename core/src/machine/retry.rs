@@ -8,8 +8,8 @@
 //!   server fault;
 //! - never retried: a Retry-After over 60 s, `insufficient_quota`, other statuses, other
 //!   in-stream failure kinds;
-//! - the wait is `min(base * 2^(attempt-1), max)` plus jitter up to 25%, or the Retry-After
-//!   when that is longer.
+//! - the wait is `min(base * 2^(attempt-1), max)` less jitter of up to 25%, or the
+//!   Retry-After when that is longer.
 
 use crate::provider::errors::{snippet, MESSAGE_CHARS};
 use crate::provider::{FailureKind, RequestFailure};
@@ -172,7 +172,10 @@ pub fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool)
     }
 }
 
-/// The backoff after attempt `failed_attempt` (1-based), with seeded jitter up to 25%.
+/// The backoff after attempt `failed_attempt` (1-based): `min(base * 2^(n-1), max)` less a
+/// seeded jitter of up to 25%, so the nominal figure is the most it waits (the OpenAI and
+/// Anthropic SDKs jitter the same way). With the defaults (200 ms, 8 s) two transient
+/// failures cost at most 600 ms of waiting.
 pub fn backoff_ms(settings: &RetrySettings, failed_attempt: u32, rng: &mut SplitMix64) -> u64 {
     let shift = failed_attempt.saturating_sub(1).min(63);
     let exp = settings
@@ -185,7 +188,7 @@ pub fn backoff_ms(settings: &RetrySettings, failed_attempt: u32, rng: &mut Split
     } else {
         rng.next_u64() % (jitter_max + 1)
     };
-    base.saturating_add(jitter)
+    base - jitter
 }
 
 /// SplitMix64: a tiny, seedable PRNG (Steele, Lea, Flood 2014). Deterministic per seed.
@@ -224,11 +227,21 @@ mod tests {
         };
         let mut r = SplitMix64::new(7);
         let b1 = backoff_ms(&s, 1, &mut r);
-        assert!((1000..=1250).contains(&b1));
+        assert!((750..=1000).contains(&b1));
         let b2 = backoff_ms(&s, 2, &mut r);
-        assert!((2000..=2500).contains(&b2));
+        assert!((1500..=2000).contains(&b2));
         let b9 = backoff_ms(&s, 90, &mut r);
-        assert!((5000..=6250).contains(&b9));
+        assert!((3750..=5000).contains(&b9));
+    }
+
+    #[test]
+    fn two_transient_failures_wait_at_most_600_ms_by_default() {
+        let s = RetrySettings::default();
+        for seed in 0..200 {
+            let mut r = SplitMix64::new(seed);
+            let waited = backoff_ms(&s, 1, &mut r) + backoff_ms(&s, 2, &mut r);
+            assert!((450..=600).contains(&waited), "seed {seed}: {waited} ms");
+        }
     }
 
     #[test]
