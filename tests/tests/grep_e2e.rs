@@ -1,7 +1,7 @@
 //! `grep` through the real `openmax --stdio` against the loopback mock, on inputs a hostile
 //! model or a careless project brings: a 64 MB file that is one line, a 2 GB sparse file, and
-//! a search slow enough to be cancelled — after `cancel`, the process's CPU time stops
-//! growing (read from `/proc/<pid>/stat`). Every stream is validated.
+//! a search no machine finishes — after `cancel` or the `[limits] tool_timeout_s` limit, the
+//! process's CPU time stops growing (read from `/proc/<pid>/stat`). Every stream is validated.
 
 use std::time::{Duration, Instant};
 
@@ -156,6 +156,36 @@ fn cancel_during_a_long_grep_stops_the_work() {
     assert!(
         idle <= 10,
         "the process kept working after cancel: {idle} ticks in 3 s"
+    );
+    assert_eq!(s.finish().0, Some(0));
+}
+
+#[test]
+fn a_grep_over_its_time_limit_fails_and_stops_working() {
+    let (env, mock) = setup("[limits]\ntool_timeout_s = 1\n");
+    write_endless_search(&env);
+    mock.push(tool_reply("g", "grep", json!({"pattern": SLOW})));
+    mock.push(text_reply("gave up"));
+    let mut s = env.stdio(&[]);
+    s.user("search");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
+    let end = find(&evs, "tool_end");
+    assert_eq!(end["ok"], false, "{end}");
+    let out = end["output"].as_str().unwrap();
+    assert!(
+        out.starts_with("grep: timed out after 1 s (the [limits] tool_timeout_s limit)"),
+        "{out}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = s.pid();
+    let idle0 = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(3));
+    let idle = cpu_ticks(pid) - idle0;
+    eprintln!("CPU ticks after the timeout: {idle} in 3 s");
+    assert!(
+        idle <= 10,
+        "the search kept working after its timeout: {idle} ticks in 3 s"
     );
     assert_eq!(s.finish().0, Some(0));
 }

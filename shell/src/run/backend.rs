@@ -260,6 +260,12 @@ impl Backend {
         })
     }
 
+    /// The built-in tools' time limits from now on.
+    pub fn set_tool_timeouts(&mut self, t: crate::config::ToolTimeouts) {
+        self.tools.tool_timeout_ms = t.tool_ms;
+        self.tools.shell_timeout_ms = t.shell_ms;
+    }
+
     /// Run every agent process (tools, hooks) under `policy` from now on.
     pub fn set_sandbox(&mut self, policy: Policy) {
         self.tools.sandbox = Arc::new(policy);

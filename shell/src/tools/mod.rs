@@ -27,7 +27,9 @@ mod write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
+pub use command::MAX_TIMEOUT_S as SHELL_MAX_TIMEOUT_S;
 use openmax_core::conversation::ToolSchema;
 pub use openmax_core::tool::{FileDiff, ToolOutcome, ToolPlan};
 use serde_json::Value;
@@ -53,6 +55,8 @@ pub struct ToolContext {
     pub agent_session: String,
     /// Default `shell` timeout.
     pub shell_timeout_ms: u64,
+    /// Time limit of every other built-in tool; 0 = none.
+    pub tool_timeout_ms: u64,
     /// Byte cap of one tool output (before the notice saying what was cut).
     pub output_cap_bytes: usize,
     /// How processes started for the agent are prepared (environment, containment).
@@ -62,6 +66,8 @@ pub struct ToolContext {
 impl ToolContext {
     /// Default `shell` timeout: two minutes.
     pub const DEFAULT_SHELL_TIMEOUT_MS: u64 = 120_000;
+    /// Default time limit of the other built-in tools: one minute.
+    pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 60_000;
     /// Default output cap.
     pub const DEFAULT_OUTPUT_CAP_BYTES: usize = 30_000;
 
@@ -74,6 +80,7 @@ impl ToolContext {
             project: project.into().canonicalize()?,
             agent_session: agent_session.into(),
             shell_timeout_ms: Self::DEFAULT_SHELL_TIMEOUT_MS,
+            tool_timeout_ms: Self::DEFAULT_TOOL_TIMEOUT_MS,
             output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
             sandbox: Arc::default(),
         })
@@ -158,6 +165,9 @@ async fn run_read_only(
         "glob" => glob::run(&ctx2, &args2, &stop2),
         _ => grep::run(&ctx2, &args2, &stop2),
     });
+    let limit = (ctx.tool_timeout_ms > 0).then(|| Duration::from_millis(ctx.tool_timeout_ms));
+    let timer = tokio::time::sleep(limit.unwrap_or(Duration::MAX / 4));
+    tokio::pin!(timer);
     let mut cancel_live = true;
     loop {
         tokio::select! {
@@ -165,7 +175,7 @@ async fn run_read_only(
             biased;
             r = &mut cancel, if cancel_live => match r {
                 Ok(()) => {
-                    // The walk sees the flag and winds down on its own thread.
+                    // The work sees the flag and winds down on its own thread.
                     stop.store(true, Ordering::Relaxed);
                     return fail(format!("{name}: cancelled"));
                 }
@@ -177,7 +187,24 @@ async fn run_read_only(
                     Err(e) => fail(format!("{name}: internal error: {e}")),
                 };
             }
+            () = &mut timer, if limit.is_some() => {
+                stop.store(true, Ordering::Relaxed);
+                return fail(format!(
+                    "{name}: timed out after {} (the [limits] tool_timeout_s limit); narrow \
+                     the path, pattern or glob",
+                    seconds(ctx.tool_timeout_ms)
+                ));
+            }
         }
+    }
+}
+
+/// `1.5 s`, `60 s`.
+fn seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} s", ms as f64 / 1000.0)
     }
 }
 
