@@ -6,7 +6,7 @@
 //! core's `poll_timeout`, jumping the clock there. Ties at one instant go, in this order, to
 //! local answers (persistence, mode saves, refreezes, hooks, tool plans: work on this machine
 //! that completes before the client's next line), then the timeline step, then remote answers
-//! (provider items, tool results, in scheduling order), then the timer. The run ends when nothing is due
+//! (provider items, tool results, late persistence answers, in scheduling order), then the timer. The run ends when nothing is due
 //! (the core is quiet), after the `Exit` effect, or when the step cap is hit (a violation).
 //!
 //! Defaults when a queue is dry: a model request gets one `Text "ok"` reply that completes; a
@@ -50,6 +50,8 @@ enum Owner {
     Tool(String),
     /// Local work (disk, hooks, plans): answered before the client's next line.
     Local,
+    /// A session append answered late (`persist_delay_ms`), among the remote answers.
+    Disk,
 }
 
 #[derive(Debug)]
@@ -507,7 +509,10 @@ impl<'a> Driver<'a> {
                 } else {
                     Input::Persisted { ticket }
                 };
-                self.schedule(0, Owner::Local, input);
+                match self.sc.persist_delay_ms {
+                    0 => self.schedule(0, Owner::Local, input),
+                    ms => self.schedule(ms, Owner::Disk, input),
+                }
             }
             Effect::SaveMode { mode } => {
                 let n = self.mode_count;
