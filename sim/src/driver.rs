@@ -838,6 +838,35 @@ mod tests {
     }
 
     #[test]
+    fn late_persistence_answers_come_after_what_is_due_first() {
+        let mut sc = Scenario::default();
+        sc.steps.push(crate::scenario::Step {
+            at: 0,
+            action: Action::User { text: "hi".into() },
+        });
+        let acks = |sc: &Scenario| -> Vec<(u64, usize)> {
+            let r = run(sc);
+            assert!(r.violations.is_empty(), "{:?}", r.violations);
+            assert!(r.wire().iter().any(|l| l.contains("\"end_turn\"")));
+            r.trace
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| matches!(f.input, FedInput::Core(Input::Persisted { .. })))
+                .map(|(i, f)| (f.at.0, i))
+                .collect()
+        };
+        let at_once = acks(&sc);
+        sc.persist_delay_ms = 40;
+        let late = acks(&sc);
+        assert_eq!(at_once.len(), late.len());
+        // At once, the user message's ack is fed right after the line; late, the provider's
+        // reply is fed first and the ack comes 40 ms on.
+        assert_eq!(at_once[0], (0, 1));
+        assert_eq!(late[0].0, 40);
+        assert!(late[0].1 > 2, "{late:?}");
+    }
+
+    #[test]
     fn stall_has_no_ending() {
         let r = Reply::Stream {
             items: vec![],
