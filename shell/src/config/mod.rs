@@ -101,6 +101,9 @@ pub struct LimitsSection {
     pub max_agent_tokens: Option<u64>,
     /// Seconds; fractional values are allowed.
     pub approval_timeout_s: Option<f64>,
+    pub max_reply_bytes: Option<u64>,
+    pub max_thinking_bytes: Option<u64>,
+    pub max_tool_calls: Option<u32>,
 }
 
 /// `[permissions]`.
@@ -320,6 +323,9 @@ pub fn resolve(
             Some(s) => seconds_to_ms(s, "[limits] approval_timeout_s")?,
             None => ldef.approval_timeout_ms,
         },
+        max_reply_bytes: l.max_reply_bytes.unwrap_or(ldef.max_reply_bytes),
+        max_thinking_bytes: l.max_thinking_bytes.unwrap_or(ldef.max_thinking_bytes),
+        max_tool_calls: l.max_tool_calls.unwrap_or(ldef.max_tool_calls),
     };
     let mut permissions = Permissions::default();
     for r in &layers.merged.permissions.deny {
@@ -470,6 +476,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             max_iterations: ol.max_iterations.or(bl.max_iterations),
             max_agent_tokens: ol.max_agent_tokens.or(bl.max_agent_tokens),
             approval_timeout_s: ol.approval_timeout_s.or(bl.approval_timeout_s),
+            max_reply_bytes: ol.max_reply_bytes.or(bl.max_reply_bytes),
+            max_thinking_bytes: ol.max_thinking_bytes.or(bl.max_thinking_bytes),
+            max_tool_calls: ol.max_tool_calls.or(bl.max_tool_calls),
         },
         permissions: PermissionsSection { deny, ask },
         hooks,
