@@ -105,6 +105,16 @@ class Pty:
 
 
 class TuiBench(e2e.Bench):
+    def trust(self):
+        # `openmax --trust` needs a human's terminal; an unattended bench trusts the scratch
+        # project in the user config instead (`[trust] projects`).
+        self.trust_note = "trusted by [trust] projects in the user config"
+
+    def configure(self, port):
+        super().configure(port)
+        with open(os.path.join(self.home, "config.toml"), "a") as f:
+            f.write(f"\n[trust]\nprojects = [{json.dumps(self.project)}]\n")
+
     def env_for(self):
         env = dict(self.env)
         env["TERM"] = "xterm-256color"

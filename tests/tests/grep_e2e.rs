@@ -109,14 +109,27 @@ fn write_ab_file(env: &TestEnv, rel: &str) {
     std::fs::write(env.project.join(rel), text).unwrap();
 }
 
-const SLOW: &str = "(a|b)*a[ab]{22}a(a|b)*b[ab]{22}bq?$";
+/// A search no machine finishes within the test: one 64 MiB file and 2,000 hard links to it
+/// (128 GiB to search, 64 MiB on disk and in the page cache), so a cancel always lands while
+/// the search runs, however fast the machine.
+fn write_endless_search(env: &TestEnv) {
+    write_ab_file(env, "ab0.txt");
+    let dir = env.project.join("links");
+    std::fs::create_dir(&dir).unwrap();
+    for i in 0..2000 {
+        std::fs::hard_link(env.project.join("ab0.txt"), dir.join(format!("ab{i}.txt"))).unwrap();
+    }
+}
+
+/// Never matches (it needs 68 characters; every line has 63) and has no literal a prefilter
+/// could skip to, while its counted repetitions blow up the lazy DFA, so the regex engine does
+/// slow work on every byte and the match cap never ends the search early.
+const SLOW: &str = "(a|b)*a[ab]{22}a(a|b)*b[ab]{22}b[ab]{20}$";
 
 #[test]
 fn cancel_during_a_long_grep_stops_the_work() {
     let (env, mock) = setup("");
-    for i in 0..4 {
-        write_ab_file(&env, &format!("ab{i}.txt"));
-    }
+    write_endless_search(&env);
     mock.push(tool_reply("g", "grep", json!({"pattern": SLOW})));
     mock.push(text_reply("unused"));
     let mut s = env.stdio(&[]);

@@ -44,6 +44,14 @@ fn quit(pane: &Pane) {
         pane.history()
     );
     assert_eq!(pane.format("#{cursor_flag}"), "1", "the cursor is shown");
+    // The live region left nothing behind: no copy of the prompt or the status line.
+    let h = pane.history();
+    for stale in ["type a prompt", "Esc to cancel", "working", "test-model ·"] {
+        assert!(
+            !h.contains(stale),
+            "a stale {stale:?} in the scrollback:\n{h}"
+        );
+    }
 }
 
 #[test]
@@ -597,16 +605,177 @@ fn a_card_taller_than_the_screen_is_printed_whole_above_and_answered_below() {
     pane.wait_text("test-model");
     pane.type_text("write a big file");
     pane.keys(&["Enter"]);
-    let s = pane.wait_text("y approve");
+    pane.wait_text("y approve");
     // The whole diff is readable in the scrollback before the answer.
-    for i in [0, 60, 119] {
-        assert!(s.contains(&format!("+big line {i:03}")), "{s}");
-    }
+    pane.wait_for("the whole diff", |s| {
+        [0, 60, 119]
+            .iter()
+            .all(|i| s.contains(&format!("+big line {i:03}")))
+    });
     let screen = pane.screen();
     assert!(screen.contains("printed whole above"), "{screen}");
     assert!(screen.contains("approve this call?"), "{screen}");
     pane.type_text("y");
     pane.wait_text("wrote the big file");
     assert_eq!(env.read("big.txt").as_deref(), Some(content.as_str()));
+    quit(&pane);
+}
+
+#[test]
+fn thinking_collapses_to_its_first_line_once_the_reply_starts() {
+    let (env, _mock) = setup(vec![Reply::Stream {
+        items: vec![
+            StreamItem::Thinking {
+                text: "first thought here\nsecond thought hidden later".into(),
+            },
+            StreamItem::Text {
+                text: "the final answer".into(),
+            },
+        ],
+        end: StreamEnd::Complete { finish: None },
+        delay_ms: 300,
+    }]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("think");
+    pane.keys(&["Enter"]);
+    pane.wait_text("second thought hidden later");
+    let s = pane.wait_for("the answer and an idle prompt", |s| {
+        s.contains("the final answer") && !s.contains("working")
+    });
+    assert!(s.contains("first thought here …"), "{s}");
+    assert!(
+        !pane.screen().contains("second thought hidden later"),
+        "{s}"
+    );
+    quit(&pane);
+}
+
+#[test]
+fn a_retry_and_an_error_are_notices_and_the_prompt_stays_usable() {
+    let (env, _mock) = setup(vec![
+        status(529, Some("0"), Some("overloaded_error")),
+        text_reply("after the retry"),
+        status(401, None, Some("authentication_error")),
+    ]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("first");
+    pane.keys(&["Enter"]);
+    let s = pane.wait_text("after the retry");
+    assert!(s.contains("retrying (attempt 2/5)"), "{s}");
+    pane.type_text("second");
+    pane.keys(&["Enter"]);
+    let s = pane.wait_for("an error notice and an idle prompt", |s| {
+        s.contains("error:") && !s.contains("working")
+    });
+    assert!(s.contains("turn ended: error"), "{s}");
+    // The last turn ended in error: the exit code says so, as for --stdio.
+    pane.keys(&["C-d"]);
+    let (code, restored) = pane.wait_exit();
+    assert_eq!(code, 1, "{}", pane.history());
+    assert!(restored);
+}
+
+#[test]
+fn slash_commands_mode_help_reload_and_quit() {
+    let (env, _mock) = setup(vec![]);
+    env.set_mode("ask");
+    let pane = Pane::start(&env, &[], 100, 30);
+    pane.wait_text("· ask");
+    pane.type_text("/mode auto");
+    pane.keys(&["Enter"]);
+    pane.wait_text("mode: auto");
+    pane.wait_text("· auto");
+    pane.type_text("/mode sideways");
+    pane.keys(&["Enter"]);
+    pane.wait_text("refused:");
+    pane.type_text("/help");
+    pane.keys(&["Enter"]);
+    pane.wait_text("Shift-Tab");
+    pane.type_text("/reload");
+    pane.keys(&["Enter"]);
+    pane.wait_text("reloaded:");
+    pane.type_text("/nonsense");
+    pane.keys(&["Enter"]);
+    pane.wait_text("unknown command /nonsense");
+    pane.type_text("/quit");
+    pane.keys(&["Enter"]);
+    let (code, restored) = pane.wait_exit();
+    assert_eq!(code, 0, "{}", pane.history());
+    assert!(restored);
+    drop(pane);
+    // /mode went through the same store as --stdio's approval_mode.
+    let pane = Pane::start(&env, &[], 100, 30);
+    pane.wait_text("· auto");
+    quit(&pane);
+}
+
+#[test]
+fn a_resize_while_streaming_reflows_the_live_region() {
+    let words: Vec<String> = (0..60).map(|i| format!("w{i:02} ")).collect();
+    let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+    let (env, _mock) = setup(vec![slow_text(&refs, 80)]);
+    let pane = Pane::start(&env, &[], 100, 30);
+    pane.wait_text("test-model");
+    pane.type_text("stream");
+    pane.keys(&["Enter"]);
+    pane.wait_text("w05");
+    pane.resize(30, 30);
+    let s = pane.wait_for("the whole reply and an idle prompt", |s| {
+        s.contains("w59") && !s.contains("working")
+    });
+    // Drawn at 30 columns: every word whole on its rows.
+    let screen = pane.screen();
+    for i in 0..60 {
+        let w = format!("w{i:02}");
+        assert!(
+            s.lines().any(|l| l.split_whitespace().any(|x| x == w)),
+            "{w} not whole:\n{screen}"
+        );
+    }
+    quit(&pane);
+}
+
+#[test]
+fn esc_on_a_pending_card_cancels_the_turn_and_the_card_says_so() {
+    let (env, _mock) = setup(vec![tool_reply(
+        "w1",
+        "write_file",
+        json!({"path":"notes.txt","content":"never\n"}),
+    )]);
+    env.set_mode("ask");
+    let pane = Pane::start(&env, &[], 80, 40);
+    pane.wait_text("test-model");
+    pane.type_text("write the notes");
+    pane.keys(&["Enter"]);
+    pane.wait_text("y approve");
+    pane.keys(&["Escape"]);
+    let s = pane.wait_for("the card settled and an idle prompt", |s| {
+        s.contains("cancelled") && !s.contains("y approve") && !s.contains("working")
+    });
+    assert!(s.contains("approve this call?"), "{s}");
+    assert_eq!(env.read("notes.txt"), None);
+    quit(&pane);
+}
+
+#[test]
+fn ctrl_c_cancels_a_running_stream_without_quitting() {
+    let pieces: Vec<String> = (0..100).map(|i| format!("tick{i:03} ")).collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let (env, _mock) = setup(vec![slow_text(&refs, 200), text_reply("still here")]);
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("tick");
+    pane.keys(&["Enter"]);
+    pane.wait_text("tick001");
+    pane.keys(&["C-c"]);
+    pane.wait_for("cancelled and idle", |s| {
+        s.contains("cancelled") && !s.contains("working")
+    });
+    // The session goes on.
+    pane.type_text("again");
+    pane.keys(&["Enter"]);
+    pane.wait_text("still here");
     quit(&pane);
 }

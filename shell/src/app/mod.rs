@@ -465,6 +465,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
             };
             let code = crate::tui::run(&rt, core, backend, launch);
             rt.shutdown_background();
+            crate::sandbox::reaper::sweep();
             code
         }
         Front::Print(prompt) => {

@@ -121,6 +121,9 @@ pub async fn run(
         .stdout(writer)
         .stderr(writer2)
         .process_group(0);
+    // Until the group is tracked, a sweep (after a call running beside this one) must not take
+    // the new process for a stray.
+    let spawning = crate::sandbox::reaper::spawning();
     let spawned = cmd.spawn();
     // The command holds our copies of the write end: drop it so EOF can arrive.
     drop(cmd);
@@ -130,6 +133,7 @@ pub async fn run(
     };
     let mut group = Group::new(child);
     let tracked = ctx.sandbox.track(group.pid);
+    drop(spawning);
     let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(p) => p,
         Err(e) => return fail(format!("{NAME}: cannot read the command's output: {e}")),

@@ -4,7 +4,7 @@
 //!
 //! | key | does |
 //! | --- | --- |
-//! | Enter | submit the prompt (or a slash command) |
+//! | Enter | submit the prompt (or a slash command); during a turn a prompt stays in the editor |
 //! | Ctrl-J, Alt-Enter, Shift-Enter | insert a newline |
 //! | Up / Down | walk this project's earlier prompts |
 //! | y / n | answer the oldest pending approval card |
@@ -140,6 +140,13 @@ impl View {
     }
 
     fn submit(&mut self, now: u64) {
+        let pending = self.editor.text().trim();
+        if self.running.is_some() && !pending.is_empty() && !pending.starts_with('/') {
+            // The core refuses a `user` while a turn is in flight: keep the text for later.
+            self.hint =
+                Some("a turn is running: Esc cancels it; Enter sends this once it ends".into());
+            return;
+        }
         let text = self.editor.submit();
         let trimmed = text.trim();
         if trimmed.is_empty() {

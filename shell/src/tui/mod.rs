@@ -12,7 +12,7 @@
 //!
 //! Threads: the runtime runs on the calling thread as for `--stdio`; its sink forwards each
 //! event over a channel to the UI thread, which owns the terminal, reads keys, draws at most
-//! one frame per [`FRAME`] and sends commands into the runtime's input channel, exactly where
+//! one frame per [`FRAME`] for events (a key's echo is drawn at once) and sends commands into the runtime's input channel, exactly where
 //! the `--stdio` reader would put a command line.
 
 pub mod blocks;
@@ -138,6 +138,9 @@ fn ui_loop(rx: mpsc::Receiver<Msg>, input: &InputTx, launch: Launch) -> std::io:
     }
     let mut screen = term::Screen::new(theme)?;
     let mut dirty = true;
+    // A key or paste was read since the last frame: its echo is drawn at once, not held to
+    // the frame budget (keys are rare, so the rate stays bounded by the typist).
+    let mut typed = false;
     let mut last_draw: Option<Instant> = None;
     loop {
         let mut exit = false;
@@ -170,11 +173,12 @@ fn ui_loop(rx: mpsc::Receiver<Msg>, input: &InputTx, launch: Launch) -> std::io:
         if animating && since.is_some_and(|s| s >= ANIMATE) {
             dirty = true;
         }
-        let due = since.is_none_or(|s| s >= FRAME);
+        let due = typed || since.is_none_or(|s| s >= FRAME);
         if dirty && due {
             screen.draw(&mut view, ms(now))?;
             last_draw = Some(now);
             dirty = false;
+            typed = false;
         }
         let wait = match since {
             Some(s) if dirty && s < FRAME => (FRAME - s).min(POLL),
@@ -183,8 +187,14 @@ fn ui_loop(rx: mpsc::Receiver<Msg>, input: &InputTx, launch: Launch) -> std::io:
         if cev::poll(wait)? {
             loop {
                 match cev::read()? {
-                    TermEvent::Key(k) => view.key(ms(Instant::now()), k),
-                    TermEvent::Paste(s) => view.paste(&s),
+                    TermEvent::Key(k) => {
+                        view.key(ms(Instant::now()), k);
+                        typed = true;
+                    }
+                    TermEvent::Paste(s) => {
+                        view.paste(&s);
+                        typed = true;
+                    }
                     _ => {}
                 }
                 dirty = true;

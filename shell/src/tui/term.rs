@@ -62,6 +62,49 @@ pub struct Screen {
     pub frames: u64,
     /// Approval cards already printed whole into the scrollback.
     spilled: BTreeSet<String>,
+    /// The width the viewport was drawn at.
+    cols: u16,
+    /// The widest content drawn on each row of the viewport since it was made: what the
+    /// terminal reflows when it is narrowed.
+    drawn: Vec<u16>,
+    /// The cursor within the viewport in the last frame.
+    cursor: (u16, u16),
+}
+
+/// Clear the screen from row `top` down, one row at a time, and leave the cursor at the start
+/// of `top`. Row by row, because a terminal may take a clear from the top-left corner for a
+/// whole-screen clear and first scroll the screen into its scrollback (tmux's
+/// `scroll-on-clear`), which would leave a copy of the live region there.
+fn clear_from(top: u16) -> io::Result<()> {
+    let (_, rows) = terminal::size()?;
+    let mut out = io::stdout();
+    for y in top..rows.max(top + 1) {
+        queue!(
+            out,
+            cursor::MoveTo(0, y),
+            terminal::Clear(terminal::ClearType::CurrentLine)
+        )?;
+    }
+    queue!(out, cursor::MoveTo(0, top))?;
+    out.flush()
+}
+
+/// The rows a row of `width` cells takes once a reflowing terminal is `cols` wide.
+fn reflowed(width: u16, cols: u16) -> u16 {
+    width.div_ceil(cols.max(1)).max(1)
+}
+
+/// Where the viewport's top row is after a resize to `cols`: the cursor is where the terminal
+/// kept it (`cursor_y`), and the rows of the viewport above it took as many rows as the
+/// terminal's reflow made of them. Never above the screen.
+pub fn top_after_resize(drawn: &[u16], cursor: (u16, u16), cursor_y: u16, cols: u16) -> u16 {
+    let above: u16 = drawn
+        .iter()
+        .take(cursor.1 as usize)
+        .map(|&w| reflowed(w, cols))
+        .sum();
+    let within = cursor.0 / cols.max(1);
+    cursor_y.saturating_sub(above + within)
 }
 
 fn inline(height: u16) -> io::Result<Terminal<CrosstermBackend<Stdout>>> {
@@ -81,16 +124,31 @@ impl Screen {
             theme,
             frames: 0,
             spilled: BTreeSet::new(),
+            cols: terminal::size()?.0,
+            drawn: Vec::new(),
+            cursor: (0, 0),
         })
     }
 
     /// Give the viewport a new height: clear it, put the cursor at its top, start anew there.
     fn reheight(&mut self, height: u16) -> io::Result<()> {
         let area = self.term.get_frame().area();
-        self.term.clear()?;
-        self.term.set_cursor_position((0, area.top()))?;
+        clear_from(area.top())?;
         self.term = inline(height)?;
         self.height = height;
+        self.drawn.clear();
+        Ok(())
+    }
+
+    /// After the terminal changed width: find where its reflow left the viewport, clear from
+    /// there down, and start a viewport there at the new width.
+    fn relocate(&mut self, cols: u16) -> io::Result<()> {
+        let (_, y) = cursor::position()?;
+        let top = top_after_resize(&self.drawn, self.cursor, y, cols);
+        clear_from(top)?;
+        self.term = inline(self.height)?;
+        self.drawn.clear();
+        self.cols = cols;
         Ok(())
     }
 
@@ -109,6 +167,9 @@ impl Screen {
     pub fn draw(&mut self, view: &mut View, now: u64) -> io::Result<()> {
         let (cols, rows) = terminal::size()?;
         queue!(io::stdout(), BeginSynchronizedUpdate)?;
+        if cols != self.cols {
+            self.relocate(cols)?;
+        }
         let finished = view.take_finished();
         if !finished.is_empty() {
             let lines: Vec<Line<'static>> = finished
@@ -135,6 +196,13 @@ impl Screen {
             self.reheight(want)?;
         }
         let cursor = l.cursor;
+        self.cursor = cursor;
+        if self.drawn.len() < l.rows.len() {
+            self.drawn.resize(l.rows.len(), 0);
+        }
+        for (d, row) in self.drawn.iter_mut().zip(&l.rows) {
+            *d = (*d).max(row.width() as u16);
+        }
         self.term.draw(|f| {
             let area = f.area();
             Paragraph::new(l.rows).render(area, f.buffer_mut());
@@ -156,9 +224,27 @@ impl Screen {
             .collect();
         self.insert(lines)?;
         let area: Rect = self.term.get_frame().area();
-        self.term.clear()?;
-        self.term.set_cursor_position((0, area.top()))?;
+        clear_from(area.top())?;
         self.term.show_cursor()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::top_after_resize;
+
+    #[test]
+    fn the_viewport_top_after_a_resize_counts_the_reflowed_rows_above_the_cursor() {
+        // Rows: a 60-cell reply row, a 100-cell rule, the prompt (cursor at column 5), status.
+        let drawn = [60, 100, 7, 100];
+        // Narrowed to 30: 2 + 4 rows above the prompt; the cursor stayed on row 20.
+        assert_eq!(top_after_resize(&drawn, (5, 2), 20, 30), 14);
+        // Widened: nothing reflows, every row is still one row.
+        assert_eq!(top_after_resize(&drawn, (5, 2), 20, 200), 18);
+        // A cursor pushed onto a second row of the prompt by the reflow.
+        assert_eq!(top_after_resize(&[10, 40], (45, 1), 20, 30), 18);
+        // Never above the screen.
+        assert_eq!(top_after_resize(&drawn, (5, 2), 3, 10), 0);
     }
 }

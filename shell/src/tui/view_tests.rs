@@ -500,3 +500,49 @@ fn status_line_facts_and_transcript() {
     assert_eq!(f[1], Block::User("q".into()));
     assert_eq!(f[2], Block::Reply("a".into()));
 }
+
+#[test]
+fn enter_during_a_running_turn_keeps_the_prompt_instead_of_sending_it() {
+    let mut v = view();
+    typed(&mut v, "first");
+    key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+    v.take_commands();
+    v.take_finished();
+    // The core refuses a user while a turn is in flight: nothing is sent, nothing shown as
+    // sent, and the text waits in the prompt with a hint.
+    typed(&mut v, "second");
+    key(&mut v, 1, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(v.take_commands().is_empty());
+    assert!(v.take_finished().is_empty());
+    assert_eq!(v.editor.text(), "second");
+    assert!(
+        v.hint.as_deref().unwrap_or("").contains("running"),
+        "{:?}",
+        v.hint
+    );
+    // Slash commands still go through (the core answers them).
+    v.editor.clear();
+    typed(&mut v, "/mode auto");
+    key(&mut v, 2, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(
+        v.take_commands(),
+        [Command::ApprovalMode {
+            mode: "auto".into()
+        }]
+    );
+    // Once the turn is done, Enter sends.
+    v.event(
+        3,
+        Event::Done {
+            stop_reason: "end_turn".into(),
+        },
+    );
+    typed(&mut v, "second");
+    key(&mut v, 4, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(
+        v.take_commands(),
+        [Command::User {
+            text: "second".into()
+        }]
+    );
+}
