@@ -4,7 +4,8 @@
 //! slowed to the loop's pace instead of piling items up in memory; the socket's own flow
 //! control then slows the server.
 //!
-//! Invariants: [`StreamFlow::sent`] is called once per item put on the channel and
+//! Invariants: [`StreamFlow::sent`] is called once per item put on the channel, before it is
+//! sent (so the loop's `taken` never finds it uncounted), and
 //! [`StreamFlow::taken`] once per item the loop takes off it; a waiting task is woken by every
 //! `taken`, re-checks, and never waits while the window has room. The count is shared by all
 //! attempts (only one streams at a time; an aborted one's items are still taken, as stale).

@@ -421,13 +421,18 @@ struct ChannelSink {
 
 impl Sink for ChannelSink {
     fn item(&mut self, item: ProviderItem) {
+        // Counted before the send: the loop may take the item before `send` returns, and its
+        // `taken` must find the item counted or the window would drift full.
+        if let Some(flow) = &self.flow {
+            flow.sent();
+        }
         let sent = self.tx.send(Input::Provider {
             request: self.request,
             attempt: self.attempt,
             item,
         });
-        if let (Ok(()), Some(flow)) = (sent, &self.flow) {
-            flow.sent();
+        if let (Err(_), Some(flow)) = (sent, &self.flow) {
+            flow.taken();
         }
     }
 

@@ -390,8 +390,15 @@ async fn produce(tx: mpsc::Sender<Chunk>, rendered: super::render::Rendered, del
             if send(&tx, first).await.is_err() {
                 return;
             }
-            // The bounded channel paces this to the client's reading.
-            while send(&tx, repeat.clone()).await.is_ok() {}
+            // The bounded channel paces this to the client's reading (and `delay`, if any).
+            loop {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                if send(&tx, repeat.clone()).await.is_err() {
+                    return;
+                }
+            }
         }
     }
 }
