@@ -234,6 +234,9 @@ pub enum TimerReason {
     StreamIdle,
     /// A pending approval reached `approval_timeout_s`.
     ApprovalTimeout,
+    /// End of input came while a turn ran, and `drain_timeout_ms` has passed: the turn is
+    /// cancelled so the session can exit.
+    ShutdownDrain,
 }
 
 /// Retry and timeout settings (`[provider]` in config).
@@ -277,6 +280,9 @@ pub struct Limits {
     pub max_thinking_bytes: u64,
     /// Tool calls in one reply; one more ends the reply `truncated`, running none of them.
     pub max_tool_calls: u32,
+    /// How long the turn in flight at `quit`, end of input or the first signal may go on
+    /// before it is cancelled (`done cancelled`) and the session exits; 0 cancels at once.
+    pub drain_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -288,6 +294,7 @@ impl Default for Limits {
             max_reply_bytes: 4 << 20,
             max_thinking_bytes: 4 << 20,
             max_tool_calls: 128,
+            drain_timeout_ms: 10_000,
         }
     }
 }

@@ -104,6 +104,8 @@ pub struct LimitsSection {
     pub max_reply_bytes: Option<u64>,
     pub max_thinking_bytes: Option<u64>,
     pub max_tool_calls: Option<u32>,
+    /// Seconds the turn in flight at shutdown may go on; fractional values are allowed.
+    pub drain_timeout_s: Option<f64>,
 }
 
 /// `[permissions]`.
@@ -326,6 +328,10 @@ pub fn resolve(
         max_reply_bytes: l.max_reply_bytes.unwrap_or(ldef.max_reply_bytes),
         max_thinking_bytes: l.max_thinking_bytes.unwrap_or(ldef.max_thinking_bytes),
         max_tool_calls: l.max_tool_calls.unwrap_or(ldef.max_tool_calls),
+        drain_timeout_ms: match l.drain_timeout_s {
+            Some(s) => seconds_to_ms(s, "[limits] drain_timeout_s")?,
+            None => ldef.drain_timeout_ms,
+        },
     };
     let mut permissions = Permissions::default();
     for r in &layers.merged.permissions.deny {
@@ -479,6 +485,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             max_reply_bytes: ol.max_reply_bytes.or(bl.max_reply_bytes),
             max_thinking_bytes: ol.max_thinking_bytes.or(bl.max_thinking_bytes),
             max_tool_calls: ol.max_tool_calls.or(bl.max_tool_calls),
+            drain_timeout_s: ol.drain_timeout_s.or(bl.drain_timeout_s),
         },
         permissions: PermissionsSection { deny, ask },
         hooks,

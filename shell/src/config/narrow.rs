@@ -86,6 +86,12 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
             default: f64::from(ld.max_tool_calls),
         },
         Limit {
+            key: "[limits] drain_timeout_s",
+            project: p.drain_timeout_s,
+            user: u.drain_timeout_s,
+            default: ld.drain_timeout_ms as f64 / 1000.0,
+        },
+        Limit {
             key: "[limits] approval_timeout_s",
             project: p.approval_timeout_s,
             user: u.approval_timeout_s,
