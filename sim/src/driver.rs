@@ -726,6 +726,17 @@ pub fn reply_inputs(
                     }),
                 )),
                 StreamEnd::Stall => {}
+                StreamEnd::Endless { delta_bytes } => {
+                    let delta = "x".repeat((*delta_bytes).max(1));
+                    for _ in 0..(8 << 20) / delta.len() + 1 {
+                        out.push((
+                            t,
+                            provider(ProviderItem::TextDelta {
+                                text: delta.clone(),
+                            }),
+                        ));
+                    }
+                }
                 StreamEnd::Error { error, message } => out.push((
                     t,
                     provider(ProviderItem::Failed {

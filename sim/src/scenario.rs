@@ -423,6 +423,7 @@ impl Scenario {
             max_iterations: c.limits.max_iterations,
             max_agent_tokens: c.limits.max_agent_tokens,
             approval_timeout_ms: c.limits.approval_timeout_ms,
+            ..Limits::default()
         };
         cfg.context_tokens = c.context_tokens;
         Ok(cfg)
