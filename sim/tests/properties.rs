@@ -13,19 +13,27 @@ use openmax_sim::explore::GEN_SIZE;
 use openmax_sim::gen::{GenScenario, LiveScenario};
 use openmax_sim::scenario::Scenario;
 
-/// Cases per property: 12 properties x 4000 = 48,000 generated scenarios (plus 2,000 in the
-/// coverage test), about 9 s of debug-profile test time on this 2-core machine when idle.
+/// Cases per property of the first families: 12 properties x 4000 = 48,000 generated
+/// scenarios, plus `RECORD_CASES` for each later one and the coverage test's cases.
 const CASES: u64 = 4000;
 
+/// Cases for each property that reads the records, request bodies and limits (they are also
+/// judged on every case of `openmax-sim explore` and of the coverage test).
+const RECORD_CASES: u64 = 1000;
+
 fn qc(salt: u64) -> QuickCheck {
+    qc_n(salt, CASES)
+}
+
+fn qc_n(salt: u64, cases: u64) -> QuickCheck {
     let seed = std::env::var("OPENMAX_SIM_SEED")
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
         .unwrap_or(0x5eed);
     QuickCheck::new()
         .rng(Gen::from_size_and_seed(GEN_SIZE, seed ^ salt))
-        .tests(CASES)
-        .max_tests(CASES * 2)
+        .tests(cases)
+        .max_tests(cases * 2)
 }
 
 fn verdict(property: &str, sc: &Scenario, mut v: Vec<String>) -> TestResult {
@@ -44,6 +52,9 @@ fn verdict(property: &str, sc: &Scenario, mut v: Vec<String>) -> TestResult {
 
 macro_rules! property {
     ($name:ident, $salt:expr) => {
+        property!($name, $salt, CASES);
+    };
+    ($name:ident, $salt:expr, $cases:expr) => {
         #[test]
         fn $name() {
             fn prop(s: GenScenario) -> TestResult {
@@ -51,7 +62,7 @@ macro_rules! property {
                 let v = checks::check_named(stringify!($name), &s.0, &run);
                 verdict(stringify!($name), &s.0, v)
             }
-            qc($salt).quickcheck(prop as fn(GenScenario) -> TestResult);
+            qc_n($salt, $cases).quickcheck(prop as fn(GenScenario) -> TestResult);
         }
     };
 }
@@ -67,6 +78,15 @@ property!(three_unreachable_gives_up, 7);
 property!(every_approval_settles_once, 8);
 property!(quit_drains, 9);
 property!(machine_goes_quiet, 10);
+property!(approved_only_by_its_approve, 13, RECORD_CASES);
+property!(only_message_done_text_is_kept, 14, RECORD_CASES);
+property!(voided_thinking_never_kept, 15, RECORD_CASES);
+property!(receipts_follow_their_persist_ack, 16, RECORD_CASES);
+property!(token_cap_refuses_at_admission, 17, RECORD_CASES);
+property!(retry_after_up_to_a_minute_waits, 18, RECORD_CASES);
+property!(turn_end_refusals_bounded, 19, RECORD_CASES);
+property!(tool_rounds_bounded, 20, RECORD_CASES);
+property!(no_turn_in_flight_after_done, 21, RECORD_CASES);
 
 #[test]
 fn liveness_after_faults() {

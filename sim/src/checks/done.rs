@@ -100,3 +100,12 @@ pub fn no_done_for_user_refused_in_flight(_sc: &Scenario, run: &Run) -> Vec<Stri
     }
     v
 }
+
+/// After every `done` the core reports no turn in flight (the driver asks it after each
+/// drain), so a `user` sent right after `done` is admitted.
+pub fn no_turn_in_flight_after_done(_sc: &Scenario, run: &Run) -> Vec<String> {
+    run.in_turn_after_done
+        .iter()
+        .map(|i| format!("after the done at input #{i} the core still reports a turn in flight"))
+        .collect()
+}
