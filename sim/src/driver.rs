@@ -605,6 +605,16 @@ pub fn reply_inputs(
                 },
             },
         )],
+        Reply::Transport => vec![(
+            0,
+            Input::RequestFailed {
+                request,
+                attempt,
+                failure: RequestFailure::Transport {
+                    detail: "connection closed before the response (scripted)".into(),
+                },
+            },
+        )],
         Reply::Status {
             status,
             retry_after,

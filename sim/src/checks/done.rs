@@ -31,7 +31,10 @@ pub fn exactly_one_done_per_admitted_user(_sc: &Scenario, run: &Run) -> Vec<Stri
                 "the refused user at input #{i} got {dones} done lines"
             ));
         }
+        // Session-start lines (freeze notes, a hook that is not loaded) may come first.
         let first = run.trace[i].outputs.iter().find_map(|o| match o {
+            Output::Event(Event::HookFailed { .. }) => None,
+            Output::Event(Event::HarnessNote { call_id, .. }) if call_id.is_empty() => None,
             Output::Event(e) => Some(e),
             Output::Effect(_) => None,
         });
