@@ -764,6 +764,22 @@ pub fn cpu_ticks(pid: u32) -> u64 {
     f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
 }
 
+/// Wait until process `pid` has spent `ticks` more CPU ticks than now, and return how long that
+/// took: proof that it is working, however loaded the machine (a fixed window would give a
+/// starved process too few ticks). Fails after 120 s.
+pub fn wait_busy(pid: u32, ticks: u64) -> Duration {
+    let start = Instant::now();
+    let t0 = cpu_ticks(pid);
+    while cpu_ticks(pid) - t0 < ticks {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "process {pid} spent under {ticks} CPU ticks in 120 s: it is not working"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    start.elapsed()
+}
+
 /// Wait until process `pid` has been idle (at most one CPU tick) for a whole second, and
 /// return the CPU ticks it spent in the 3 s after that. Stopped work winds down at its own
 /// pace on a loaded machine, so a test waits for the quiet rather than a fixed time; work

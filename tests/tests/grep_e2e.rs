@@ -126,20 +126,13 @@ fn cancel_during_a_long_grep_stops_the_work() {
     let mut s = env.stdio(&[]);
     s.user("search");
     s.until_type("tool_start");
-    std::thread::sleep(Duration::from_millis(1500));
     let pid = s.pid();
-    let busy0 = cpu_ticks(pid);
-    std::thread::sleep(Duration::from_secs(2));
-    let busy = cpu_ticks(pid) - busy0;
+    let took = wait_busy(pid, 50);
     s.send(json!({"cmd": "cancel"}));
     let (evs, reason) = s.turn();
     assert_eq!(reason, "cancelled", "{:?}", types(&evs));
     let idle = ticks_after_quiet(pid);
-    eprintln!("CPU ticks: {busy} in 2 s while searching, {idle} in 3 s after cancel");
-    assert!(
-        busy >= 20,
-        "the search was not busy ({busy} ticks): the test proves nothing"
-    );
+    eprintln!("CPU ticks: 50 in {took:?} while searching, {idle} in 3 s after cancel");
     assert!(
         idle <= 10,
         "the process kept working after cancel: {idle} ticks in 3 s"

@@ -28,13 +28,6 @@ fn write_endless_line(env: &TestEnv) {
     f.set_len(4 << 40).unwrap();
 }
 
-/// CPU ticks the process spends in 3 s.
-fn ticks_in_3_s(pid: u32) -> u64 {
-    let t0 = cpu_ticks(pid);
-    std::thread::sleep(Duration::from_secs(3));
-    cpu_ticks(pid) - t0
-}
-
 #[test]
 fn a_read_file_over_its_time_limit_fails_and_stops_working() {
     let (env, mock) = setup("[limits]\ntool_timeout_s = 1\n");
@@ -68,7 +61,7 @@ fn cancel_during_a_long_read_file_stops_the_work() {
     s.user("read it");
     s.until_type("tool_start");
     let pid = s.pid();
-    let busy = ticks_in_3_s(pid);
+    let took = wait_busy(pid, 50);
     s.send(json!({"cmd": "cancel"}));
     let (evs, reason) = s.turn();
     assert_eq!(reason, "cancelled", "{:?}", types(&evs));
@@ -78,11 +71,7 @@ fn cancel_during_a_long_read_file_stops_the_work() {
         .to_string();
     assert!(out.ends_with("\nread_file: cancelled"), "{out}");
     let idle = ticks_after_quiet(pid);
-    eprintln!("CPU ticks: {busy} in 3 s while reading, {idle} in 3 s after cancel");
-    assert!(
-        busy >= 30,
-        "the read was not busy ({busy} ticks): the test proves nothing"
-    );
+    eprintln!("CPU ticks: 50 in {took:?} while reading, {idle} in 3 s after cancel");
     assert!(
         idle <= 10,
         "the process kept working after cancel: {idle} ticks in 3 s"

@@ -341,11 +341,7 @@ impl Core {
                     self.note(text);
                 }
             }
-            Input::Crashed { message } => {
-                if self.in_turn() {
-                    self.abort_turn(format!("the turn crashed: {message}"));
-                }
-            }
+            Input::Crashed { message } => self.on_crashed(message),
             Input::Timeout => self.on_timeout(),
         }
     }
@@ -471,6 +467,9 @@ impl Core {
     /// End the running turn: fill unresolved tool results, record the end, leave the running
     /// state, then emit `done` (and exit when draining).
     fn end_turn(&mut self, stop_reason: &str) {
+        if let Some(message) = self.turn.failure.take() {
+            self.ev(Event::Error { message });
+        }
         let mut records = Vec::new();
         if let Some(r) = self.resolve_round(&format!("not run: the turn ended ({stop_reason})")) {
             records.push(r);
@@ -517,9 +516,39 @@ impl Core {
         }
     }
 
+    fn on_crashed(&mut self, message: String) {
+        self.fail_turn_at_safe_point(format!("the turn crashed: {message}"));
+    }
+
+    /// Fail the running turn with `message` (a crash, or a background record that could not be
+    /// written). While a record of the turn is being persisted, the turn ends after that ack
+    /// (see [`Turn::failure`]), so what the record keeps is still announced; otherwise at once.
+    fn fail_turn_at_safe_point(&mut self, message: String) {
+        match &self.phase {
+            Phase::PersistReply { .. }
+            | Phase::PersistPartial { .. }
+            | Phase::PersistResult { .. }
+            | Phase::PersistRefusal { .. }
+            | Phase::PersistCompaction { .. } => {
+                self.turn.ending = Some("error".into());
+                self.turn.failure.get_or_insert(message);
+            }
+            Phase::Idle | Phase::Closed => {}
+            Phase::PromptHooks { .. }
+            | Phase::Streaming(_)
+            | Phase::Backoff { .. }
+            | Phase::Planning { .. }
+            | Phase::Approving { .. }
+            | Phase::RunningTool { .. }
+            | Phase::TurnEndHooks { .. } => self.abort_turn(message),
+        }
+    }
+
     /// Fail the running turn: cancel what is in flight, end an open `tool_start` and settle an
     /// open approval, then `error` and `done error`.
     fn abort_turn(&mut self, message: String) {
+        // This error is the one reported; a crash's deferred one is dropped with it.
+        self.turn.failure = None;
         let failed = format!("the turn failed: {message}");
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Idle => return,
@@ -653,7 +682,7 @@ impl Core {
             | Phase::PersistCompaction { .. }) => {
                 self.phase = other;
                 if self.turn.background.remove(&ticket) && self.in_turn() {
-                    self.abort_turn(error);
+                    self.fail_turn_at_safe_point(error);
                 }
             }
         }

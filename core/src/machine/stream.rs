@@ -351,6 +351,11 @@ impl Core {
 
     pub(super) fn finish_partial(&mut self, text: String, message: Option<String>, stop: String) {
         self.ev(Event::MessageDone { text });
+        if self.turn.failure.is_some() {
+            // A crash while the partial was being persisted: its error, and `done error`.
+            self.end_turn("error");
+            return;
+        }
         if let Some(message) = message {
             self.ev(Event::Error { message });
         }

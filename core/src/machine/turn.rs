@@ -192,6 +192,11 @@ pub(super) struct Turn {
     /// The stop reason the turn will end with at the next safe point (a `cancel` that must
     /// wait for a tool or a persistence ack).
     pub ending: Option<String>,
+    /// The error a crash left to report while a record's persistence ack was in flight: the
+    /// turn waits for that ack (so the record's own event, such as `message_done`, still goes
+    /// out in its drain, and nothing is kept that the client was not told of), then ends with
+    /// this `error` and `done error` (`ending` is `error` meanwhile).
+    pub failure: Option<String>,
     /// The current round's calls and the index of the next one to start.
     pub round: Vec<Call>,
     pub next_call: usize,
