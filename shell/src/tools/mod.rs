@@ -13,7 +13,7 @@
 mod args;
 mod cap;
 pub(crate) mod command;
-mod diff;
+pub(crate) mod diff;
 mod edit;
 mod glob;
 mod grep;
