@@ -7,8 +7,33 @@
 //! - [`prompt`]: an ACP prompt as the text of a `user` command.
 //! - [`translate`]: a session's core events as ACP updates, permission requests and answers.
 //! - [`toolcall`]: how a tool call looks in ACP (kind, title, locations, diff blocks).
+//! - [`session`]: one openmax session behind the connection, and its sink.
+//! - [`connection`]: the loop that dispatches requests and writes the answers.
 
 pub mod prompt;
 pub mod rpc;
 pub mod toolcall;
 pub mod translate;
+pub mod connection;
+pub mod session;
+
+use crate::app::cli::Cli;
+
+/// Serve ACP on stdio until stdin ends and every session has ended; returns the exit code.
+pub fn run(cli: Cli) -> i32 {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("openmax: could not start the runtime: {e}");
+            return 1;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    let code = local.block_on(&rt, connection::Connection::new(cli).serve());
+    drop(local);
+    rt.shutdown_background();
+    code
+}

@@ -50,6 +50,7 @@ pub fn run(cli: Cli) -> i32 {
         Action::Trust => trust(&cli),
         Action::Approve { path } => approve(&cli, &path),
         Action::Stdio { resume } => session(&cli, None, resume),
+        Action::Acp => crate::acp::run(cli),
         Action::Print { prompt, resume } => session(&cli, Some(prompt), resume),
     }
 }
@@ -170,6 +171,28 @@ fn setup(cli: &Cli, print: bool) -> Result<Setup, String> {
     })
 }
 
+/// Settings for a session in the given project directory (ACP's `cwd`): no scratch demo
+/// project, the project discovered from `dir` as from a working directory.
+fn setup_at(cli: &Cli, dir: &Path) -> Result<Setup, String> {
+    let env = |k: &str| std::env::var(k).ok();
+    let env_over = Overrides::from_env(&env);
+    let flags = Overrides {
+        provider: cli.provider.clone(),
+        model: cli.model.clone(),
+        base_url: cli.base_url.clone(),
+    };
+    let home = Home::from_env()?;
+    let project = project::discover(dir).map_err(|e| e.to_string())?;
+    let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
+    let settings = config::resolve(layers, &env_over, &flags, &env).map_err(|e| e.0)?;
+    Ok(Setup {
+        home,
+        project,
+        settings,
+        demo: None,
+    })
+}
+
 /// A new session id: 16 hex of sha256(time, pid, counter).
 pub fn new_session_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -193,56 +216,103 @@ fn seed_of(session_id: &str) -> u64 {
     u64::from_le_bytes(b)
 }
 
-fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
-    let print = prompt.is_some();
-    let setup = match setup(cli, print) {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
-    let provider = match backend::provider_from(&setup.settings.provider) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
+/// Which session a start-up opens.
+pub(crate) enum Resume {
+    /// A new session.
+    New,
+    /// The project's latest session (`--continue`).
+    Latest,
+    /// The session with this id (ACP `session/load`).
+    Id(String),
+}
+
+/// A session opened and ready to run: its core, its effect backend, and what the handshake
+/// tells the client.
+pub(crate) struct Opened {
+    pub core: Core,
+    pub backend: Backend,
+    pub session_id: String,
+    pub project: String,
+    pub transcript: Option<openmax_core::wire::Transcript>,
+    pub mode: Mode,
+    pub trusted: bool,
+}
+
+/// Why a start-up failed: the stderr message and the exit code.
+pub(crate) struct OpenError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl OpenError {
+    fn new(message: impl Into<String>) -> OpenError {
+        OpenError {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+/// Open a session: settings, provider, freeze, the session file (new or resumed), trust and
+/// mode, the backend and the core. `project` overrides the discovered project (ACP's `cwd`);
+/// `print` marks a non-interactive `-p` turn.
+pub(crate) fn open(
+    cli: &Cli,
+    project: Option<&Path>,
+    resume: Resume,
+    print: bool,
+) -> Result<Opened, OpenError> {
+    let setup = match project {
+        Some(p) => setup_at(cli, p),
+        None => setup(cli, print),
+    }
+    .map_err(OpenError::new)?;
+    let provider = backend::provider_from(&setup.settings.provider).map_err(OpenError::new)?;
     let state = ProjectState::open(&setup.home, &setup.project);
     let hook_configs = setup.settings.hooks.clone();
     let (frozen, hooks) =
         backend::freeze_now(setup.home.root(), state.project(), &state, &hook_configs);
     let project = state.project().display().to_string();
-    let (session_id, writer, freeze, history, transcript, session_mode) = if resume {
-        match resume_latest(&state) {
-            Ok(r) => {
-                for n in &r.notices {
-                    eprintln!("openmax: {n}");
-                }
-                let mut freeze = frozen.freeze.clone();
-                freeze.system = r.system;
-                freeze.tools = r.tools;
-                (
-                    r.session_id,
-                    r.writer,
-                    freeze,
-                    r.history,
-                    Some(r.transcript),
-                    r.mode,
-                )
+    let resumed = match resume {
+        Resume::New => None,
+        Resume::Latest => Some(resume_latest(&state)),
+        Resume::Id(id) => Some(crate::session::resume_id(&state, &id)),
+    };
+    let (session_id, writer, freeze, history, transcript, session_mode) = match resumed {
+        Some(Ok(r)) => {
+            for n in &r.notices {
+                eprintln!("openmax: {n}");
             }
-            Err(e) => {
-                eprintln!("openmax: {e}");
-                return e.exit_code();
-            }
+            let mut freeze = frozen.freeze.clone();
+            freeze.system = r.system;
+            freeze.tools = r.tools;
+            (
+                r.session_id,
+                r.writer,
+                freeze,
+                r.history,
+                Some(r.transcript),
+                r.mode,
+            )
         }
-    } else {
-        let session_id = new_session_id();
-        let freeze = frozen.freeze.clone();
-        let header = Record::Session {
-            session_id: session_id.clone(),
-            project: project.clone(),
-            system: freeze.system.clone(),
-            tools: freeze.tools.clone(),
-        };
-        match SessionWriter::create_unsettled(&state, &session_id, header) {
-            Ok(w) => (session_id, w, freeze, Vec::new(), None, None),
-            Err(e) => return fail(format!("could not start a session: {e}")),
+        Some(Err(e)) => {
+            return Err(OpenError {
+                code: e.exit_code(),
+                message: e.to_string(),
+            })
+        }
+        None => {
+            let session_id = new_session_id();
+            let freeze = frozen.freeze.clone();
+            let header = Record::Session {
+                session_id: session_id.clone(),
+                project: project.clone(),
+                system: freeze.system.clone(),
+                tools: freeze.tools.clone(),
+            };
+            let w = SessionWriter::create_unsettled(&state, &session_id, header)
+                .map_err(|e| OpenError::new(format!("could not start a session: {e}")))?;
+            (session_id, w, freeze, Vec::new(), None, None)
         }
     };
     let trusted = state.trusted() || setup.settings.trusts(state.project());
@@ -251,7 +321,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         .or_else(|| state.mode())
         .or(session_mode)
         .unwrap_or(Mode::Ask);
-    let mut backend = match Backend::new(
+    let backend = Backend::new(
         setup.home.clone(),
         state,
         provider,
@@ -259,10 +329,8 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         &frozen,
         hooks,
         hook_configs,
-    ) {
-        Ok(b) => b,
-        Err(e) => return fail(e),
-    };
+    )
+    .map_err(OpenError::new)?;
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;
@@ -274,7 +342,34 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
     cfg.context_tokens = setup.settings.context_tokens;
     cfg.history = history;
     cfg.non_interactive = print;
-    let core = Core::new(cfg);
+    Ok(Opened {
+        core: Core::new(cfg),
+        backend,
+        session_id,
+        project,
+        transcript,
+        mode,
+        trusted,
+    })
+}
+
+fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
+    let print = prompt.is_some();
+    let resume = if resume { Resume::Latest } else { Resume::New };
+    let Opened {
+        core,
+        mut backend,
+        session_id,
+        project,
+        transcript,
+        ..
+    } = match open(cli, None, resume, print) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("openmax: {}", e.message);
+            return e.code;
+        }
+    };
 
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
