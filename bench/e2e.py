@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end bench of the release `openmax` binary against a loopback mock (issue 10, item 3).
+"""End-to-end bench of the release `openmax` binary against a loopback mock.
 
 Python 3 stdlib only. Measures, medians of RUNS runs (default 10), each from just before
 fork/exec on the monotonic clock, with the kernel's rusage of the child (os.wait4):
@@ -18,7 +18,7 @@ fork/exec on the monotonic clock, with the kernel's rusage of the child (os.wait
 
 and the same stream through `curl -N` as the floor (1-token, 2000-delta, latency). The 1-token
 and 2000-delta replies come from the sim's mock (`sim/examples/bench_mock.rs`, hyper on
-127.0.0.1). Prints a table with ratios to curl and to Codex CLI's figures from issue 10, and the
+127.0.0.1). Prints a table with ratios to curl and to Codex CLI's reference figures, and the
 targets met or missed; `--json FILE` also writes every run.
 
 The project is trusted the way the binary offers: `openmax --trust` run in the scratch project
@@ -49,7 +49,7 @@ MARK = "zq"
 DELTA_TEXT = MARK + "{i} "
 DELTA_RE = re.compile(MARK.encode() + rb"(\d+) ")
 
-# Codex CLI 0.171 on this machine, from issue 10's table (medians of 10 runs).
+# Codex CLI 0.171, measured once on this machine (medians of 10 runs).
 CODEX = {"turn_1tok_wall": 0.185, "first_line": 0.083, "turn_2000_cpu": 0.255, "rss_mib": 143}
 SCENARIOS = ["hello", "turn_1tok", "print_1tok", "turn_2000", "latency_1ms", "check"]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end bench of the release openmax binary against the sim's loopback mock (issue 10):
+# End-to-end bench of the release openmax binary against the sim's loopback mock:
 # time to hello, 1-token turn, 2000-delta turn (CPU, wall, peak RSS), per-event latency at 1 ms
 # spacing, --check MB/s; curl on the same streams as the floor. Medians of RUNS runs.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The in-process benchmarks of issue 10 (divan, release profile):
+# The in-process benchmarks (divan, release profile):
 #   core:        token deltas through Core::handle/poll + Line::write_json; the validator in
 #                MB/s over token lines; Transcript::capped over a long history
 #   compaction:  request_tokens and compact over a 100,000-message transcript (time, bytes

@@ -1,4 +1,4 @@
-//! In-process benchmarks of context budgeting (issue 10, item 2): estimating and compacting a
+//! In-process benchmarks of context budgeting: estimating and compacting a
 //! 100,000-message transcript with `openmax_core::compaction` (`estimate_request`, `compact`),
 //! time and memory.
 //!

@@ -1,4 +1,4 @@
-//! In-process benchmarks of the pure core (issue 10, item 2): token deltas through
+//! In-process benchmarks of the pure core: token deltas through
 //! `Core::handle`/`Core::poll` plus serialization with `Line::write_json`, the stream validator in
 //! MB/s over token lines, and transcript capping over a long history.
 //!

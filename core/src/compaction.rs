@@ -162,7 +162,9 @@ pub fn estimate_body(req: &ModelRequest) -> u64 {
 /// for a body estimated at `estimated` (only kept when `reported > estimated`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Scale {
+    /// Prompt tokens the provider reported.
     pub reported: u64,
+    /// The estimate of the body it reported them for.
     pub estimated: u64,
 }
 
@@ -222,7 +224,10 @@ pub enum Verdict {
     /// At or under the trigger: send as is.
     Fits,
     /// Over the trigger: compact down to `target` tokens (scaled units).
-    Compact { target: u64 },
+    Compact {
+        /// The token count to compact down to.
+        target: u64,
+    },
     /// The fixed part (system prompt and schemas) fills the budget, i.e. `schema_tokens >=
     /// budget_tokens`: compaction cannot pay a fixed per-request cost; send as is.
     SchemasFill,
@@ -255,8 +260,11 @@ pub fn prune_target(context_tokens: u64, fixed: u64) -> u64 {
 /// The receipt of one compaction (scaled units), as the `compacted` event carries it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Receipt {
+    /// The scaled estimate before compaction.
     pub tokens_before: u64,
+    /// The scaled estimate of the request now sent.
     pub tokens_after: u64,
+    /// How many messages were cut or stubbed.
     pub compacted_messages: u64,
 }
 

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 /// One parsed rule.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Rule {
+    /// The tool the rule applies to.
     pub tool: String,
+    /// The argument pattern (a command glob for `shell`, a path glob for file tools); `None` matches every call.
     pub pattern: Option<String>,
 }
 
@@ -59,7 +61,9 @@ impl Rule {
 /// The layered `[permissions]` lists (user config first, then project).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Permissions {
+    /// Rules that refuse a call outright.
     pub deny: Vec<Rule>,
+    /// Rules that put a call through the approval gate in `ask` mode.
     pub ask: Vec<Rule>,
 }
 

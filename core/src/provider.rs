@@ -16,32 +16,63 @@ pub enum ProviderItem {
     /// HTTP 200 and the response headers arrived: the endpoint was reached.
     Opened,
     /// Reply text.
-    TextDelta { text: String },
+    TextDelta {
+        /// The delta.
+        text: String,
+    },
     /// Reasoning text (Anthropic thinking, Responses reasoning summary).
-    ThinkingDelta { text: String },
+    ThinkingDelta {
+        /// The delta.
+        text: String,
+    },
     /// The opaque signature that must be sent back with the thinking block.
-    ThinkingSignature { signature: String },
+    ThinkingSignature {
+        /// The signature.
+        signature: String,
+    },
     /// A tool call begins. `index` orders calls within the reply.
     ToolCallStart {
+        /// The call's position in the reply.
         index: u32,
+        /// The provider's call id.
         id: String,
+        /// The tool's name.
         name: String,
     },
     /// A piece of a tool call's JSON arguments.
-    ToolCallArgs { index: u32, json: String },
+    ToolCallArgs {
+        /// The call's position in the reply.
+        index: u32,
+        /// The piece.
+        json: String,
+    },
     /// Token accounting for the request.
     Usage {
+        /// Prompt tokens, cached ones included.
         prompt_tokens: u64,
+        /// Generated tokens.
         completion_tokens: u64,
+        /// Prompt tokens served from cache, when reported.
         cached_tokens: Option<u64>,
     },
     /// The provider's completion signal, with its finish reason verbatim
     /// (`end_turn`, `stop`, `tool_use`, `tool_calls`, `length`, …).
-    Completed { finish_reason: String },
+    Completed {
+        /// The provider's finish reason, verbatim.
+        finish_reason: String,
+    },
     /// The byte stream ended (cleanly or by an aborted socket) with no completion signal.
-    EndedWithoutCompletion { detail: String },
+    EndedWithoutCompletion {
+        /// What was seen of the end.
+        detail: String,
+    },
     /// The provider reported a failure inside the stream.
-    Failed { kind: FailureKind, message: String },
+    Failed {
+        /// The error's class.
+        kind: FailureKind,
+        /// The error's message.
+        message: String,
+    },
 }
 
 /// A provider failure's class, from its error type or code.
@@ -96,9 +127,13 @@ impl FailureKind {
 pub enum RequestFailure {
     /// The endpoint was never reached (DNS, connect refused, TLS handshake). Counts toward the
     /// three-unreachable rule.
-    Unreachable { detail: String },
+    Unreachable {
+        /// Why it could not connect.
+        detail: String,
+    },
     /// The endpoint answered with a non-success status.
     Http {
+        /// The HTTP status.
         status: u16,
         /// Retry-After in whole seconds (the shell converts an HTTP date).
         retry_after_s: Option<u64>,
@@ -108,7 +143,10 @@ pub enum RequestFailure {
         message: String,
     },
     /// The connection failed after the endpoint was reached but before a status arrived.
-    Transport { detail: String },
+    Transport {
+        /// What failed.
+        detail: String,
+    },
 }
 
 impl RequestFailure {

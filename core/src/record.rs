@@ -18,42 +18,64 @@ pub const RECORD_VERSION: u32 = 1;
 pub enum Record {
     /// The session's first line: what the model was given.
     Session {
+        /// The session's id.
         session_id: String,
+        /// The project root.
         project: String,
+        /// The system prompt.
         system: String,
+        /// The tool schemas.
         tools: Vec<ToolSchema>,
     },
     /// A message added to the conversation (user prompt, assistant reply, tool results,
     /// a harness note, a hook's refusal reason).
-    Message { message: Message },
+    Message {
+        /// The message.
+        message: Message,
+    },
     /// A forced compaction: the conversation from here on is `messages` (replacing all earlier
     /// ones), with the receipt's figures.
     Compaction {
+        /// The conversation from here on.
         messages: Vec<Message>,
+        /// The receipt's estimate before.
         tokens_before: u64,
+        /// The receipt's estimate after.
         tokens_after: u64,
+        /// The receipt's count of messages cut or stubbed.
         compacted_messages: u64,
     },
     /// The approval mode changed.
-    ModeChanged { mode: Mode },
+    ModeChanged {
+        /// The new mode.
+        mode: Mode,
+    },
     /// A refreeze: the new prompt and schemas in force from here on.
     Refrozen {
+        /// The new system prompt.
         system: String,
+        /// The new tool schemas.
         tools: Vec<ToolSchema>,
     },
     /// A turn ended (stop reason), so a resume knows turn boundaries.
-    TurnEnd { stop_reason: String },
+    TurnEnd {
+        /// The `done` line's stop reason.
+        stop_reason: String,
+    },
 }
 
 /// A record with its version, as one line is written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordLine {
+    /// The record format's version.
     pub v: u32,
+    /// The payload.
     #[serde(flatten)]
     pub record: Record,
 }
 
 impl RecordLine {
+    /// The line for `record` at the current version.
     pub fn new(record: Record) -> RecordLine {
         RecordLine {
             v: RECORD_VERSION,

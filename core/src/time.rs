@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 pub struct Millis(pub u64);
 
 impl Millis {
+    /// The start of the session's clock.
     pub const ZERO: Millis = Millis(0);
 
     /// `self + ms`, saturating.

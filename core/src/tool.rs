@@ -41,16 +41,23 @@ pub struct SourceGate {
 /// A diff a file tool produced, emitted as a `diff` event before its `tool_end`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileDiff {
+    /// The file, project-relative.
     pub path: String,
+    /// The unified diff.
     pub diff: String,
+    /// Lines added.
     pub added: u64,
+    /// Lines removed.
     pub removed: u64,
 }
 
 /// How a call that ran ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolOutcome {
+    /// Whether the tool succeeded.
     pub ok: bool,
+    /// What the model is told.
     pub output: String,
+    /// The files it changed, one diff each.
     pub diffs: Vec<FileDiff>,
 }

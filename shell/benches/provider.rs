@@ -1,4 +1,4 @@
-//! In-process benchmarks of the provider stream path (issue 10, item 2): the SSE decoder alone,
+//! In-process benchmarks of the provider stream path: the SSE decoder alone,
 //! and the decoder plus each API's mapper (Anthropic Messages, OpenAI Responses, Chat
 //! Completions), over the exact bytes the loopback mock sends for a 2000-delta reply
 //! (`openmax_sim::mock::render_stream`), fed in the chunks the mock writes (one per delta).

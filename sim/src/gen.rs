@@ -12,7 +12,7 @@
 
 use quickcheck::{Arbitrary, Gen};
 
-use openmax_core::machine::{FramingFault, HookOutcome, HookSpec};
+use openmax_core::machine::{FramingFault, HookEvent, HookOutcome, HookSpec};
 use openmax_core::tool::FileDiff;
 use openmax_core::wire::Mode;
 
@@ -117,14 +117,14 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
         let (name, event, blocking) = pick(
             g,
             &[
-                ("gate.sh", "user_prompt_submit", true),
-                ("verify.sh", "turn_end", true),
-                ("log.sh", "tool_end", false),
+                ("gate.sh", HookEvent::UserPromptSubmit, true),
+                ("verify.sh", HookEvent::TurnEnd, true),
+                ("log.sh", HookEvent::ToolEnd, false),
             ],
         );
         c.hooks = vec![HookSpec {
             name: name.into(),
-            event: event.into(),
+            event,
             blocking,
             not_loaded: None,
         }];

@@ -546,7 +546,7 @@ pub fn anthropic_request(body: &Value) -> openmax_core::conversation::ModelReque
 }
 
 /// The prompt tokens the mock reports for a request it served with no scripted usage
-/// (`openmax_sim::mock::render::usage_for`: body bytes / 4, at least 1).
+/// (`openmax_sim::mock::encode::usage_for`: body bytes / 4, at least 1).
 pub fn mock_reported_prompt_tokens(req: &openmax_sim::mock::LoggedRequest) -> u64 {
     (req.body_len as u64 / 4).max(1)
 }

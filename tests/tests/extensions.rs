@@ -1,4 +1,4 @@
-//! External tools, `--approve`, skills and `reload` through the real binary (issue 7): the
+//! External tools, `--approve`, skills and `reload` through the real binary: the
 //! `unapproved_source` gate with a `source_sha` the test recomputes itself, approvals over the
 //! wire and in advance, the reduced environment, broken manifests, and attributed receipts.
 

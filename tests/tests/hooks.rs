@@ -1,4 +1,4 @@
-//! Hooks through the real binary (issue 8): `turn_end` refusals honored then passing, the bound
+//! Hooks through the real binary: `turn_end` refusals honored then passing, the bound
 //! of 8 then `unverified` (and `-p` exit 4), a refusal that cannot be persisted, a blocking
 //! `user_prompt_submit`, a timeout killing the hook's process group, and project hook files that
 //! are unapproved or changed by the agent after the freeze (`hook_failed`, not run).

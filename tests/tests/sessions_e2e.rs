@@ -1,4 +1,4 @@
-//! Issue 6 end to end: sessions on disk, `--continue` and its transcript line (with the
+//! End to end: sessions on disk, `--continue` and its transcript line (with the
 //! 4096-character and 256 KiB caps), single ownership, resume after SIGKILL, a torn or corrupt
 //! record, and `-p --continue`, through the real binary against the loopback mock.
 //!

@@ -1,4 +1,4 @@
-//! Issue 5 end to end: the built-in tools, approvals, modes, permission rules, path escapes and
+//! End to end: the built-in tools, approvals, modes, permission rules, path escapes and
 //! the shell's timeout, through the real `openmax --stdio` against the loopback mock (the mock's
 //! replies script the model's tool calls). Every stream is validated when the session finishes.
 //!

@@ -17,7 +17,7 @@ use crate::wire::{ApprovalReason, Mode};
 
 /// What the policy says about one planned call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     /// Refuse the call: `output` is the failed `tool_end`'s output, `note` (if any) a harness
     /// note riding the tool result.
     Refuse {
@@ -35,7 +35,7 @@ pub enum Verdict {
 }
 
 /// Decide about one call of `name` with this plan.
-pub fn decide(mode: Mode, perms: &Permissions, name: &str, plan: &ToolPlan) -> Verdict {
+pub(super) fn decide(mode: Mode, perms: &Permissions, name: &str, plan: &ToolPlan) -> Verdict {
     if let Some(msg) = &plan.invalid {
         return Verdict::Refuse {
             output: msg.clone(),

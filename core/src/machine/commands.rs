@@ -10,7 +10,7 @@ use crate::record::Record;
 use crate::wire::{ApprovalOutcome, Command, Event, Mode};
 
 use super::turn::{Phase, Turn};
-use super::{Core, Effect, Freeze};
+use super::{Core, Effect, Freeze, HookEvent};
 
 impl Core {
     pub(super) fn on_line(&mut self, raw: &str) {
@@ -64,7 +64,7 @@ impl Core {
         }
         self.turn = Turn::default();
         self.fire_observe(
-            "user_prompt_submit",
+            HookEvent::UserPromptSubmit,
             serde_json::json!({"prompt": text.clone()}),
         );
         self.start_prompt_hooks(text);

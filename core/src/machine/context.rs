@@ -36,9 +36,8 @@ use crate::compaction::{self, Receipt, Scale, Verdict, TARGET_PERCENT};
 use crate::record::Record;
 use crate::wire::Event;
 
-use super::budget;
 use super::turn::{self, AfterCompaction, Attempt, Phase};
-use super::Core;
+use super::{Core, HookEvent};
 
 impl Core {
     /// The next request of the turn is admitted: advise about the schemas (once), compact when
@@ -126,7 +125,7 @@ impl Core {
     /// its unscaled estimate (for the scale learned from the reply).
     pub(super) fn set_body(&mut self) {
         let body = turn::build_request(&self.config.freeze, &self.conversation);
-        self.turn.body_estimate = budget::estimate_body(&body);
+        self.turn.body_estimate = compaction::estimate_body(&body);
         self.turn.body = Some(Box::new(body));
     }
 
@@ -134,7 +133,7 @@ impl Core {
     pub(super) fn scaled_estimate(&self) -> u64 {
         Scale::apply(
             self.scale,
-            budget::estimate_request(
+            compaction::estimate_request(
                 &self.config.freeze.system,
                 &self.config.freeze.tools,
                 &self.conversation,
@@ -147,11 +146,11 @@ impl Core {
         (
             Scale::apply(
                 self.scale,
-                budget::estimate_text(&self.config.freeze.system),
+                compaction::estimate_text(&self.config.freeze.system),
             ),
             Scale::apply(
                 self.scale,
-                budget::estimate_schemas(&self.config.freeze.tools),
+                compaction::estimate_schemas(&self.config.freeze.tools),
             ),
         )
     }
@@ -173,7 +172,8 @@ impl Core {
     /// Prune the conversation (outside the current turn) to `target`, keeping the turn's
     /// start index right.
     fn compact_to(&mut self, target: u64) -> Receipt {
-        let fixed = budget::estimate_fixed(&self.config.freeze.system, &self.config.freeze.tools);
+        let fixed =
+            compaction::estimate_fixed(&self.config.freeze.system, &self.config.freeze.tools);
         let before = self.conversation.len();
         let receipt = compaction::compact(
             &mut self.conversation,
@@ -207,7 +207,7 @@ impl Core {
             compacted_messages: r.compacted_messages,
         });
         self.fire_observe(
-            "compacted",
+            HookEvent::Compacted,
             serde_json::json!({
                 "tokens_before": r.tokens_before,
                 "tokens_after": r.tokens_after,

@@ -17,41 +17,36 @@ use crate::conversation::Message;
 use crate::wire::Event;
 
 use super::turn::{HookRun, Phase};
-use super::{Core, Effect, HookOutcome, HookSpec};
+use super::{Core, Effect, HookEvent, HookOutcome, HookSpec};
 
 /// `turn_end` refusals honored per turn before it ends `unverified`.
-pub const MAX_CONTINUATIONS: u32 = 8;
-
-/// Events whose blocking hooks may refuse.
-fn can_block(event: &str) -> bool {
-    matches!(event, "user_prompt_submit" | "turn_end")
-}
+pub(super) const MAX_CONTINUATIONS: u32 = 8;
 
 impl Core {
-    fn payload(&self, event: &str, mut fields: serde_json::Value) -> serde_json::Value {
+    fn payload(&self, event: HookEvent, mut fields: serde_json::Value) -> serde_json::Value {
         if let serde_json::Value::Object(m) = &mut fields {
-            m.insert("event".into(), event.into());
+            m.insert("event".into(), event.as_str().into());
             m.insert("session_id".into(), self.config.session_id.clone().into());
         }
         fields
     }
 
-    fn hook_failed(&mut self, hook: &str, event: &str, detail: String) {
+    fn hook_failed(&mut self, hook: &str, event: HookEvent, detail: String) {
         self.ev(Event::HookFailed {
             hook: hook.to_string(),
-            event: event.to_string(),
+            event: event.as_str().to_string(),
             detail,
         });
     }
 
     /// Fire every observe-only hook of `event`.
-    pub(super) fn fire_observe(&mut self, event: &str, fields: serde_json::Value) {
+    pub(super) fn fire_observe(&mut self, event: HookEvent, fields: serde_json::Value) {
         let hooks: Vec<HookSpec> = self
             .config
             .freeze
             .hooks
             .iter()
-            .filter(|h| h.event == event && !(h.blocking && can_block(event)))
+            .filter(|h| h.event == event && !(h.blocking && event.can_block()))
             .cloned()
             .collect();
         if hooks.is_empty() {
@@ -65,18 +60,17 @@ impl Core {
             }
             let run = self.next_hook_run;
             self.next_hook_run += 1;
-            self.observe_runs
-                .insert(run, (h.name.clone(), event.to_string()));
+            self.observe_runs.insert(run, (h.name.clone(), event));
             self.eff(Effect::RunHook {
                 hook_run: run,
                 hook: h.name,
-                event: event.to_string(),
+                event,
                 payload: payload.clone(),
             });
         }
     }
 
-    fn blocking_hooks(&self, event: &str) -> VecDeque<HookSpec> {
+    fn blocking_hooks(&self, event: HookEvent) -> VecDeque<HookSpec> {
         self.config
             .freeze
             .hooks
@@ -90,7 +84,7 @@ impl Core {
     /// left.
     fn next_blocking(
         &mut self,
-        event: &str,
+        event: HookEvent,
         rest: &mut VecDeque<HookSpec>,
         fields: &serde_json::Value,
     ) -> Option<HookRun> {
@@ -105,26 +99,26 @@ impl Core {
             self.eff(Effect::RunHook {
                 hook_run: run,
                 hook: h.name.clone(),
-                event: event.to_string(),
+                event,
                 payload,
             });
             return Some(HookRun {
                 run,
                 hook: h.name,
-                event: event.to_string(),
+                event,
             });
         }
         None
     }
 
     pub(super) fn start_prompt_hooks(&mut self, prompt: String) {
-        let rest = self.blocking_hooks("user_prompt_submit");
+        let rest = self.blocking_hooks(HookEvent::UserPromptSubmit);
         self.continue_prompt_hooks(prompt, rest);
     }
 
     fn continue_prompt_hooks(&mut self, prompt: String, mut rest: VecDeque<HookSpec>) {
         let fields = serde_json::json!({ "prompt": prompt });
-        match self.next_blocking("user_prompt_submit", &mut rest, &fields) {
+        match self.next_blocking(HookEvent::UserPromptSubmit, &mut rest, &fields) {
             Some(current) => {
                 self.phase = Phase::PromptHooks {
                     prompt,
@@ -137,8 +131,8 @@ impl Core {
     }
 
     pub(super) fn start_turn_end_hooks(&mut self, finish_reason: String) {
-        let rest = self.blocking_hooks("turn_end");
-        self.fire_observe("turn_end", self.turn_end_fields());
+        let rest = self.blocking_hooks(HookEvent::TurnEnd);
+        self.fire_observe(HookEvent::TurnEnd, self.turn_end_fields());
         self.continue_turn_end_hooks(finish_reason, rest);
     }
 
@@ -157,7 +151,7 @@ impl Core {
 
     fn continue_turn_end_hooks(&mut self, finish_reason: String, mut rest: VecDeque<HookSpec>) {
         let fields = self.turn_end_fields();
-        match self.next_blocking("turn_end", &mut rest, &fields) {
+        match self.next_blocking(HookEvent::TurnEnd, &mut rest, &fields) {
             Some(current) => {
                 self.phase = Phase::TurnEndHooks {
                     finish_reason,
@@ -178,7 +172,7 @@ impl Core {
             } if current.run == run => match outcome {
                 HookOutcome::Pass => self.continue_prompt_hooks(prompt, rest),
                 HookOutcome::Failed { detail } => {
-                    self.hook_failed(&current.hook, &current.event, detail);
+                    self.hook_failed(&current.hook, current.event, detail);
                     self.continue_prompt_hooks(prompt, rest);
                 }
                 HookOutcome::Refuse { .. } => self.end_turn("blocked"),
@@ -190,7 +184,7 @@ impl Core {
             } if current.run == run => match outcome {
                 HookOutcome::Pass => self.continue_turn_end_hooks(finish_reason, rest),
                 HookOutcome::Failed { detail } => {
-                    self.hook_failed(&current.hook, &current.event, detail);
+                    self.hook_failed(&current.hook, current.event, detail);
                     self.continue_turn_end_hooks(finish_reason, rest);
                 }
                 HookOutcome::Refuse { reason } => {
@@ -224,7 +218,7 @@ impl Core {
                 self.phase = other;
                 if let Some((hook, event)) = self.observe_runs.remove(&run) {
                     if let HookOutcome::Failed { detail } = outcome {
-                        self.hook_failed(&hook, &event, detail);
+                        self.hook_failed(&hook, event, detail);
                     }
                 }
             }

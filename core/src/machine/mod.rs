@@ -111,11 +111,10 @@
 //! ```
 
 mod approval;
-pub mod budget;
 mod commands;
 mod context;
 mod hooks;
-mod io;
+mod interface;
 pub mod retry;
 mod stream;
 #[cfg(test)]
@@ -123,7 +122,7 @@ mod tests;
 mod tools;
 mod turn;
 
-pub use io::*;
+pub use interface::*;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -132,7 +131,7 @@ use crate::record::Record;
 use crate::time::Millis;
 use crate::wire::{Event, Mode};
 
-use budget::Scale;
+use crate::compaction::Scale;
 use retry::SplitMix64;
 use turn::{Phase, Turn};
 
@@ -158,7 +157,7 @@ pub struct Core {
     /// Every approval id issued, and whether it has settled.
     approvals: BTreeMap<String, bool>,
     /// Observe-only hook runs in flight: run id → (hook, event).
-    observe_runs: BTreeMap<u64, (String, String)>,
+    observe_runs: BTreeMap<u64, (String, HookEvent)>,
     /// Modes whose `SaveMode` is in flight, oldest first.
     mode_saves: VecDeque<Mode>,
     /// A `Refreeze` is in flight.
@@ -448,7 +447,7 @@ impl Core {
         for n in self.config.freeze.notes.clone() {
             self.note(n);
         }
-        self.fire_observe("session_start", serde_json::json!({}));
+        self.fire_observe(HookEvent::SessionStart, serde_json::json!({}));
     }
 
     /// End the running turn: fill unresolved tool results, record the end, leave the running

@@ -12,7 +12,7 @@
 
 use crate::provider::{FailureKind, RequestFailure};
 
-use super::io::RetrySettings;
+use super::interface::RetrySettings;
 
 /// The longest Retry-After (seconds) that is still honored by waiting.
 pub const MAX_RETRY_AFTER_S: u64 = 60;
@@ -25,15 +25,23 @@ pub const UNREACHABLE_LIMIT: u32 = 3;
 pub enum Verdict {
     /// Retry (budget permitting) after at least `min_wait_ms`.
     Retry {
+        /// Why, for the `retry` line.
         reason: String,
+        /// The shortest wait allowed (Retry-After, in ms).
         min_wait_ms: u64,
         /// The attempt never reached the endpoint (counts toward [`UNREACHABLE_LIMIT`]).
         unreachable: bool,
     },
     /// Fail the turn at once with this error message.
-    Fail { message: String },
+    Fail {
+        /// The `error` line's message.
+        message: String,
+    },
     /// The prompt did not fit the model's window (the compaction hook).
-    ContextExceeded { message: String },
+    ContextExceeded {
+        /// The server's message.
+        message: String,
+    },
 }
 
 /// Classify a request that produced no stream.
@@ -157,10 +165,12 @@ pub struct SplitMix64 {
 }
 
 impl SplitMix64 {
+    /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> SplitMix64 {
         SplitMix64 { state: seed }
     }
 
+    /// The next value of the sequence.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;

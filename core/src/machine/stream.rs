@@ -12,10 +12,10 @@ use crate::conversation::{Block, Message, Role};
 use crate::provider::{ProviderItem, RequestFailure, RequestId};
 use crate::wire::Event;
 
-use super::budget::{self, Scale};
 use super::retry::{self, Verdict};
 use super::turn::{Attempt, Call, Phase, Reply, Usage};
 use super::{Core, Effect};
+use crate::compaction::{self, Scale};
 
 impl Core {
     /// Admit the next model request of the turn, or end the turn at the token cap: the cap
@@ -325,7 +325,7 @@ impl Core {
             }
             // No usage reported: the cap counts the estimate of the body and of the reply.
             None => Scale::apply(self.scale, self.turn.body_estimate).saturating_add(
-                budget::estimate_message(&Message {
+                compaction::estimate_message(&Message {
                     role: Role::Assistant,
                     content: content.clone(),
                 }),

@@ -12,7 +12,7 @@ use crate::wire::{ApprovalOutcome, ApprovalReason, Event};
 
 use super::approval::{self, Verdict};
 use super::turn::Phase;
-use super::{Core, Effect};
+use super::{Core, Effect, HookEvent};
 
 impl Core {
     pub(super) fn call_id(&self, call: usize) -> String {
@@ -44,7 +44,7 @@ impl Core {
             args: args.clone(),
         });
         self.fire_observe(
-            "tool_start",
+            HookEvent::ToolStart,
             serde_json::json!({"call_id": call.id, "name": call.name, "args": args}),
         );
         match call.args {
@@ -336,7 +336,7 @@ impl Core {
             });
         }
         self.fire_observe(
-            "tool_end",
+            HookEvent::ToolEnd,
             serde_json::json!({"call_id": call_id, "ok": ok, "output": output}),
         );
         if let Some(stop) = self.turn.ending.clone() {

@@ -19,7 +19,7 @@ use crate::provider::RequestId;
 use crate::time::Millis;
 use crate::tool::SourceGate;
 
-use super::io::{Freeze, HookSpec};
+use super::interface::{Freeze, HookEvent, HookSpec};
 
 /// Where the turn is. Every transition of the machine is one match arm over this enum.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,7 +107,7 @@ pub(super) enum AfterCompaction {
 pub(super) struct HookRun {
     pub run: u64,
     pub hook: String,
-    pub event: String,
+    pub event: HookEvent,
 }
 
 /// One attempt of a model request and what its stream brought so far.
@@ -126,7 +126,7 @@ pub(super) struct Attempt {
 }
 
 impl Attempt {
-    pub fn new(request: RequestId, attempt: u32, idle_deadline: Option<Millis>) -> Attempt {
+    pub(super) fn new(request: RequestId, attempt: u32, idle_deadline: Option<Millis>) -> Attempt {
         Attempt {
             request,
             attempt,

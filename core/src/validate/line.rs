@@ -42,16 +42,23 @@ pub const TRANSCRIPT_ROLES: [&str; 2] = ["user", "assistant"];
 /// A well-formed line, reduced to what the stream rules need.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Parsed {
+    /// A `hello` line.
     Hello {
+        /// Its session id.
         session_id: String,
+        /// Whether it continues an earlier session.
         continued: bool,
     },
+    /// A `transcript` line.
     Transcript {
+        /// Its session id.
         session_id: String,
     },
     /// An event; `session_id` is `None` exactly for the session-less types.
     Event {
+        /// The event's session id.
         session_id: Option<String>,
+        /// The event.
         event: Event,
     },
 }

@@ -1,6 +1,6 @@
 //! The stream validator: the contract `openmax-stdio/6` in executable form.
 //!
-//! - [`line`]: the shape of one stdout line on its own (JSON object, known `type`, fields and
+//! - [`line`](mod@line): the shape of one stdout line on its own (JSON object, known `type`, fields and
 //!   their JSON types from [`crate::wire::event::EVENT_FIELDS`], enumerations, session id
 //!   presence, one-line value rules such as `source_sha`).
 //! - [`stream`]: [`StreamValidator`], the rules across lines (handshake, session id, turns,
@@ -36,7 +36,9 @@ pub enum Where {
 /// One broken rule, in plain words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
+    /// Where in the stream.
     pub at: Where,
+    /// What rule was broken.
     pub message: String,
 }
 

@@ -5,58 +5,36 @@
 //! `Ok(None)`). A missing or mistyped field is an error naming the field. A key that appears
 //! twice in one object, at any depth, is an error naming the key: serde_json would keep the
 //! last one, and a proxy that reads the first would see another command. Duplicates are found
-//! during the one parse of the line ([`StrictValue`]), not by a second pass.
+//! during the one parse of the line (`StrictValue`), not by a second pass.
 
 use serde::{Deserialize, Serialize};
 
-/// An execution mode for a trusted project (`approval_mode` command and acknowledgement).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// Gate nothing (deny rules and validation still apply).
-    Auto,
-    /// Gate every mutating call and every `ask` rule match (the default).
-    Ask,
-    /// Refuse mutating calls without asking.
-    Readonly,
-}
-
-impl Mode {
-    /// The legal wire values, in the contract's order.
-    pub const ALL: [&'static str; 3] = ["auto", "ask", "readonly"];
-
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Auto => "auto",
-            Mode::Ask => "ask",
-            Mode::Readonly => "readonly",
-        }
-    }
-
-    /// Parse a wire spelling.
-    pub fn parse(s: &str) -> Option<Mode> {
-        match s {
-            "auto" => Some(Mode::Auto),
-            "ask" => Some(Mode::Ask),
-            "readonly" => Some(Mode::Readonly),
-            _ => None,
-        }
-    }
-}
+use super::field::{FieldSpec, FieldType};
+pub use super::mode::Mode;
 
 /// One client command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case")]
 pub enum Command {
     /// Start a turn with the text.
-    User { text: String },
+    User {
+        /// The prompt.
+        text: String,
+    },
     /// Answer a pending approval.
-    Approve { approval_id: String, approved: bool },
+    Approve {
+        /// The request answered.
+        approval_id: String,
+        /// Whether it is approved.
+        approved: bool,
+    },
     /// Save the execution mode for this trusted project. The mode stays a string here so that
     /// an illegal value reaches the core, which answers it with a `protocol_error` naming the
     /// legal values.
-    ApprovalMode { mode: String },
+    ApprovalMode {
+        /// The mode as sent (validated by the core).
+        mode: String,
+    },
     /// Re-freeze tools, skills and prompt.
     Reload,
     /// Cancel the running turn.
@@ -87,7 +65,12 @@ pub enum CommandError {
     /// A `cmd` the contract does not define.
     UnknownCmd(String),
     /// A known command with a missing or mistyped field.
-    BadField { cmd: String, detail: String },
+    BadField {
+        /// The command.
+        cmd: String,
+        /// What is wrong with which field.
+        detail: String,
+    },
     /// The same key twice in one object (anywhere in the line); the key as a JSON string.
     DuplicateKey(String),
 }
@@ -231,16 +214,14 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
 /// One command's shape: its `cmd` value and its fields in wire order.
 #[derive(Debug, Clone, Copy)]
 pub struct CommandSpec {
+    /// The `cmd` value.
     pub cmd: &'static str,
-    pub fields: &'static [super::event::FieldSpec],
+    /// Its fields in wire order.
+    pub fields: &'static [FieldSpec],
 }
 
-const fn field(
-    name: &'static str,
-    ty: super::event::FieldType,
-    values: &'static [&'static str],
-) -> super::event::FieldSpec {
-    super::event::FieldSpec {
+const fn field(name: &'static str, ty: FieldType, values: &'static [&'static str]) -> FieldSpec {
+    FieldSpec {
         name,
         ty,
         required: true,
@@ -253,18 +234,18 @@ const fn field(
 pub const COMMAND_FIELDS: &[CommandSpec] = &[
     CommandSpec {
         cmd: "user",
-        fields: &[field("text", super::event::FieldType::String, &[])],
+        fields: &[field("text", FieldType::String, &[])],
     },
     CommandSpec {
         cmd: "approve",
         fields: &[
-            field("approval_id", super::event::FieldType::String, &[]),
-            field("approved", super::event::FieldType::Bool, &[]),
+            field("approval_id", FieldType::String, &[]),
+            field("approved", FieldType::Bool, &[]),
         ],
     },
     CommandSpec {
         cmd: "approval_mode",
-        fields: &[field("mode", super::event::FieldType::String, &Mode::ALL)],
+        fields: &[field("mode", FieldType::String, &Mode::ALL)],
     },
     CommandSpec {
         cmd: "reload",

@@ -10,7 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::command::Mode;
+pub use super::field::{FieldSpec, FieldType};
+use super::mode::Mode;
 
 /// Why an `approval_request` was raised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -26,9 +27,13 @@ pub enum ApprovalReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalOutcome {
+    /// An `approve … true` answered it.
     Approved,
+    /// An `approve … false` answered it.
     Declined,
+    /// Nobody answered within the approval timeout.
     TimedOut,
+    /// The turn was cancelled (or the session quit) first.
     Cancelled,
 }
 
@@ -51,102 +56,174 @@ pub struct FreezeChange {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
+    /// A piece of reply text, streamed as it arrives.
     Token {
+        /// The delta.
         text: String,
     },
+    /// A piece of the model's thinking, streamed as it arrives.
     Thinking {
+        /// The delta.
         text: String,
     },
+    /// The whole text of one assistant reply, once persisted.
     MessageDone {
+        /// The reply's text (possibly empty).
         text: String,
     },
+    /// The context figure after a completed model request.
     Budget {
+        /// The scaled estimate of what the next request would send.
         used_tokens: u64,
+        /// The model's context window.
         context_tokens: u64,
     },
+    /// The token counts the provider reported for one request.
     Usage {
+        /// Prompt tokens, cached ones included.
         prompt_tokens: u64,
+        /// Generated tokens.
         completion_tokens: u64,
+        /// Prompt tokens served from the provider's cache, when it says.
         cached_tokens: Option<u64>,
     },
+    /// A tool call is about to run.
     ToolStart {
+        /// The provider's call id.
         call_id: String,
+        /// The tool's name.
         name: String,
+        /// The model's arguments.
         args: serde_json::Map<String, serde_json::Value>,
     },
+    /// A tool call ended; its result is persisted.
     ToolEnd {
+        /// The call this ends.
         call_id: String,
+        /// Whether the tool succeeded.
         ok: bool,
+        /// What the model is told (capped).
         output: String,
     },
+    /// A note from openmax to the model and the client (empty `call_id` when not about a call).
     HarnessNote {
+        /// The call the note is about, or empty.
         call_id: String,
+        /// The note.
         text: String,
     },
+    /// A failed request attempt is retried after a wait.
     Retry {
+        /// The attempt about to be made (2 for the first retry).
         attempt: u32,
+        /// The attempt budget.
         max_attempts: u32,
+        /// Why the previous attempt failed.
         reason: String,
     },
+    /// The change a write or edit tool made, as a unified diff.
     Diff {
+        /// The call that made the change.
         call_id: String,
+        /// The file, project-relative.
         path: String,
+        /// The unified diff.
         diff: String,
+        /// Lines added.
         added: u64,
+        /// Lines removed.
         removed: u64,
     },
+    /// A call waits for a human's `approve`.
     ApprovalRequest {
+        /// The id an `approve` names.
         approval_id: String,
+        /// The tool's name.
         name: String,
+        /// One line saying what the call does.
         summary: String,
+        /// The full arguments or command.
         detail: String,
+        /// Why it is asked.
         reason: ApprovalReason,
+        /// For `unapproved_source`: the file whose bytes are approved; else empty.
         source_path: String,
+        /// For `unapproved_source`: the sha256 of those bytes; else empty.
         source_sha: String,
+        /// Names of the environment variables the approved code will receive (omitted when none).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         env: Vec<String>,
     },
+    /// An approval request ended.
     ApprovalSettled {
+        /// The request this settles.
         approval_id: String,
+        /// How it ended.
         outcome: ApprovalOutcome,
     },
+    /// A `reload` took a new freeze snapshot.
     Refrozen {
+        /// The tool names now frozen.
         tools: Vec<String>,
+        /// The skill names now frozen.
         skills: Vec<String>,
+        /// What changed since the last freeze, and by whom.
         changes: Vec<FreezeChange>,
     },
+    /// The frozen tool schemas take more than their share of the context window.
     SchemasOverBudget {
+        /// The estimated tokens of the tool schemas.
         schema_tokens: u64,
+        /// Their share of the window.
         budget_tokens: u64,
     },
+    /// The conversation was compacted before a request.
     Compacted {
+        /// The estimate before compaction.
         tokens_before: u64,
+        /// The estimate of the request now sent.
         tokens_after: u64,
+        /// How many messages were cut or stubbed.
         compacted_messages: u64,
     },
+    /// A hook could not run or failed.
     HookFailed {
+        /// The hook's label.
         hook: String,
+        /// The hook event it ran for.
         event: String,
+        /// What went wrong.
         detail: String,
     },
+    /// A `turn_end` hook refused to end the turn; the turn continues.
     TurnRefused {
+        /// The refusing hook's label.
         hook: String,
+        /// The hook's reason, shown to the model.
         reason: String,
+        /// Which continuation this is (1-based).
         continuation: u32,
+        /// How many more the bound allows.
         continuations_left: u32,
     },
+    /// The turn ended: exactly one per user command.
     Done {
+        /// Why the turn ended: one of [`STOP_REASONS`], or the provider's own reason verbatim.
         stop_reason: String,
     },
+    /// The turn failed; a `done` follows.
     Error {
+        /// What failed.
         message: String,
     },
     /// Session-less: a command or input line the core could not accept.
     ProtocolError {
+        /// What was wrong with the line.
         message: String,
     },
     /// Session-less: acknowledgement of a persisted `approval_mode` command.
     ApprovalMode {
+        /// The mode now saved for the project.
         mode: Mode,
     },
 }
@@ -191,7 +268,9 @@ impl Event {
 /// An event with the session it belongs to: the unit written to stdout.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line {
+    /// The session the event belongs to (not written for session-less events).
     pub session_id: String,
+    /// The event.
     pub event: Event,
 }
 
@@ -237,31 +316,6 @@ impl Line {
     }
 }
 
-/// The JSON type of one field, as the validator checks it and the schema states it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldType {
-    String,
-    Bool,
-    /// A non-negative integer.
-    UInt,
-    /// A non-negative integer or `null`.
-    UIntOrNull,
-    Object,
-    StringArray,
-    /// An array of [`FreezeChange`] objects.
-    ChangeArray,
-}
-
-/// One field of an event type.
-#[derive(Debug, Clone, Copy)]
-pub struct FieldSpec {
-    pub name: &'static str,
-    pub ty: FieldType,
-    pub required: bool,
-    /// Legal values for an enumerated string field (empty: any string).
-    pub values: &'static [&'static str],
-}
-
 const fn f(name: &'static str, ty: FieldType) -> FieldSpec {
     FieldSpec {
         name,
@@ -292,8 +346,11 @@ const fn opt(name: &'static str, ty: FieldType) -> FieldSpec {
 /// One event type's shape.
 #[derive(Debug, Clone, Copy)]
 pub struct EventSpec {
+    /// The `type` value.
     pub type_name: &'static str,
+    /// Whether the line carries `session_id`.
     pub has_session_id: bool,
+    /// Its fields in wire order.
     pub fields: &'static [FieldSpec],
 }
 

@@ -7,13 +7,20 @@ use super::{PROTO, PROTOCOL_VERSION};
 /// The first stdout line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
+    /// Always `hello`.
     #[serde(rename = "type")]
     pub kind: HelloTag,
+    /// The readable protocol id ([`super::PROTO`]).
     pub proto: String,
+    /// The integer protocol version ([`super::PROTOCOL_VERSION`]).
     pub protocol_version: u32,
+    /// The session's id.
     pub session_id: String,
+    /// openmax's version.
     pub version: String,
+    /// The project root.
     pub project: String,
+    /// Whether the session continues an earlier one.
     pub continued: bool,
 }
 
@@ -21,6 +28,7 @@ pub struct Hello {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HelloTag {
+    /// The `hello` tag.
     Hello,
 }
 
@@ -38,6 +46,7 @@ impl Hello {
         }
     }
 
+    /// Serialize as one JSON line (no trailing newline).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("hello serializes")
     }
@@ -48,16 +57,21 @@ impl Hello {
 pub struct TranscriptMessage {
     /// `user` or `assistant`.
     pub role: String,
+    /// The message's text.
     pub content: String,
 }
 
 /// The second stdout line of a continued session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transcript {
+    /// Always `transcript`.
     #[serde(rename = "type")]
     pub kind: TranscriptTag,
+    /// The session's id.
     pub session_id: String,
+    /// The messages, oldest first.
     pub messages: Vec<TranscriptMessage>,
+    /// Whether older messages were left out by the caps.
     pub truncated: bool,
 }
 
@@ -65,6 +79,7 @@ pub struct Transcript {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TranscriptTag {
+    /// The `transcript` tag.
     Transcript,
 }
 
@@ -108,6 +123,7 @@ impl Transcript {
         }
     }
 
+    /// Serialize as one JSON line (no trailing newline).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("transcript serializes")
     }

@@ -3,6 +3,8 @@
 //! - [`command`]: what a client writes on stdin (`{"cmd": …}` lines).
 //! - [`event`]: what openmax writes on stdout, and [`event::Line`], the serialized form that puts
 //!   `session_id` first, then `type`, then the fields in the contract's order.
+//! - [`mode`]: the approval mode; [`field`]: the field tables' types (shared by commands and
+//!   events, so neither module imports the other).
 //! - [`handshake`]: the `hello` and `transcript` lines (not events, but they carry a session id).
 //!
 //! Invariant: serialization of these types is the only place the wire's shape is written down
@@ -11,11 +13,15 @@
 
 pub mod command;
 pub mod event;
+pub mod field;
 pub mod handshake;
+pub mod mode;
 
-pub use command::{Command, CommandError, Mode};
+pub use command::{Command, CommandError};
 pub use event::{ApprovalOutcome, ApprovalReason, Event, Line};
+pub use field::{FieldSpec, FieldType};
 pub use handshake::{Hello, Transcript, TranscriptMessage};
+pub use mode::Mode;
 
 /// The readable protocol id carried by `hello.proto`.
 pub const PROTO: &str = "openmax-stdio/6";

@@ -1,4 +1,4 @@
-//! The command line, exactly as DESIGN.md §2 lists it (clap derive).
+//! The command line (clap derive): the modes and options the README's "Use it" lists.
 //!
 //! Invariant: exactly one action is chosen ([`Cli::action`]); the common options
 //! (`--project`, `--provider`, `--model`, `--base-url`) apply to every action that needs them

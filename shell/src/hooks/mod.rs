@@ -14,24 +14,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use openmax_core::machine::{HookOutcome, HookSpec};
+use openmax_core::machine::{HookEvent, HookOutcome, HookSpec};
 use serde::Deserialize;
 
 use crate::extensions::manifest::project_file;
 use crate::extensions::process::{self, ProcessSpec, Status};
 use crate::extensions::source::sha256_hex;
 
-/// Events a hook may name.
-pub const EVENTS: [&str; 6] = [
-    "session_start",
-    "user_prompt_submit",
-    "tool_start",
-    "tool_end",
-    "turn_end",
-    "compacted",
-];
-/// Events whose hooks may block.
-pub const BLOCKING_EVENTS: [&str; 2] = ["user_prompt_submit", "turn_end"];
 /// Default per-run timeout.
 pub const DEFAULT_TIMEOUT_S: u64 = 60;
 /// Where project hooks are defined (their source when they name no project file).
@@ -88,6 +77,8 @@ pub enum Origin {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FrozenHook {
     pub config: HookConfig,
+    /// `config.event`, parsed.
+    pub event: HookEvent,
     pub origin: Origin,
     /// The label events carry: `<event>:<file name of the command's first word>`, with `#2`,
     /// `#3`… appended when several hooks would share a label (so a label names one hook).
@@ -103,7 +94,7 @@ impl FrozenHook {
     pub fn spec(&self) -> HookSpec {
         HookSpec {
             name: self.name.clone(),
-            event: self.config.event.clone(),
+            event: self.event,
             blocking: self.config.blocking,
             not_loaded: self.not_loaded.clone(),
         }
@@ -112,21 +103,27 @@ impl FrozenHook {
 
 /// Check a hook table; the error names what is wrong.
 pub fn validate(h: &HookConfig) -> Result<(), String> {
-    if !EVENTS.contains(&h.event.as_str()) {
+    let Some(event) = HookEvent::parse(&h.event) else {
+        let all: Vec<&str> = HookEvent::ALL.iter().map(|e| e.as_str()).collect();
         return Err(format!(
             "hook event {:?} is not one of {}",
             h.event,
-            EVENTS.join(", ")
+            all.join(", ")
         ));
-    }
+    };
     if h.command.is_empty() || h.command[0].is_empty() {
         return Err("hook command must be a non-empty argv array".to_string());
     }
-    if h.blocking && !BLOCKING_EVENTS.contains(&h.event.as_str()) {
+    if h.blocking && !event.can_block() {
+        let blocking: Vec<&str> = HookEvent::ALL
+            .iter()
+            .filter(|e| e.can_block())
+            .map(|e| e.as_str())
+            .collect();
         return Err(format!(
             "a {} hook cannot block; only {} hooks may",
             h.event,
-            BLOCKING_EVENTS.join(" and ")
+            blocking.join(" and ")
         ));
     }
     if let Some(t) = h.timeout_s {
@@ -147,7 +144,9 @@ pub fn freeze(
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
     hooks
         .iter()
-        .map(|(config, origin)| {
+        // Every table was validated when the config was loaded, so its event parses.
+        .filter_map(|(config, origin)| Some((config, origin, HookEvent::parse(&config.event)?)))
+        .map(|(config, origin, event)| {
             let base = Path::new(&config.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let mut name = format!("{}:{}", config.event, base);
             let n = seen.entry(name.clone()).or_insert(0);
@@ -177,7 +176,7 @@ pub fn freeze(
                     }
                 }
             }
-            FrozenHook { config: config.clone(), origin: *origin, name, files, not_loaded }
+            FrozenHook { config: config.clone(), event, origin: *origin, name, files, not_loaded }
         })
         .collect()
 }

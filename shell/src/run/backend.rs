@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use openmax_core::conversation::ModelRequest;
-use openmax_core::machine::{Freeze, HookOutcome, Input};
+use openmax_core::machine::{Freeze, HookEvent, HookOutcome, Input};
 use openmax_core::provider::RequestId;
 use openmax_core::record::Record;
 use openmax_core::tool::{ToolOutcome, ToolPlan};
@@ -266,14 +266,14 @@ impl Backend {
     pub fn hook_job(
         &self,
         hook: &str,
-        event: &str,
+        event: HookEvent,
         mut payload: serde_json::Value,
         cancel: oneshot::Receiver<()>,
     ) -> impl Future<Output = HookOutcome> + Send + 'static {
         let found = self
             .hooks
             .iter()
-            .find(|h| h.name == hook && h.config.event == event)
+            .find(|h| h.name == hook && h.event == event)
             .cloned();
         let project = self.project.clone();
         if let serde_json::Value::Object(m) = &mut payload {
@@ -281,7 +281,7 @@ impl Backend {
                 .or_insert_with(|| project.display().to_string().into());
         }
         let session = self.tools.agent_session.clone();
-        let missing = format!("no frozen hook {hook} for {event}");
+        let missing = format!("no frozen hook {hook} for {}", event.as_str());
         async move {
             match found {
                 Some(h) => hooks::run(&h, &project, &payload, &session, cancel).await,

@@ -314,7 +314,7 @@ impl<S: Sink> Runtime<S> {
             } => {
                 let (cancel_tx, cancel_rx) = oneshot::channel();
                 self.hook_cancels.insert(hook_run, cancel_tx);
-                let job = tokio::spawn(self.backend.hook_job(&hook, &event, payload, cancel_rx));
+                let job = tokio::spawn(self.backend.hook_job(&hook, event, payload, cancel_rx));
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let outcome = match job.await {

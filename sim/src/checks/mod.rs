@@ -56,7 +56,7 @@ impl std::fmt::Display for Violation {
 /// A named guarantee check.
 pub type Check = fn(&Scenario, &Run) -> Vec<String>;
 
-/// Every named guarantee, in the order. `stream_is_valid` (validator and pairing
+/// Every named guarantee, family by family. `stream_is_valid` (validator and pairing
 /// checker) is first.
 pub const PROPERTIES: &[(&str, Check)] = &[
     ("stream_is_valid", stream_is_valid),

@@ -14,7 +14,7 @@
 
 use serde_json::{json, Value};
 
-use super::render::{push_event, split_args, thinking_signature, RequestFacts, TokenUsage};
+use super::encode::{push_event, split_args, thinking_signature, RequestFacts, TokenUsage};
 use crate::script::StreamItem;
 
 /// The open content block, closed lazily.
@@ -86,7 +86,7 @@ impl Encoder {
     }
 }
 
-impl super::render::Encoder for Encoder {
+impl super::encode::Encoder for Encoder {
     fn prelude(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
         push_event(

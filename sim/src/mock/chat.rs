@@ -13,8 +13,8 @@
 
 use serde_json::{json, Value};
 
+use super::encode::{push_data, split_args, RequestFacts, TokenUsage, CREATED};
 use super::errors::openai_type_for_code;
-use super::render::{push_data, split_args, RequestFacts, TokenUsage, CREATED};
 use crate::script::StreamItem;
 
 pub(crate) struct Encoder {
@@ -60,7 +60,7 @@ impl Encoder {
     }
 }
 
-impl super::render::Encoder for Encoder {
+impl super::encode::Encoder for Encoder {
     fn prelude(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
         self.delta(&mut out, json!({"role": "assistant", "content": ""}), None);

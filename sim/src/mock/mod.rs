@@ -31,6 +31,7 @@
 mod anthropic;
 mod body;
 mod chat;
+pub mod encode;
 pub mod errors;
 pub mod render;
 mod responses;
@@ -45,7 +46,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::watch;
 
-pub use render::{render_stream, thinking_signature, Rendered, RequestFacts, Tail};
+pub use encode::{thinking_signature, RequestFacts};
+pub use render::{render_stream, Rendered, Tail};
 
 use crate::script::{Flavor, Reply, StreamEnd, StreamItem};
 use server::Shared;

@@ -22,7 +22,7 @@
 
 use serde_json::{json, Value};
 
-use super::render::{
+use super::encode::{
     push_event, split_args, thinking_signature, RequestFacts, TokenUsage, CREATED,
 };
 use crate::script::StreamItem;
@@ -236,7 +236,7 @@ impl Encoder {
     }
 }
 
-impl super::render::Encoder for Encoder {
+impl super::encode::Encoder for Encoder {
     fn prelude(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
         let created = self.response("in_progress", Value::Null);

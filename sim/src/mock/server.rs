@@ -29,8 +29,9 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
 
 use super::body::{Chunk, MockBody};
+use super::encode::RequestFacts;
 use super::errors::{error_body, request_id_header};
-use super::render::{render_stream, RequestFacts, Tail};
+use super::render::{render_stream, Tail};
 use super::LoggedRequest;
 use crate::script::{Flavor, Reply};
 

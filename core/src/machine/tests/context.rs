@@ -135,7 +135,7 @@ fn over_the_trigger_compacts_persists_then_sends_what_the_receipt_says() {
     assert_eq!(tokens_before, before);
     assert!(before * 100 > compaction::budget(WINDOW) * compaction::TRIGGER_PERCENT);
     // The receipt's figure is exactly the estimate of the body that went out.
-    assert_eq!(tokens_after, budget::estimate_body(&body));
+    assert_eq!(tokens_after, compaction::estimate_body(&body));
     assert!(tokens_after <= compaction::prune_target(WINDOW, fixed()));
     assert!(n > 0);
     // The record holds the whole compacted conversation and the same figures.
@@ -194,7 +194,7 @@ fn whole_turns_go_once_outputs_are_stubs() {
     let [(_, after, n)] = receipts(&h)[..] else {
         panic!("one receipt")
     };
-    assert_eq!(after, budget::estimate_body(&body));
+    assert_eq!(after, compaction::estimate_body(&body));
     assert!(n > 4 && n % 4 == 0, "whole turns dropped: {n}");
     assert!(compaction::is_prompt(&body.messages[0]));
     assert!(!body.messages.iter().any(has_stub));
@@ -227,7 +227,7 @@ fn compacted_hooks_observe_the_receipt() {
                 event,
                 payload,
                 ..
-            } if event == "compacted" => Some((*hook_run, payload.clone())),
+            } if *event == HookEvent::Compacted => Some((*hook_run, payload.clone())),
             _ => None,
         })
         .expect("the compacted hook ran");
@@ -309,7 +309,7 @@ fn schemas_over_budget_is_advised_once_and_compaction_aims_at_what_is_left() {
     let (_, after, _) = receipts(&h)[0];
     let target = compaction::prune_target(WINDOW, system + schemas);
     assert!(after <= target && after > system + schemas);
-    assert_eq!(after, budget::estimate_body(&h.last_body()));
+    assert_eq!(after, compaction::estimate_body(&h.last_body()));
     h.reply("ok");
     h.user("again");
     h.reply("ok");
@@ -354,14 +354,15 @@ fn reported_prompt_tokens_scale_later_estimates_and_bring_compaction_earlier() {
     // About 4000 estimated tokens: under the trigger (5400) unscaled.
     let mut h = H::with(small(history(6, 2400)));
     h.user("first");
-    let est = budget::estimate_body(&h.last_body());
+    let est = compaction::estimate_body(&h.last_body());
     assert!(est < 5_400);
     h.items(vec![text_d("ok"), usage(est * 3 / 2), stop()]);
     assert!(receipts(&h).is_empty());
     let scale = Scale::learn(est * 3 / 2, est);
     assert!(scale.is_some());
     // The budget line is scaled by reported/estimated.
-    let now = budget::estimate_request(&freeze().system, &freeze().tools, h.core.conversation());
+    let now =
+        compaction::estimate_request(&freeze().system, &freeze().tools, h.core.conversation());
     assert_eq!(budgets(&h), vec![Scale::apply(scale, now)]);
     // The next request's scaled estimate crosses the trigger: compaction, in scaled units.
     h.user("second");
@@ -369,12 +370,13 @@ fn reported_prompt_tokens_scale_later_estimates_and_bring_compaction_earlier() {
         panic!("one receipt")
     };
     assert!(n > 0);
-    let sent = budget::estimate_body(&h.last_body());
+    let sent = compaction::estimate_body(&h.last_body());
     assert_eq!(after, Scale::apply(scale, sent));
     assert!(before > 5_400 && after <= 5_400);
     // A report no higher than the estimate drops the scale.
     h.items(vec![text_d("ok"), usage(sent), stop()]);
-    let now = budget::estimate_request(&freeze().system, &freeze().tools, h.core.conversation());
+    let now =
+        compaction::estimate_request(&freeze().system, &freeze().tools, h.core.conversation());
     assert_eq!(budgets(&h).last(), Some(&now));
 }
 
@@ -387,17 +389,19 @@ fn context_length_refusal_compacts_once_and_resends_the_same_request() {
     let mut h = H::with(c);
     h.user("next");
     assert_eq!(h.sent(), (1, 1));
-    let refused = budget::estimate_body(&h.last_body());
+    let refused = compaction::estimate_body(&h.last_body());
     h.fail(http(400, None, FailureKind::ContextLength));
     assert_eq!(h.take(), s(&["compacted"]), "no retry line");
-    assert!(h.has_effect(|e| matches!(e, Effect::RunHook { event, .. } if event == "compacted")));
+    assert!(h.has_effect(
+        |e| matches!(e, Effect::RunHook { event, .. } if *event == HookEvent::Compacted)
+    ));
     assert_eq!(h.sent(), (1, 2), "the same request, its next attempt");
     let [(before, after, n)] = receipts(&h)[..] else {
         panic!("one receipt")
     };
     assert_eq!(before, refused);
     assert!(n > 0);
-    assert_eq!(after, budget::estimate_body(&h.last_body()));
+    assert_eq!(after, compaction::estimate_body(&h.last_body()));
     assert!(after <= refused * compaction::TARGET_PERCENT / 100);
     assert_eq!(compaction_records(&h).len(), 1);
     h.reply("ok");
@@ -637,7 +641,7 @@ fn audit(h: &H, from: usize, pending: &mut Option<u64>, scale: Option<Scale>) ->
             }
             Output::Effect(Effect::SendRequest { body, .. }) => {
                 sends += 1;
-                let est = Scale::apply(scale, budget::estimate_body(body));
+                let est = Scale::apply(scale, compaction::estimate_body(body));
                 assert!(est <= WINDOW, "a request of {est} tokens went out");
                 assert!(est <= compaction::budget(WINDOW));
                 if let Some(after) = pending.take() {
@@ -669,7 +673,7 @@ fn three_hundred_turns_with_large_outputs_stay_inside_a_small_window() {
         h.user(&format!("task {t}: read the next file"));
         sends += audit(&h, mark, &mut pending, h.core.scale);
         // The provider counts 0%, 10% or 20% more than the estimate.
-        let reported = |h: &H| budget::estimate_body(&h.last_body()) * (10 + t % 3) / 10;
+        let reported = |h: &H| compaction::estimate_body(&h.last_body()) * (10 + t % 3) / 10;
         let id = format!("c{t}");
         let p = reported(&h);
         h.items(vec![
@@ -690,7 +694,7 @@ fn three_hundred_turns_with_large_outputs_stay_inside_a_small_window() {
         ]);
         // The budget line tracks the scaled estimate of the conversation.
         let now =
-            budget::estimate_request(&freeze().system, &freeze().tools, h.core.conversation());
+            compaction::estimate_request(&freeze().system, &freeze().tools, h.core.conversation());
         assert_eq!(budgets(&h).last(), Some(&Scale::apply(h.core.scale, now)));
         h.planned(&id, plan(false));
         mark = h.log.len();
@@ -701,7 +705,7 @@ fn three_hundred_turns_with_large_outputs_stay_inside_a_small_window() {
         let p = reported(&h);
         h.items(vec![text_d("done"), usage(p), stop()]);
         let now =
-            budget::estimate_request(&freeze().system, &freeze().tools, h.core.conversation());
+            compaction::estimate_request(&freeze().system, &freeze().tools, h.core.conversation());
         assert_eq!(budgets(&h).last(), Some(&Scale::apply(h.core.scale, now)));
         audit(&h, mark, &mut pending, h.core.scale);
         assert_eq!(h.take().last().unwrap(), "done stop");
@@ -760,8 +764,8 @@ fn the_estimate_of_a_conversation_is_the_estimate_of_its_request_body() {
             .collect();
         let body = turn::build_request(&freeze(), &conv);
         assert_eq!(
-            budget::estimate_request(&freeze().system, &freeze().tools, &conv),
-            budget::estimate_body(&body),
+            compaction::estimate_request(&freeze().system, &freeze().tools, &conv),
+            compaction::estimate_body(&body),
             "{conv:#?}"
         );
     }

@@ -14,7 +14,10 @@ use crate::wire::{Event, Mode};
 #[serde(rename_all = "snake_case")]
 pub enum FramingFault {
     /// The line was longer than [`crate::wire::MAX_LINE_BYTES`]; `len` bytes were skipped.
-    TooLong { len: u64 },
+    TooLong {
+        /// How many bytes were skipped.
+        len: u64,
+    },
     /// The line was not valid UTF-8.
     NotUtf8,
 }
@@ -30,38 +33,78 @@ pub enum Input {
     EndOfInput,
     /// An item of a model request's stream (attempt identifies which send it belongs to).
     Provider {
+        /// The request the item belongs to.
         request: RequestId,
+        /// The attempt of that request.
         attempt: u32,
+        /// The item.
         item: ProviderItem,
     },
     /// A model request attempt failed before a stream started.
     RequestFailed {
+        /// The request that failed.
         request: RequestId,
+        /// The attempt of that request.
         attempt: u32,
+        /// How it failed.
         failure: RequestFailure,
     },
     /// The shell inspected a tool call.
-    ToolPlanned { call_id: String, plan: ToolPlan },
+    ToolPlanned {
+        /// The call inspected.
+        call_id: String,
+        /// What running it would do.
+        plan: ToolPlan,
+    },
     /// A tool call finished (or was killed).
     ToolDone {
+        /// The call that finished.
         call_id: String,
+        /// Its result.
         outcome: ToolOutcome,
     },
     /// A hook finished.
-    HookDone { hook_run: u64, outcome: HookOutcome },
+    HookDone {
+        /// The run this answers.
+        hook_run: u64,
+        /// What the hook reported.
+        outcome: HookOutcome,
+    },
     /// Records of a [`Effect::Persist`] are on disk.
-    Persisted { ticket: u64 },
+    Persisted {
+        /// The ticket of the `Persist` effect.
+        ticket: u64,
+    },
     /// Records of a [`Effect::Persist`] could not be written.
-    PersistFailed { ticket: u64, message: String },
+    PersistFailed {
+        /// The ticket of the `Persist` effect.
+        ticket: u64,
+        /// Why the write failed.
+        message: String,
+    },
     /// The approval mode was saved.
-    ModeSaved { mode: Mode },
+    ModeSaved {
+        /// The mode now saved.
+        mode: Mode,
+    },
     /// The approval mode could not be saved (the mode stays as it was).
-    ModeSaveFailed { mode: Mode, message: String },
+    ModeSaveFailed {
+        /// The mode that was not saved.
+        mode: Mode,
+        /// Why.
+        message: String,
+    },
     /// A new freeze snapshot, answering [`Effect::Refreeze`].
-    Frozen { snapshot: Box<Freeze> },
+    Frozen {
+        /// The snapshot.
+        snapshot: Box<Freeze>,
+    },
     /// The turn's task died unexpectedly (a bug or panic in the shell's effect runner):
     /// reported as `error` then `done` `error`.
-    Crashed { message: String },
+    Crashed {
+        /// What died, for the `error` line.
+        message: String,
+    },
     /// A deadline returned by [`super::Core::poll_timeout`] is due. Pass the current time as
     /// `now`: every timer whose deadline is at or before `now` fires; an early `Timeout` does
     /// nothing.
@@ -75,9 +118,15 @@ pub enum HookOutcome {
     /// Ran and let the action proceed.
     Pass,
     /// Ran and refused (exit 2 with stderr, or `{"decision":"refuse"}`), with the reason.
-    Refuse { reason: String },
+    Refuse {
+        /// The hook's reason.
+        reason: String,
+    },
     /// Did not run properly: crashed, timed out, could not start, not loaded.
-    Failed { detail: String },
+    Failed {
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 /// One output of the core. Drain with [`super::Core::poll`] after every `handle`.
@@ -94,47 +143,79 @@ pub enum Output {
 pub enum Effect {
     /// Send one attempt of a model request. Answer with `Provider` items or `RequestFailed`.
     SendRequest {
+        /// The request.
         request: RequestId,
+        /// The attempt (1 for the first send).
         attempt: u32,
+        /// The body, shaped by the core.
         body: Box<ModelRequest>,
     },
     /// Abort an in-flight request (cancel, idle timeout, turn end). No further input for it is
     /// expected; any that still arrives is ignored by the core.
-    CancelRequest { request: RequestId },
+    CancelRequest {
+        /// The request to abort.
+        request: RequestId,
+    },
     /// Inspect a tool call before running it. Answer with `ToolPlanned`.
     PlanTool {
+        /// The call to inspect.
         call_id: String,
+        /// The tool's name.
         name: String,
+        /// The model's arguments.
         args: serde_json::Value,
     },
     /// Run a tool call. Answer with `ToolDone`.
     RunTool {
+        /// The call to run.
         call_id: String,
+        /// The tool's name.
         name: String,
+        /// The model's arguments.
         args: serde_json::Value,
     },
     /// Kill a running tool (its whole process group). A `ToolDone` still follows.
-    CancelTool { call_id: String },
+    CancelTool {
+        /// The call to kill.
+        call_id: String,
+    },
     /// Run a hook with a JSON payload. Answer with `HookDone`.
     RunHook {
+        /// The run's id, echoed by `HookDone`.
         hook_run: u64,
+        /// The hook's label.
         hook: String,
-        event: String,
+        /// The hook event it runs for.
+        event: HookEvent,
+        /// The JSON the hook reads on stdin.
         payload: serde_json::Value,
     },
     /// Append records to the session record. Answer with `Persisted` or `PersistFailed`.
-    Persist { ticket: u64, records: Vec<Record> },
+    Persist {
+        /// Echoed by `Persisted` or `PersistFailed`.
+        ticket: u64,
+        /// The records, in order.
+        records: Vec<Record>,
+    },
     /// Save the approval mode for the project. Answer with `ModeSaved` or `ModeSaveFailed`.
-    SaveMode { mode: Mode },
+    SaveMode {
+        /// The mode to save.
+        mode: Mode,
+    },
     /// Record a human's approval (over the wire) of a source's exact bytes. No answer.
     ApproveSource {
+        /// The approved file, as the request named it.
         source_path: String,
+        /// The sha256 of the approved bytes.
         source_sha: String,
     },
     /// Re-read tools, skills, prompt and hooks. Answer with `Frozen`.
     Refreeze,
     /// The session is over: flush stdout and exit with this code.
-    Exit { code: i32 },
+    Exit {
+        /// The process exit code.
+        code: i32,
+    },
 }
 
 /// Why a timer is set. Every timeout carries one.
@@ -193,13 +274,72 @@ impl Default for Limits {
     }
 }
 
+/// The moments a hook can run at (`[[hooks]] event`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookEvent {
+    /// Once, when the session starts (observe only).
+    SessionStart,
+    /// Before a prompt enters the conversation; a blocking hook can refuse it (`blocked`).
+    UserPromptSubmit,
+    /// Before a tool call runs (observe only).
+    ToolStart,
+    /// After a tool call ended (observe only).
+    ToolEnd,
+    /// When the model ends its turn; a blocking hook can refuse and continue the turn.
+    TurnEnd,
+    /// After a compaction (observe only).
+    Compacted,
+}
+
+impl HookEvent {
+    /// Every event, in the order the docs list them.
+    pub const ALL: [HookEvent; 6] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::ToolStart,
+        HookEvent::ToolEnd,
+        HookEvent::TurnEnd,
+        HookEvent::Compacted,
+    ];
+
+    /// The config and wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "session_start",
+            HookEvent::UserPromptSubmit => "user_prompt_submit",
+            HookEvent::ToolStart => "tool_start",
+            HookEvent::ToolEnd => "tool_end",
+            HookEvent::TurnEnd => "turn_end",
+            HookEvent::Compacted => "compacted",
+        }
+    }
+
+    /// Parse a config spelling.
+    pub fn parse(s: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+
+    /// Whether a blocking hook of this event can refuse (and so is waited for).
+    pub fn can_block(self) -> bool {
+        match self {
+            HookEvent::UserPromptSubmit | HookEvent::TurnEnd => true,
+            HookEvent::SessionStart
+            | HookEvent::ToolStart
+            | HookEvent::ToolEnd
+            | HookEvent::Compacted => false,
+        }
+    }
+}
+
 /// A hook as frozen (`[[hooks]]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HookSpec {
     /// A label for events (`hook_failed.hook`, `turn_refused.hook`): the command's first word.
     pub name: String,
-    /// `session_start`, `user_prompt_submit`, `tool_start`, `tool_end`, `turn_end`, `compacted`.
-    pub event: String,
+    /// When it runs.
+    pub event: HookEvent,
+    /// Whether the action waits for it (and a refusal can stop it).
     pub blocking: bool,
     /// Why it will not run, when its file is unapproved or changed since the freeze.
     pub not_loaded: Option<String>,
@@ -208,9 +348,13 @@ pub struct HookSpec {
 /// What the model sees, read once per session (and again on `reload`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Freeze {
+    /// The system prompt.
     pub system: String,
+    /// The tool schemas offered to the model.
     pub tools: Vec<ToolSchema>,
+    /// The skill names.
     pub skills: Vec<String>,
+    /// The hooks, with why any will not run.
     #[serde(default)]
     pub hooks: Vec<HookSpec>,
     /// The receipt of this refreeze (empty on the first freeze).
@@ -224,18 +368,25 @@ pub struct Freeze {
 /// Everything the core is constructed with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CoreConfig {
+    /// The session's id.
     pub session_id: String,
     /// Seeds ids and jitter.
     pub seed: u64,
+    /// Whether the project is trusted (untrusted projects run no turns).
     pub trusted: bool,
     /// Started by an agent (`OPENMAX_AGENT_SESSION` set): cannot change the mode.
     pub agent_spawned: bool,
+    /// The approval mode at start.
     pub mode: Mode,
+    /// The permission rules.
     pub permissions: Permissions,
+    /// Retry and timeout settings.
     pub retry: RetrySettings,
+    /// Per-turn limits.
     pub limits: Limits,
     /// The model's context window in tokens.
     pub context_tokens: u64,
+    /// The frozen prompt, tools, skills and hooks.
     pub freeze: Freeze,
     /// The conversation carried over by `--continue` (from the last compaction point on).
     pub history: Vec<Message>,

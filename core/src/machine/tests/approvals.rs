@@ -1,0 +1,317 @@
+//! Tool rounds and the approval gate: approve, decline, timeout, cancel, non-interactive sessions, deny/ask rules, modes, unapproved sources, bad arguments and plans.
+
+use super::*;
+
+#[test]
+fn tool_round_approved_then_next_request() {
+    let mut h = H::new();
+    to_planning(&mut h);
+    h.planned("c1", plan(true));
+    assert_eq!(h.take(), s(&["approval_request a1 Gate"]));
+    h.approve("a1", true);
+    assert_eq!(h.take(), s(&["approval_settled a1 Approved"]));
+    assert!(h.has_effect(|e| matches!(e, Effect::RunTool { call_id, .. } if call_id == "c1")));
+    h.input(Input::ToolDone {
+        call_id: "c1".into(),
+        outcome: ToolOutcome {
+            ok: true,
+            output: "wrote a.rs".into(),
+            diffs: vec![FileDiff {
+                path: "a.rs".into(),
+                diff: "+x".into(),
+                added: 1,
+                removed: 0,
+            }],
+        },
+    });
+    assert_eq!(h.take(), s(&["diff c1 a.rs", "tool_end c1 true"]));
+    assert_eq!(h.sends(), 2);
+    let body = h.last_body();
+    let last = body.messages.last().unwrap();
+    assert_eq!(
+        last.content,
+        vec![Block::ToolResult {
+            id: "c1".into(),
+            ok: true,
+            output: "wrote a.rs".into()
+        }]
+    );
+    h.reply("done");
+    assert_eq!(
+        h.take(),
+        s(&["token done", "message_done done", "budget", "done stop"])
+    );
+}
+
+#[test]
+fn approval_declined_tells_the_model() {
+    let mut h = H::new();
+    to_planning(&mut h);
+    h.planned("c1", plan(true));
+    h.approve("a1", false);
+    assert_eq!(
+        h.take(),
+        s(&[
+            "approval_request a1 Gate",
+            "approval_settled a1 Declined",
+            "tool_end c1 false"
+        ])
+    );
+    assert!(h.messages("tool_end")[0].contains("declined"));
+    assert!(!h.has_effect(|e| matches!(e, Effect::RunTool { .. })));
+    assert_eq!(h.sends(), 2);
+    h.reply("ok");
+}
+
+#[test]
+fn approval_times_out() {
+    let mut c = config();
+    c.limits.approval_timeout_ms = 5_000;
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    h.advance(10);
+    h.planned("c1", plan(true));
+    assert_eq!(
+        h.core.poll_timeout(),
+        Some((Millis(5_010), TimerReason::ApprovalTimeout))
+    );
+    h.advance(100);
+    h.input(Input::Timeout); // early: nothing
+    assert_eq!(h.take(), s(&["approval_request a1 Gate"]));
+    assert_eq!(h.fire_timer(), TimerReason::ApprovalTimeout);
+    assert_eq!(
+        h.take(),
+        s(&["approval_settled a1 TimedOut", "tool_end c1 false"])
+    );
+    h.approve("a1", true);
+    assert_eq!(h.take(), s(&["protocol_error"]));
+    h.reply("ok");
+}
+
+#[test]
+fn cancel_during_approval() {
+    let mut h = H::new();
+    to_planning(&mut h);
+    h.planned("c1", plan(true));
+    h.cmd(json!({"cmd":"cancel"}));
+    assert_eq!(
+        h.take(),
+        s(&[
+            "approval_request a1 Gate",
+            "approval_settled a1 Cancelled",
+            "tool_end c1 false",
+            "done cancelled"
+        ])
+    );
+    // The conversation stays well formed: the tool_use has its result.
+    let last = h.core.conversation().last().unwrap();
+    assert!(matches!(
+        last.content[0],
+        Block::ToolResult { ok: false, .. }
+    ));
+}
+
+#[test]
+fn non_interactive_declines_at_once() {
+    let mut c = config();
+    c.non_interactive = true;
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    h.planned("c1", plan(true));
+    assert_eq!(
+        h.take(),
+        s(&[
+            "approval_request a1 Gate",
+            "approval_settled a1 Declined",
+            "tool_end c1 false"
+        ])
+    );
+    h.reply("ok");
+}
+
+#[test]
+fn deny_rule_refuses_with_a_note() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    c.permissions = Permissions {
+        deny: vec![Rule::parse("write_file(*.rs)").unwrap()],
+        ask: vec![],
+    };
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    h.planned("c1", plan(true));
+    assert_eq!(h.take(), s(&["tool_end c1 false", "harness_note c1"]));
+    assert_eq!(h.messages("tool_end")[0], "denied by rule write_file(*.rs)");
+    // The note rides the tool result in the model's transcript, after it.
+    let body = h.last_body();
+    let last = body.messages.last().unwrap();
+    assert!(matches!(last.content[0], Block::ToolResult { .. }));
+    assert!(last.plain_text().contains("deny rule"));
+    h.reply("ok");
+}
+
+#[test]
+fn readonly_refuses_mutating_calls_without_asking() {
+    let mut c = config();
+    c.mode = Mode::Readonly;
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    h.planned("c1", plan(true));
+    assert_eq!(h.take(), s(&["tool_end c1 false", "harness_note c1"]));
+    assert!(h.messages("tool_end")[0].contains("readonly"));
+    h.reply("ok");
+}
+
+#[test]
+fn auto_runs_without_asking_even_unapproved_sources() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    let mut p = plan(true);
+    p.source = Some(SourceGate {
+        source_path: ".openmax/tools/x.json".into(),
+        source_sha: "0123456789ab".into(),
+        env: vec!["TOKEN".into()],
+        approved: false,
+    });
+    h.planned("c1", p);
+    assert_eq!(h.take(), Vec::<String>::new());
+    assert!(h.has_effect(|e| matches!(e, Effect::RunTool { .. })));
+    assert!(!h.has_effect(|e| matches!(e, Effect::ApproveSource { .. })));
+    h.tool_done("c1", true, "ran");
+    assert_eq!(h.take(), s(&["tool_end c1 true"]));
+    h.reply("ok");
+}
+
+#[test]
+fn unapproved_source_asks_and_records_the_approval() {
+    let mut h = H::new();
+    to_planning(&mut h);
+    let mut p = plan(false);
+    p.source = Some(SourceGate {
+        source_path: ".openmax/tools/x.json".into(),
+        source_sha: "0123456789ab".into(),
+        env: vec!["TOKEN".into()],
+        approved: false,
+    });
+    h.planned("c1", p);
+    let req = h.events.last().unwrap().clone();
+    assert_eq!(
+        req,
+        Event::ApprovalRequest {
+            approval_id: "a1".into(),
+            name: "write_file".into(),
+            summary: "write a.rs".into(),
+            detail: "+hello".into(),
+            reason: crate::wire::ApprovalReason::UnapprovedSource,
+            source_path: ".openmax/tools/x.json".into(),
+            source_sha: "0123456789ab".into(),
+            env: vec!["TOKEN".into()],
+        }
+    );
+    h.approve("a1", true);
+    assert!(h.has_effect(
+        |e| matches!(e, Effect::ApproveSource { source_sha, .. } if source_sha == "0123456789ab")
+    ));
+    h.tool_done("c1", true, "ran");
+    h.reply("ok");
+}
+
+#[test]
+fn ask_rule_gates_a_read_only_call() {
+    let mut c = config();
+    c.permissions.ask = vec![Rule::parse("write_file(a.rs)").unwrap()];
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    h.planned("c1", plan(false));
+    assert_eq!(h.take(), s(&["approval_request a1 Gate"]));
+    h.approve("a1", true);
+    h.tool_done("c1", true, "ok");
+    h.reply("ok");
+}
+
+#[test]
+fn non_object_args_fail_without_planning() {
+    let mut h = H::new();
+    h.user("go");
+    h.items(vec![
+        ProviderItem::ToolCallStart {
+            index: 0,
+            id: "".into(),
+            name: "write_file".into(),
+        },
+        ProviderItem::ToolCallArgs {
+            index: 0,
+            json: "[1,2]".into(),
+        },
+        ProviderItem::Completed {
+            finish_reason: "tool_use".into(),
+        },
+    ]);
+    assert_eq!(
+        h.take(),
+        s(&[
+            "budget",
+            "tool_start call_1 write_file",
+            "tool_end call_1 false"
+        ])
+    );
+    assert!(h.messages("tool_end")[0].starts_with("arguments are not a JSON object"));
+    assert!(!h.has_effect(|e| matches!(e, Effect::PlanTool { .. })));
+    h.reply("ok");
+}
+
+#[test]
+fn invalid_plan_fails_the_call() {
+    let mut h = H::new();
+    to_planning(&mut h);
+    let mut p = plan(false);
+    p.invalid = Some("path escapes the project".into());
+    h.planned("c1", p);
+    assert_eq!(h.take(), s(&["tool_end c1 false"]));
+    assert_eq!(h.messages("tool_end")[0], "path escapes the project");
+    h.reply("ok");
+}
+
+#[test]
+fn two_calls_run_in_order() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    let mut h = H::with(c);
+    h.user("go");
+    h.items(vec![
+        ProviderItem::ToolCallStart {
+            index: 1,
+            id: "b".into(),
+            name: "read_file".into(),
+        },
+        ProviderItem::ToolCallStart {
+            index: 0,
+            id: "a".into(),
+            name: "read_file".into(),
+        },
+        text_d("reading"),
+        ProviderItem::Completed {
+            finish_reason: "tool_use".into(),
+        },
+    ]);
+    assert_eq!(
+        h.take(),
+        s(&[
+            "token reading",
+            "message_done reading",
+            "budget",
+            "tool_start a read_file"
+        ])
+    );
+    h.planned("b", plan(false)); // not current: ignored
+    h.planned("a", plan(false));
+    h.tool_done("a", true, "A");
+    assert_eq!(h.take(), s(&["tool_end a true", "tool_start b read_file"]));
+    h.planned("b", plan(false));
+    h.tool_done("b", true, "B");
+    assert_eq!(h.take(), s(&["tool_end b true"]));
+    assert_eq!(h.sends(), 2);
+    h.reply("ok");
+}

@@ -1,0 +1,167 @@
+//! The `approve`, `approval_mode` and `reload` commands, and commands held while a save or refreeze is in flight.
+
+use super::*;
+
+#[test]
+fn approve_for_unknown_or_settled_ids_is_a_protocol_error() {
+    let mut h = H::new();
+    h.approve("a9", true);
+    assert_eq!(h.take(), s(&["protocol_error"]));
+    to_planning(&mut h);
+    h.planned("c1", plan(true));
+    h.approve("a1", true);
+    h.approve("a1", true);
+    assert_eq!(
+        h.take(),
+        s(&[
+            "approval_request a1 Gate",
+            "approval_settled a1 Approved",
+            "protocol_error"
+        ])
+    );
+    let m = h.messages("protocol_error");
+    assert!(m[0].contains("never") || m[0].contains("was issued"));
+    assert!(m[1].contains("already settled"));
+    h.line(r#"{"cmd":"approve","approval_id":"a1"}"#);
+    assert_eq!(h.take(), s(&["protocol_error"]));
+    h.tool_done("c1", true, "ok");
+    h.reply("ok");
+}
+
+#[test]
+fn approval_mode_is_saved_acknowledged_and_noted() {
+    let mut h = H::new();
+    h.cmd(json!({"cmd":"approval_mode","mode":"auto"}));
+    assert!(h.has_effect(|e| matches!(e, Effect::SaveMode { mode: Mode::Auto })));
+    assert_eq!(h.core.mode(), Mode::Ask);
+    h.input(Input::ModeSaved { mode: Mode::Auto });
+    assert_eq!(h.take(), s(&["approval_mode auto", "harness_note"]));
+    assert_eq!(h.core.mode(), Mode::Auto);
+    assert!(h.has_effect(|e| matches!(e, Effect::Persist { records, .. } if records == &vec![Record::ModeChanged { mode: Mode::Auto }])));
+    h.user("hi");
+    assert!(h.last_body().messages[0]
+        .plain_text()
+        .contains("approval mode is now auto"));
+    h.reply("ok");
+}
+
+#[test]
+fn approval_mode_rejections() {
+    let mut h = H::new();
+    h.cmd(json!({"cmd":"approval_mode","mode":"yolo"}));
+    assert!(h.messages("protocol_error")[0].contains("auto, ask, readonly"));
+    h.cmd(json!({"cmd":"approval_mode","mode":"readonly"}));
+    h.input(Input::ModeSaveFailed {
+        mode: Mode::Readonly,
+        message: "disk full".into(),
+    });
+    let m = h.messages("protocol_error");
+    assert!(m[1].contains("unchanged") && m[1].contains("disk full"));
+    assert_eq!(h.core.mode(), Mode::Ask);
+    assert_eq!(h.take(), s(&["protocol_error", "protocol_error"]));
+
+    let mut c = config();
+    c.agent_spawned = true;
+    let mut h = H::with(c);
+    h.cmd(json!({"cmd":"approval_mode","mode":"auto"}));
+    assert_eq!(h.take(), s(&["protocol_error"]));
+    assert!(h.messages("protocol_error")[0].contains("agent-spawned"));
+    assert!(!h.has_effect(|e| matches!(e, Effect::SaveMode { .. })));
+}
+
+#[test]
+fn a_pending_approval_stays_pending_when_the_mode_changes() {
+    let mut h = H::new();
+    to_planning(&mut h);
+    h.planned("c1", plan(true));
+    h.cmd(json!({"cmd":"approval_mode","mode":"auto"}));
+    h.input(Input::ModeSaved { mode: Mode::Auto });
+    assert_eq!(
+        h.take(),
+        s(&[
+            "approval_request a1 Gate",
+            "approval_mode auto",
+            "harness_note"
+        ])
+    );
+    h.approve("a1", true);
+    h.tool_done("c1", true, "ok");
+    assert!(h
+        .last_body()
+        .messages
+        .last()
+        .unwrap()
+        .plain_text()
+        .contains("approval mode is now auto"));
+    h.reply("ok");
+}
+
+#[test]
+fn reload_refreezes_between_turns_only() {
+    let mut h = H::new();
+    h.user("hi");
+    h.cmd(json!({"cmd":"reload"}));
+    assert_eq!(h.take(), s(&["protocol_error"]));
+    h.reply("ok");
+    h.take();
+    h.cmd(json!({"cmd":"reload"}));
+    assert!(h.has_effect(|e| matches!(e, Effect::Refreeze)));
+    let mut f = freeze();
+    f.system = "new prompt".into();
+    f.skills = vec!["review".into()];
+    f.changes = vec![crate::wire::event::FreezeChange {
+        kind: "prompt".into(),
+        name: "AGENTS.md".into(),
+        change: "changed".into(),
+        path: "AGENTS.md".into(),
+        by: "outside".into(),
+    }];
+    h.input(Input::Frozen {
+        snapshot: Box::new(f),
+    });
+    assert_eq!(h.take(), s(&["refrozen", "harness_note"]));
+    assert!(h.messages("harness_note")[0].contains("AGENTS.md"));
+    h.user("again");
+    let body = h.last_body();
+    assert_eq!(body.system, "new prompt");
+    assert!(body
+        .messages
+        .last()
+        .unwrap()
+        .plain_text()
+        .contains("re-read"));
+    h.reply("ok");
+}
+
+#[test]
+fn commands_after_reload_wait_for_the_snapshot() {
+    let mut h = H::new();
+    h.cmd(json!({"cmd":"reload"}));
+    h.user("hi");
+    h.line("{bad");
+    assert_eq!(h.take(), Vec::<String>::new());
+    assert_eq!(h.sends(), 0);
+    h.input(Input::Frozen {
+        snapshot: Box::new(freeze()),
+    });
+    assert_eq!(h.take(), s(&["refrozen", "harness_note", "protocol_error"]));
+    assert_eq!(h.sends(), 1);
+    h.reply("ok");
+}
+
+#[test]
+fn commands_after_approval_mode_wait_for_the_save() {
+    let mut h = H::new();
+    h.cmd(json!({"cmd":"approval_mode","mode":"readonly"}));
+    h.line("{bad");
+    h.input(Input::EndOfInput);
+    assert_eq!(h.take(), Vec::<String>::new());
+    h.input(Input::ModeSaved {
+        mode: Mode::Readonly,
+    });
+    assert_eq!(
+        h.take(),
+        s(&["approval_mode readonly", "harness_note", "protocol_error"])
+    );
+    assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 0 }));
+}

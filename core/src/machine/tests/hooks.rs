@@ -1,0 +1,194 @@
+//! Hooks: prompt-hook refusals, failed and unloaded hooks, `turn_end` refusals and their bound, observe hooks.
+
+use super::*;
+
+#[test]
+fn prompt_hook_refusal_blocks_the_turn() {
+    let mut c = config();
+    c.freeze.hooks = vec![hook("guard", "user_prompt_submit", true)];
+    let mut h = H::with(c);
+    h.user("rm everything");
+    assert_eq!(h.sends(), 0);
+    let run = last_hook_run(&h);
+    h.input(Input::HookDone {
+        hook_run: run,
+        outcome: HookOutcome::Refuse {
+            reason: "no".into(),
+        },
+    });
+    assert_eq!(h.take(), s(&["done blocked"]));
+    assert_eq!(h.sends(), 0);
+}
+
+#[test]
+fn failed_and_unloaded_prompt_hooks_are_reported_and_the_turn_proceeds() {
+    let mut c = config();
+    let mut unloaded = hook("stale", "user_prompt_submit", true);
+    unloaded.not_loaded = Some("hook file changed since the freeze".into());
+    c.freeze.hooks = vec![unloaded, hook("guard", "user_prompt_submit", true)];
+    let mut h = H::with(c);
+    h.user("hi");
+    let run = last_hook_run(&h);
+    h.input(Input::HookDone {
+        hook_run: run,
+        outcome: HookOutcome::Failed {
+            detail: "exit 1".into(),
+        },
+    });
+    assert_eq!(
+        h.take(),
+        s(&[
+            "hook_failed stale user_prompt_submit",
+            "hook_failed guard user_prompt_submit"
+        ])
+    );
+    assert_eq!(h.sends(), 1);
+    h.reply("ok");
+}
+
+#[test]
+fn turn_end_refusal_continues_the_turn() {
+    let mut c = config();
+    c.freeze.hooks = vec![hook("verify", "turn_end", true)];
+    let mut h = H::with(c);
+    h.user("fix it");
+    h.reply("done");
+    let run = last_hook_run(&h);
+    h.input(Input::HookDone {
+        hook_run: run,
+        outcome: HookOutcome::Refuse {
+            reason: "tests fail".into(),
+        },
+    });
+    assert_eq!(
+        h.take(),
+        s(&[
+            "token done",
+            "message_done done",
+            "budget",
+            "turn_refused verify 0/8"
+        ])
+    );
+    assert_eq!(h.sends(), 2);
+    assert_eq!(
+        h.last_body().messages.last().unwrap().plain_text(),
+        "tests fail"
+    );
+    h.reply("fixed");
+    let run = last_hook_run(&h);
+    h.input(Input::HookDone {
+        hook_run: run,
+        outcome: HookOutcome::Pass,
+    });
+    assert_eq!(
+        h.take(),
+        s(&["token fixed", "message_done fixed", "budget", "done stop"])
+    );
+}
+
+#[test]
+fn turn_end_refusals_past_eight_end_unverified() {
+    let mut c = config();
+    c.freeze.hooks = vec![hook("verify", "turn_end", true)];
+    let mut h = H::with(c);
+    h.user("fix it");
+    for i in 0..9 {
+        h.reply("done");
+        let run = last_hook_run(&h);
+        let Some(Effect::RunHook { payload, .. }) = h.effects.last().cloned() else {
+            panic!("expected the hook")
+        };
+        assert_eq!(payload["continuation"], i);
+        assert_eq!(payload["continuations_left"], 8 - i);
+        h.input(Input::HookDone {
+            hook_run: run,
+            outcome: HookOutcome::Refuse {
+                reason: "no".into(),
+            },
+        });
+    }
+    let ev = h.take();
+    assert_eq!(
+        ev.iter().filter(|e| e.starts_with("turn_refused")).count(),
+        8
+    );
+    let last_refusal = ev
+        .iter()
+        .rev()
+        .find(|e| e.starts_with("turn_refused"))
+        .unwrap();
+    assert_eq!(last_refusal, "turn_refused verify 7/1");
+    assert_eq!(ev.last().unwrap(), "done unverified");
+    assert_eq!(h.sends(), 9);
+}
+
+#[test]
+fn refusal_that_cannot_be_persisted_is_unverified() {
+    let mut c = config();
+    c.freeze.hooks = vec![hook("verify", "turn_end", true)];
+    let mut h = H::with(c);
+    h.user("fix it");
+    h.reply("done");
+    h.auto_ack = false;
+    let run = last_hook_run(&h);
+    h.input(Input::HookDone {
+        hook_run: run,
+        outcome: HookOutcome::Refuse {
+            reason: "no".into(),
+        },
+    });
+    let ticket = h.unacked.pop_front().unwrap();
+    h.input(Input::PersistFailed {
+        ticket,
+        message: "disk full".into(),
+    });
+    assert_eq!(
+        h.take(),
+        s(&[
+            "token done",
+            "message_done done",
+            "budget",
+            "done unverified"
+        ])
+    );
+}
+
+#[test]
+fn observe_hooks_are_fire_and_forget() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    c.freeze.hooks = vec![
+        hook("log", "tool_start", false),
+        hook("start", "session_start", false),
+    ];
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    let runs: Vec<(u64, HookEvent)> = h
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::RunHook {
+                hook_run, event, ..
+            } => Some((*hook_run, *event)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        vec![(1, HookEvent::SessionStart), (2, HookEvent::ToolStart)]
+    );
+    h.input(Input::HookDone {
+        hook_run: 2,
+        outcome: HookOutcome::Failed {
+            detail: "exit 3".into(),
+        },
+    });
+    h.input(Input::HookDone {
+        hook_run: 1,
+        outcome: HookOutcome::Pass,
+    });
+    assert_eq!(h.take(), s(&["hook_failed log tool_start"]));
+    h.planned("c1", plan(true));
+    h.tool_done("c1", true, "ok");
+    h.reply("ok");
+}

@@ -1,0 +1,62 @@
+//! Persistence failures of the reply, a tool result and the prompt.
+
+use super::*;
+
+#[test]
+fn persist_failure_of_the_reply_fails_the_turn() {
+    let mut h = H::new();
+    h.auto_ack = false;
+    h.user("hi");
+    h.ack_next();
+    h.reply("hello");
+    let ticket = h.unacked.pop_front().unwrap();
+    h.input(Input::PersistFailed {
+        ticket,
+        message: "disk full".into(),
+    });
+    assert_eq!(h.take(), s(&["token hello", "error", "done error"]));
+    assert!(h.messages("error")[0].contains("could not be written: disk full"));
+}
+
+#[test]
+fn persist_failure_of_a_tool_result_ends_the_call_first() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    let mut h = H::with(c);
+    h.auto_ack = false;
+    h.user("go");
+    h.ack_next();
+    h.tool_reply("c1", "write_file", "{}");
+    h.ack_next();
+    h.planned("c1", plan(true));
+    h.tool_done("c1", true, "ok");
+    let ticket = h.unacked.pop_front().unwrap();
+    h.input(Input::PersistFailed {
+        ticket,
+        message: "disk full".into(),
+    });
+    assert_eq!(
+        h.take(),
+        s(&[
+            "budget",
+            "tool_start c1 write_file",
+            "tool_end c1 false",
+            "error",
+            "done error"
+        ])
+    );
+}
+
+#[test]
+fn persist_failure_of_the_prompt_fails_the_turn() {
+    let mut h = H::new();
+    h.auto_ack = false;
+    h.user("hi");
+    let ticket = h.unacked.pop_front().unwrap();
+    h.input(Input::PersistFailed {
+        ticket,
+        message: "read-only fs".into(),
+    });
+    assert!(h.has_effect(|e| matches!(e, Effect::CancelRequest { .. })));
+    assert_eq!(h.take(), s(&["error", "done error"]));
+}
