@@ -24,8 +24,7 @@ use agent_client_protocol_schema::v1::{
     AgentCapabilities, ContentBlock, ContentChunk, Implementation, InitializeRequest,
     InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionNotification, SessionUpdate, SetSessionModeRequest,
-    SetSessionModeResponse, TextContent,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, TextContent,
 };
 use agent_client_protocol_schema::ProtocolVersion;
 use openmax_core::machine::{FramingFault, Input};
@@ -109,7 +108,9 @@ fn check_mcp(servers: &[McpServer]) -> Result<(), RpcError> {
         if name.is_empty() || !names.insert(name.clone()) {
             return Err(RpcError::new(
                 rpc::INVALID_PARAMS,
-                format!("invalid params: mcpServers names must be non-empty and distinct ({name:?})"),
+                format!(
+                    "invalid params: mcpServers names must be non-empty and distinct ({name:?})"
+                ),
             ));
         }
     }
@@ -271,11 +272,7 @@ impl Connection {
                         live.approvals.insert(approval_id, id);
                     }
                     let params = serde_json::to_value(request).unwrap_or(Value::Null);
-                    self.line(rpc::request_line(
-                        id,
-                        "session/request_permission",
-                        params,
-                    ));
+                    self.line(rpc::request_line(id, "session/request_permission", params));
                 }
                 Out::PermissionSettled { approval_id } => {
                     if let Some(live) = self.sessions.get_mut(sid) {
@@ -337,7 +334,10 @@ impl Connection {
     fn notification(&mut self, method: &str, params: Value) {
         match method {
             "session/cancel" => {
-                let sid = params.get("sessionId").and_then(Value::as_str).unwrap_or("");
+                let sid = params
+                    .get("sessionId")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 if let Some(live) = self.sessions.get_mut(sid) {
                     if live.tr.cancel() {
                         live.send(Command::Cancel);
@@ -392,7 +392,10 @@ impl Connection {
         if !cwd.is_absolute() {
             return Err(RpcError::new(
                 rpc::INVALID_PARAMS,
-                format!("invalid params: cwd must be an absolute path ({})", cwd.display()),
+                format!(
+                    "invalid params: cwd must be an absolute path ({})",
+                    cwd.display()
+                ),
             ));
         }
         let mut opened = crate::app::open(&self.cli, Some(cwd), resume, false)

@@ -10,12 +10,12 @@
 //! - [`session`]: one openmax session behind the connection, and its sink.
 //! - [`connection`]: the loop that dispatches requests and writes the answers.
 
+pub mod connection;
 pub mod prompt;
 pub mod rpc;
+pub mod session;
 pub mod toolcall;
 pub mod translate;
-pub mod connection;
-pub mod session;
 
 use crate::app::cli::Cli;
 
