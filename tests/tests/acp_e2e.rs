@@ -1,0 +1,283 @@
+//! End to end: the real `@agentclientprotocol/sdk` client (npm, driven by `tests/acp/client.mjs`)
+//! spawns `openmax --acp` against the loopback mock: prompts and their chunks, permissions,
+//! cancel, a cut stream, modes and session/load.
+
+use std::process::{Command, Stdio};
+
+use openmax_tests::*;
+use serde_json::{json, Value};
+
+/// A trusted project whose mock serves `replies`.
+fn setup(replies: Vec<Reply>) -> (TestEnv, MockServer) {
+    let env = TestEnv::new();
+    let mock = MockServer::start(replies);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    (env, mock)
+}
+
+/// Run the SDK client with `plan`; returns what it printed, one value per line, and asserts
+/// openmax exited 0 after stdin closed.
+fn client(env: &TestEnv, plan: Value) -> Vec<Value> {
+    let sdk = deps::npm_package("@agentclientprotocol/sdk")
+        .join("node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("acp/client.mjs");
+    let mut c = Command::new("timeout");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &env.home)
+        .env("OPENMAX_HOME", &env.home)
+        .current_dir(&env.project)
+        .arg("60")
+        .arg("node")
+        .arg(script)
+        .arg(sdk)
+        .arg(openmax_bin())
+        .arg(&env.project)
+        .arg(plan.to_string());
+    for (k, v) in &env.env {
+        c.env(k, v);
+    }
+    let child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node starts");
+    let out = wait_child(child);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "client failed\nstdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        lines.iter().all(|l| l.get("failed").is_none()),
+        "{lines:#?}\nstderr:\n{}",
+        out.stderr
+    );
+    assert_eq!(
+        lines.last(),
+        Some(&json!({"exit": 0})),
+        "{lines:#?}\nstderr:\n{}",
+        out.stderr
+    );
+    lines
+}
+
+fn updates<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    lines
+        .iter()
+        .filter(|l| l["update"]["update"]["sessionUpdate"] == kind)
+        .map(|l| &l["update"]["update"])
+        .collect()
+}
+
+fn chunk_text(lines: &[Value], kind: &str) -> String {
+    updates(lines, kind)
+        .iter()
+        .map(|u| u["content"]["text"].as_str().unwrap_or(""))
+        .collect()
+}
+
+/// The answers to prompts and set_mode, in order.
+fn answers(lines: &[Value]) -> Vec<&Value> {
+    lines
+        .iter()
+        .filter(|l| l.get("response").is_some() || l.get("error").is_some())
+        .collect()
+}
+
+fn parts(text: &[&str], end: StreamEnd, delay_ms: u64) -> Reply {
+    Reply::Stream {
+        items: text
+            .iter()
+            .map(|t| StreamItem::Text {
+                text: t.to_string(),
+            })
+            .collect(),
+        end,
+        delay_ms,
+    }
+}
+
+#[test]
+fn a_prompt_streams_its_chunks_in_order_and_ends_the_turn() {
+    let (env, _mock) = setup(vec![parts(
+        &["Hel", "lo, ", "wor", "ld"],
+        StreamEnd::Complete { finish: None },
+        0,
+    )]);
+    let lines = client(
+        &env,
+        json!({"steps": [{"op": "new"}, {"op": "prompt", "text": "hi"}]}),
+    );
+    let init = &lines[0]["initialize"];
+    assert_eq!(init["protocolVersion"], 1);
+    assert_eq!(init["agentCapabilities"]["loadSession"], true);
+    assert_eq!(init["agentInfo"]["name"], "openmax");
+    assert_eq!(
+        lines[1]["new"]["modes"]["currentModeId"], "ask",
+        "{lines:#?}"
+    );
+    assert_eq!(chunk_text(&lines, "agent_message_chunk"), "Hello, world");
+    assert_eq!(
+        answers(&lines),
+        vec![&json!({"response": {"stopReason": "end_turn"}})]
+    );
+}
+
+fn write_then_done() -> Vec<Reply> {
+    vec![
+        tool_reply(
+            "c1",
+            "write_file",
+            json!({"path": "notes.txt", "content": "hello\n"}),
+        ),
+        text_reply("written"),
+    ]
+}
+
+#[test]
+fn an_allowed_write_shows_its_diff_and_completes() {
+    let (env, _mock) = setup(write_then_done());
+    let lines = client(
+        &env,
+        json!({"permission": "allow", "steps": [{"op": "new"}, {"op": "prompt", "text": "write"}]}),
+    );
+    let ask = lines
+        .iter()
+        .find_map(|l| l.get("permission"))
+        .expect("a permission request");
+    assert_eq!(ask["toolCall"]["toolCallId"], "c1");
+    assert_eq!(ask["options"][0]["optionId"], "allow");
+    let call_updates = updates(&lines, "tool_call_update");
+    let diff = call_updates
+        .iter()
+        .flat_map(|u| u["content"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["type"] == "diff")
+        .expect("a diff block");
+    assert_eq!(diff["newText"], "hello\n");
+    assert_eq!(diff["oldText"], Value::Null);
+    assert!(diff["path"].as_str().unwrap().ends_with("/notes.txt"));
+    assert_eq!(call_updates.last().unwrap()["status"], "completed");
+    assert_eq!(
+        std::fs::read_to_string(env.project.join("notes.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        answers(&lines),
+        vec![&json!({"response": {"stopReason": "end_turn"}})]
+    );
+}
+
+#[test]
+fn a_rejected_write_fails_and_writes_nothing() {
+    let (env, _mock) = setup(write_then_done());
+    let lines = client(
+        &env,
+        json!({"permission": "reject", "steps": [{"op": "new"}, {"op": "prompt", "text": "write"}]}),
+    );
+    assert!(lines.iter().any(|l| l.get("permission").is_some()));
+    let call_updates = updates(&lines, "tool_call_update");
+    assert_eq!(call_updates.last().unwrap()["status"], "failed");
+    assert!(!env.project.join("notes.txt").exists());
+    assert_eq!(
+        answers(&lines),
+        vec![&json!({"response": {"stopReason": "end_turn"}})]
+    );
+}
+
+#[test]
+fn a_cancel_mid_stream_answers_cancelled() {
+    let slow: Vec<String> = (0..60).map(|i| format!("w{i} ")).collect();
+    let slow: Vec<&str> = slow.iter().map(String::as_str).collect();
+    let (env, _mock) = setup(vec![parts(&slow, StreamEnd::Complete { finish: None }, 50)]);
+    let lines = client(
+        &env,
+        json!({"steps": [{"op": "new"}, {"op": "prompt", "text": "go", "cancel_after": 2}]}),
+    );
+    assert_eq!(
+        answers(&lines),
+        vec![&json!({"response": {"stopReason": "cancelled"}})]
+    );
+    assert!(updates(&lines, "agent_message_chunk").len() < 60);
+}
+
+#[test]
+fn a_stream_cut_mid_answer_gets_exactly_one_error_answer() {
+    let (env, _mock) = setup(vec![parts(&["partial ", "answ"], StreamEnd::Abort, 0)]);
+    let lines = client(
+        &env,
+        json!({"steps": [{"op": "new"}, {"op": "prompt", "text": "go"}]}),
+    );
+    let a = answers(&lines);
+    assert_eq!(a.len(), 1, "{lines:#?}");
+    assert!(a[0].get("error").is_some(), "{lines:#?}");
+    assert!(!a[0]["error"]["message"].as_str().unwrap().is_empty());
+    assert!(chunk_text(&lines, "agent_message_chunk").starts_with("partial "));
+}
+
+#[test]
+fn set_mode_readonly_is_saved_for_a_later_stdio_session() {
+    let (env, mock) = setup(vec![]);
+    let lines = client(
+        &env,
+        json!({"steps": [{"op": "new"}, {"op": "set_mode", "mode": "readonly"},
+                         {"op": "set_mode", "mode": "yolo"}]}),
+    );
+    assert_eq!(lines[2], json!({"set_mode": {}}), "{lines:#?}");
+    let refused = lines
+        .iter()
+        .find_map(|l| l.get("error"))
+        .expect("yolo refused");
+    assert_eq!(refused["code"], -32602, "{lines:#?}");
+    assert!(refused["message"]
+        .as_str()
+        .unwrap()
+        .contains("auto, ask, readonly"));
+    // A later --stdio session is readonly: a write is refused without an approval request.
+    mock.push(tool_reply(
+        "c1",
+        "write_file",
+        json!({"path": "x.txt", "content": "x"}),
+    ));
+    mock.push(text_reply("ok"));
+    let mut s = env.stdio(&[]);
+    s.user("write");
+    let (evs, _) = s.turn();
+    assert!(!types(&evs).contains(&"approval_request".to_string()));
+    assert_eq!(find(&evs, "tool_end")["ok"], false);
+    assert!(!env.project.join("x.txt").exists());
+    s.finish();
+}
+
+#[test]
+fn session_load_replays_the_previous_messages_before_answering() {
+    let (env, _mock) = setup(vec![text_reply("the first answer")]);
+    let first = client(
+        &env,
+        json!({"steps": [{"op": "new"}, {"op": "prompt", "text": "the first question"}]}),
+    );
+    let sid = first[1]["new"]["sessionId"].as_str().unwrap().to_string();
+    let second = client(&env, json!({"steps": [{"op": "load", "session": sid}]}));
+    let load_at = second
+        .iter()
+        .position(|l| l.get("load").is_some())
+        .expect("load answered");
+    let replay = &second[..load_at];
+    assert_eq!(
+        chunk_text(replay, "user_message_chunk"),
+        "the first question"
+    );
+    assert_eq!(
+        chunk_text(replay, "agent_message_chunk"),
+        "the first answer"
+    );
+}
