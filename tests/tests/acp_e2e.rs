@@ -281,3 +281,105 @@ fn session_load_replays_the_previous_messages_before_answering() {
         "the first answer"
     );
 }
+
+/// Raw JSON-RPC lines against `openmax --acp`: malformed input gets the standard codes and the
+/// connection goes on; a second prompt while one runs is refused at once; EOF drains the turn
+/// in flight, answers it, and exits 0.
+#[test]
+fn protocol_hygiene_and_eof() {
+    use std::io::{BufRead, BufReader, Write};
+    let words: Vec<String> = (0..20).map(|i| format!("w{i} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let (env, _mock) = setup(vec![parts(
+        &words,
+        StreamEnd::Complete { finish: None },
+        20,
+    )]);
+    let mut child = env
+        .command(&["--acp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("openmax starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str::<Value>(&l).unwrap());
+        }
+    });
+    let mut send = |l: &str| {
+        stdin.write_all(l.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let next = || rx.recv_timeout(DEADLINE).expect("an answer in time");
+    send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
+    assert_eq!(next()["result"]["protocolVersion"], 1);
+    let cases = [
+        ("{bad", Value::Null, -32700),
+        ("[1,2]", Value::Null, -32600),
+        (r#"{"jsonrpc":"2.0","id":3}"#, json!(3), -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":4,"method":"nope"}"#,
+            json!(4),
+            -32601,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"prompt":3}}"#,
+            json!(5),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"cwd":"relative","mcpServers":[]}}"#,
+            json!(6),
+            -32602,
+        ),
+    ];
+    for (line, id, code) in cases {
+        send(r#"{"jsonrpc":"2.0","method":"an/unknown_notification"}"#);
+        send(line);
+        let a = next();
+        assert_eq!(
+            (&a["id"], &a["error"]["code"]),
+            (&id, &json!(code)),
+            "{line}: {a}"
+        );
+    }
+    let new = json!({"jsonrpc":"2.0","id":7,"method":"session/new",
+                     "params":{"cwd": env.project, "mcpServers": []}});
+    send(&new.to_string());
+    let a = next();
+    let sid = a["result"]["sessionId"]
+        .as_str()
+        .expect("a session")
+        .to_string();
+    let prompt = |id: u64| {
+        json!({"jsonrpc":"2.0","id":id,"method":"session/prompt",
+               "params":{"sessionId": sid, "prompt":[{"type":"text","text":"go"}]}})
+        .to_string()
+    };
+    send(&prompt(8));
+    send(&prompt(9));
+    drop(send);
+    drop(stdin); // EOF while prompt 8 runs
+    let mut seen = Vec::new();
+    while let Ok(v) = rx.recv_timeout(DEADLINE) {
+        seen.push(v);
+    }
+    let answers: Vec<&Value> = seen.iter().filter(|v| v.get("id").is_some()).collect();
+    assert_eq!(answers.len(), 2, "{seen:#?}");
+    assert_eq!(answers[0]["id"], 9);
+    assert_eq!(answers[0]["error"]["code"], -32600);
+    assert_eq!(answers[1]["id"], 8);
+    assert_eq!(answers[1]["result"]["stopReason"], "end_turn", "{seen:#?}");
+    let text: String = seen
+        .iter()
+        .filter_map(|v| v["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(text, words.concat());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
