@@ -363,7 +363,6 @@ fn protocol_hygiene_and_eof() {
     };
     send(&prompt(8));
     send(&prompt(9));
-    drop(send);
     drop(stdin); // EOF while prompt 8 runs
     let mut seen = Vec::new();
     while let Ok(v) = rx.recv_timeout(DEADLINE) {
