@@ -9,9 +9,14 @@ use serde_json::{json, Value};
 
 /// A trusted project whose mock serves `replies`.
 fn setup(replies: Vec<Reply>) -> (TestEnv, MockServer) {
+    setup_with(replies, "")
+}
+
+/// [`setup`] with `extra` appended to the user config's `[provider]`.
+fn setup_with(replies: Vec<Reply>, extra: &str) -> (TestEnv, MockServer) {
     let env = TestEnv::new();
     let mock = MockServer::start(replies);
-    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), extra);
     env.trust();
     (env, mock)
 }
@@ -19,6 +24,11 @@ fn setup(replies: Vec<Reply>) -> (TestEnv, MockServer) {
 /// Run the SDK client with `plan`; returns what it printed, one value per line, and asserts
 /// openmax exited 0 after stdin closed.
 fn client(env: &TestEnv, plan: Value) -> Vec<Value> {
+    client_within(env, plan, 60)
+}
+
+/// [`client`] with a deadline of `secs` for the whole run.
+fn client_within(env: &TestEnv, plan: Value, secs: u32) -> Vec<Value> {
     let sdk = deps::npm_package("@agentclientprotocol/sdk")
         .join("node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js");
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("acp/client.mjs");
@@ -28,7 +38,7 @@ fn client(env: &TestEnv, plan: Value) -> Vec<Value> {
         .env("HOME", &env.home)
         .env("OPENMAX_HOME", &env.home)
         .current_dir(&env.project)
-        .arg("60")
+        .arg(secs.to_string())
         .arg("node")
         .arg(script)
         .arg(sdk)
@@ -381,4 +391,87 @@ fn protocol_hygiene_and_eof() {
     assert_eq!(text, words.concat());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+/// 200 prompts in one connection, each meeting a fault from the mock picked by a seeded
+/// generator (normal, a 503 then success, a cut after text, a stall past the idle timeout, a
+/// cancel mid-stream): exactly 200 answers, each the one its fault calls for, and every message
+/// chunk between two answers belongs to the prompt in flight.
+#[test]
+fn soak_200_prompts_with_faults() {
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Fault {
+        Normal,
+        Busy,
+        Cut,
+        Stall,
+        Cancel,
+    }
+    let mut seed: u64 = 0x5eed_acb1;
+    let mut faults = Vec::new();
+    let mut replies = Vec::new();
+    let mut steps = vec![json!({"op": "new"})];
+    for i in 0..200 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let fault = match (seed >> 33) % 20 {
+            0..=9 => Fault::Normal,
+            10..=12 => Fault::Busy,
+            13..=15 => Fault::Cut,
+            16 => Fault::Stall,
+            _ => Fault::Cancel,
+        };
+        let tag = format!("p{i} ");
+        let mut step = json!({"op": "prompt", "text": format!("prompt {i}")});
+        match fault {
+            Fault::Normal => replies.push(text_reply(&format!("{tag}ok"))),
+            Fault::Busy => {
+                replies.push(status(503, None, None));
+                replies.push(text_reply(&format!("{tag}after 503")));
+            }
+            Fault::Cut => replies.push(parts(&[&tag, &tag], StreamEnd::Abort, 0)),
+            Fault::Stall => replies.push(parts(&[&tag], StreamEnd::Stall, 0)),
+            Fault::Cancel => {
+                let many: Vec<&str> = (0..40).map(|_| tag.as_str()).collect();
+                replies.push(parts(&many, StreamEnd::Complete { finish: None }, 25));
+                step["cancel_after"] = json!(1);
+            }
+        }
+        faults.push(fault);
+        steps.push(step);
+    }
+    let (env, _mock) = setup_with(replies, "stream_idle_timeout_s = 1");
+    let lines = client_within(&env, json!({"steps": steps}), 600);
+    let mut prompt = 0usize;
+    let mut counts = std::collections::BTreeMap::new();
+    for l in &lines {
+        if let Some(u) = l.get("update") {
+            if u["update"]["sessionUpdate"] == "agent_message_chunk" {
+                let t = u["update"]["content"]["text"].as_str().unwrap();
+                assert!(
+                    t.starts_with(&format!("p{prompt} ")),
+                    "prompt {prompt} ({:?}) got the chunk {t:?}",
+                    faults.get(prompt)
+                );
+            }
+        } else if l.get("response").is_some() || l.get("error").is_some() {
+            let fault = faults[prompt];
+            let got = if l.get("error").is_some() {
+                "error".to_string()
+            } else {
+                l["response"]["stopReason"].as_str().unwrap().to_string()
+            };
+            let want = match fault {
+                Fault::Normal | Fault::Busy => "end_turn",
+                Fault::Cut | Fault::Stall => "error",
+                Fault::Cancel => "cancelled",
+            };
+            assert_eq!(got, want, "prompt {prompt} ({fault:?}): {l}");
+            *counts.entry(format!("{fault:?}")).or_insert(0) += 1;
+            prompt += 1;
+        }
+    }
+    assert_eq!(prompt, 200, "{counts:?}");
+    eprintln!("soak: {counts:?}");
 }
