@@ -16,5 +16,6 @@ pub mod hooks;
 pub mod oneshot;
 pub mod provider;
 pub mod run;
+pub mod sandbox;
 pub mod session;
 pub mod tools;

@@ -610,3 +610,74 @@ async fn special_files_are_refused() {
         "b.bin is a binary file (it contains NUL bytes); not searched\n"
     );
 }
+
+#[tokio::test]
+async fn writes_replace_a_hard_link_instead_of_writing_through_it() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let p = Project::new("hardlink");
+    let outside = TempDirOutside::new();
+    std::fs::write(outside.file(), "outside\n").unwrap();
+    std::fs::hard_link(outside.file(), p.dir.path().join("linked.txt")).unwrap();
+    std::fs::hard_link(outside.file(), p.dir.path().join("edited.txt")).unwrap();
+    let out = p
+        .run(
+            "write_file",
+            json!({"path": "linked.txt", "content": "changed\n"}),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    let out = p
+        .run(
+            "edit_file",
+            json!({"path": "edited.txt", "old_string": "outside", "new_string": "edited"}),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    assert_eq!(
+        std::fs::read_to_string(outside.file()).unwrap(),
+        "outside\n"
+    );
+    assert_eq!(p.dir.read_str("linked.txt"), "changed\n");
+    assert_eq!(p.dir.read_str("edited.txt"), "edited\n");
+    assert_eq!(std::fs::metadata(outside.file()).unwrap().nlink(), 1);
+    // An executable keeps its permission bits; no temporary file is left behind.
+    p.dir.write("run.sh", "#!/bin/sh\n");
+    let script = p.dir.path().join("run.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let out = p
+        .run(
+            "write_file",
+            json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"}),
+        )
+        .await;
+    assert!(out.ok, "{}", out.output);
+    let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o750);
+    let names: Vec<String> = std::fs::read_dir(p.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("openmax-tmp"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+/// A file outside any project, removed on drop.
+struct TempDirOutside(std::path::PathBuf);
+
+impl TempDirOutside {
+    fn new() -> Self {
+        let d = std::env::temp_dir().join(format!("omx-outside-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        TempDirOutside(d)
+    }
+
+    fn file(&self) -> std::path::PathBuf {
+        self.0.join("secret.txt")
+    }
+}
+
+impl Drop for TempDirOutside {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -166,10 +166,27 @@ impl TestEnv {
         out
     }
 
-    /// `openmax --trust` in the project; asserts it succeeded.
+    /// `openmax --trust` in the project, run as a human would (stdin a terminal); asserts it
+    /// succeeded.
     pub fn trust(&self) {
-        let out = self.run(&["--trust"]);
+        let out = self.run_on_tty(&["--trust"]);
         assert_eq!(out.code, Some(0), "--trust failed: {}", out.stderr);
+    }
+
+    /// Run `openmax ARGS` to completion with a pseudo-terminal on stdin (the human-only
+    /// commands `--trust` and `--approve` require one).
+    pub fn run_on_tty(&self, args: &[&str]) -> RunOutput {
+        let (master, slave) = pty_pair();
+        let child = self
+            .command(args)
+            .stdin(Stdio::from(slave))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("openmax starts");
+        let out = wait_output(child);
+        drop(master);
+        out
     }
 
     /// Start `openmax --stdio ARGS` and read its hello.
@@ -222,6 +239,33 @@ impl TestEnv {
 impl Drop for TestEnv {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// A pseudo-terminal: (master, slave), both open read-write.
+pub fn pty_pair() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: plain libc calls on a fresh descriptor; each result is checked before use and
+    // ptsname's static buffer is copied at once (tests run it from one thread at a time per
+    // call; a race would only give another valid name of a pty we then fail to open).
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        assert!(m >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        let master = OwnedFd::from_raw_fd(m);
+        assert_eq!(libc::grantpt(m), 0);
+        assert_eq!(libc::unlockpt(m), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
+        let s = libc::open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        );
+        assert!(
+            s >= 0,
+            "open pty slave: {}",
+            std::io::Error::last_os_error()
+        );
+        (master, OwnedFd::from_raw_fd(s))
     }
 }
 

@@ -130,7 +130,7 @@ fn trust_then_turn_runs() {
     let env = TestEnv::new();
     let mock = MockServer::start(vec![text_reply("trusted now")]);
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
-    let out = env.run(&["--trust"]);
+    let out = env.run_on_tty(&["--trust"]);
     assert_eq!(out.code, Some(0));
     assert!(out.stdout.contains("trusted"), "{}", out.stdout);
     let mut s = env.stdio(&[]);

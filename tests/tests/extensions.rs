@@ -178,7 +178,7 @@ fn approve_in_advance_skips_the_request_and_agents_cannot_approve() {
     assert_eq!(s.finish().0, Some(0));
 
     // A human approves in advance: shown path, sha and env grant.
-    let out = env.run(&["--approve", ".openmax/tools/greet.json"]);
+    let out = env.run_on_tty(&["--approve", ".openmax/tools/greet.json"]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(
         out.stdout.contains(".openmax/tools/greet.json"),
@@ -246,7 +246,9 @@ fn external_tool_gets_only_path_home_lang_and_its_allowlist() {
             "HOME",
             "LANG",
             "OPENMAX_AGENT_SESSION",
-            "PATH"
+            "PATH",
+            // The sandbox's private temp directory.
+            "TMPDIR"
         ],
         "{out}"
     );

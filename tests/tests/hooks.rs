@@ -249,7 +249,8 @@ fn hook_timing_out_is_killed_with_its_children() {
     assert_eq!(s.finish().0, Some(0));
 }
 
-/// A project hook (agent-writable, so gated) that leaves a marker file outside the project.
+/// A project hook (agent-writable, so gated) that leaves a marker file (inside the project: a
+/// project hook runs in the sandbox, which allows writes only there and in temp directories).
 fn project_hook(env: &TestEnv, marker: &Path) {
     env.project_config(
         "[[hooks]]\nevent = \"turn_end\"\ncommand = [\"sh\", \"hooks/check.sh\"]\nblocking = true\n",
@@ -264,8 +265,8 @@ fn project_hook(env: &TestEnv, marker: &Path) {
 #[test]
 fn project_hook_edited_by_the_agent_after_the_freeze_is_not_run() {
     let env = TestEnv::new();
-    let marker = env.root.join("marker");
-    let evil = env.root.join("evil");
+    let marker = env.project.join("marker");
+    let evil = env.project.join("evil");
     project_hook(&env, &marker);
     let mock = MockServer::start(vec![
         text_reply("first"),
@@ -278,7 +279,7 @@ fn project_hook_edited_by_the_agent_after_the_freeze_is_not_run() {
     ]);
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
     env.trust();
-    let out = env.run(&["--approve", "hooks/check.sh"]);
+    let out = env.run_on_tty(&["--approve", "hooks/check.sh"]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let mut s = env.stdio(&[]);
     s.send(json!({"cmd":"approval_mode","mode":"auto"}));
@@ -310,7 +311,7 @@ fn project_hook_edited_by_the_agent_after_the_freeze_is_not_run() {
 #[test]
 fn unapproved_project_hook_is_reported_and_not_run() {
     let env = TestEnv::new();
-    let marker = env.root.join("marker");
+    let marker = env.project.join("marker");
     project_hook(&env, &marker);
     let mock = MockServer::start(vec![text_reply("hi")]);
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");

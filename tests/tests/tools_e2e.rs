@@ -811,11 +811,9 @@ fn a_long_file_is_cut_with_a_notice_saying_how_to_read_on() {
     assert!(o[1].1.starts_with("  2001\tl2001\n") && o[1].1.ends_with("  2500\tl2500\n"));
 }
 
-/// Observation, not a contract rule: a shell command outlives an openmax killed with SIGKILL
-/// (no cleanup can run; the group is not tied to openmax's life). Ignored: it documents the
-/// behaviour for the lead to decide on (e.g. a parent-death signal or a reaper).
+/// A SIGKILLed openmax cannot clean up, but it recorded its running call's process group (with
+/// start times) in the project's state: the next openmax in the project kills what is left.
 #[test]
-#[ignore = "observation: a running shell tool's process group survives SIGKILL of openmax"]
 fn a_shell_command_dies_with_a_sigkilled_openmax() {
     let (env, _mock) = setup(
         vec![tool_reply(
@@ -838,6 +836,13 @@ fn a_shell_command_dies_with_a_sigkilled_openmax() {
         std::thread::sleep(Duration::from_millis(10));
     };
     s.kill_hard();
+    let next = env.stdio(&[]);
+    let (code, _, stderr) = next.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("left running by an earlier openmax"),
+        "{stderr}"
+    );
     let gone = wait_gone(pid);
     // SAFETY: killing the leftover group (our own test's processes) so nothing lingers.
     unsafe { libc::kill(-pid, libc::SIGKILL) };

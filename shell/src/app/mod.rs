@@ -8,11 +8,14 @@
 //!   is written to stdout.
 //! - `hello` is the first stdout line, written before stdin is read; `transcript` follows it
 //!   only for `--continue`.
-//! - An agent-spawned process (`OPENMAX_AGENT_SESSION` set) cannot trust a project or approve a
-//!   source.
+//! - Only a human can trust a project or approve a source ([`human::check`]: no
+//!   `OPENMAX_AGENT_SESSION`, a terminal on stdin, no openmax ancestor).
+//! - A session's openmax is a child subreaper; what a SIGKILLed openmax left of its tool calls
+//!   in the project is killed before the session starts, and no descendant outlives the exit.
 
 pub mod cli;
 pub mod demo;
+pub mod human;
 pub mod project;
 
 use std::path::{Path, PathBuf};
@@ -30,8 +33,7 @@ use crate::run::{Runtime, SignalPolicy};
 use crate::session::{resume_latest, Home, ProjectState, SessionWriter};
 use cli::{Action, Cli};
 
-/// The variable whose presence marks an agent-spawned openmax.
-pub const AGENT_ENV: &str = "OPENMAX_AGENT_SESSION";
+pub use crate::sandbox::AGENT_ENV;
 
 /// Run the invocation; returns the process exit code.
 pub fn run(cli: Cli) -> i32 {
@@ -76,12 +78,7 @@ fn project_of(cli: &Cli) -> Result<PathBuf, String> {
 /// The project's state for a command only a human may run (`--trust`, `--approve`): refused
 /// when agent-spawned, else the project discovered and its state opened.
 fn human_project_state(cli: &Cli, flag: &str) -> Result<ProjectState, String> {
-    if agent_spawned() {
-        return Err(format!(
-            "{flag} refused: this openmax was started by an agent ({AGENT_ENV} is set); \
-             a human must run it"
-        ));
-    }
+    human::check(flag)?;
     let project = project_of(cli)?;
     let home = Home::from_env()?;
     Ok(ProjectState::open(&home, &project))
@@ -193,6 +190,32 @@ fn setup_at(cli: &Cli, dir: &Path) -> Result<Setup, String> {
     })
 }
 
+/// The policy agent processes of this session run under.
+fn sandbox_policy(
+    settings: &Settings,
+    state: &ProjectState,
+    home: &Path,
+) -> Result<crate::sandbox::Policy, String> {
+    let p = &settings.provider;
+    let mut key_vars: Vec<String> = p.api_key_env.iter().cloned().collect();
+    key_vars.extend(p.kind.default_api_key_env().map(str::to_string));
+    Ok(crate::sandbox::Policy {
+        env: crate::sandbox::EnvPolicy {
+            key_vars,
+            allow: settings.sandbox.env_allow.clone(),
+            deny: settings.sandbox.env_deny.clone(),
+        },
+        secrets: p.api_key.iter().cloned().collect(),
+        running_dir: Some(state.dir().join("running")),
+        confine: crate::sandbox::confine::Confine::for_session(
+            settings.sandbox.mode.as_deref(),
+            settings.sandbox.network.unwrap_or(false),
+            state.project(),
+            home,
+        )?,
+    })
+}
+
 /// A new session id: 16 hex of sha256(time, pid, counter).
 pub fn new_session_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -269,6 +292,23 @@ pub(crate) fn open(
     .map_err(OpenError::new)?;
     let provider = backend::provider_from(&setup.settings.provider).map_err(OpenError::new)?;
     let state = ProjectState::open(&setup.home, &setup.project);
+    let sandbox =
+        sandbox_policy(&setup.settings, &state, setup.home.root()).map_err(OpenError::new)?;
+    // Not dumpable: no process of the same user (the agent's included) can read this
+    // process's environment (the provider key) or memory through /proc or ptrace.
+    // SAFETY: plain prctl with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+    if let Err(e) = crate::sandbox::reaper::become_subreaper() {
+        eprintln!("openmax: could not become a child subreaper ({e}); a process a tool starts with setsid may outlive its call");
+    }
+    if let Some(dir) = &sandbox.running_dir {
+        let n = crate::sandbox::reaper::kill_survivors(dir);
+        if n > 0 {
+            eprintln!("openmax: killed {n} process(es) left running by an earlier openmax in this project");
+        }
+    }
     let hook_configs = setup.settings.hooks.clone();
     let (frozen, hooks) =
         backend::freeze_now(setup.home.root(), state.project(), &state, &hook_configs);
@@ -321,7 +361,7 @@ pub(crate) fn open(
         .or_else(|| state.mode())
         .or(session_mode)
         .unwrap_or(Mode::Ask);
-    let backend = Backend::new(
+    let mut backend = Backend::new(
         setup.home.clone(),
         state,
         provider,
@@ -331,6 +371,7 @@ pub(crate) fn open(
         hook_configs,
     )
     .map_err(OpenError::new)?;
+    backend.set_sandbox(sandbox);
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;
@@ -391,6 +432,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             let (code, sink) = rt.block_on(runtime.run());
             // Do not wait for leftover blocking work (a plan job) after the session is over.
             rt.shutdown_background();
+            crate::sandbox::reaper::sweep();
             sink.exit_code().unwrap_or(code)
         }
         None => {
@@ -421,6 +463,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             });
             let (code, _sink) = rt.block_on(runtime.run());
             rt.shutdown_background();
+            crate::sandbox::reaper::sweep();
             code
         }
     }

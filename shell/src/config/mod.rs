@@ -7,9 +7,12 @@
 //! - Every error names the file (and for a syntax error, its line and column) or the
 //!   environment variable to set, and is reported before the handshake.
 //! - A project file (agent-writable) can never set `base_url`, `api_key_env` or any key
-//!   material: a project must not redirect credentials.
+//!   material: a project must not redirect credentials. It can only narrow the rest
+//!   ([`narrow`]): no `provider.name`, limits only lowered, the sandbox never widened.
 //! - Unknown keys are errors (a typo is never silently ignored).
 //! - The API key itself is only ever read from the environment variable `api_key_env` names.
+
+pub mod narrow;
 
 use std::path::{Path, PathBuf};
 
@@ -37,6 +40,24 @@ pub struct FileConfig {
     pub hooks: Vec<HookConfig>,
     #[serde(default)]
     pub trust: TrustSection,
+    #[serde(default)]
+    pub sandbox: SandboxSection,
+}
+
+/// `[sandbox]`: what processes started for the agent may see and do.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// `"on"` (default) or `"off"` (user config only).
+    pub mode: Option<String>,
+    /// Network sockets allowed (user config only for `true`).
+    pub network: Option<bool>,
+    /// Variables passed on although their names look like secrets (user config only).
+    #[serde(default)]
+    pub env_allow: Vec<String>,
+    /// More variables withheld from agent processes.
+    #[serde(default)]
+    pub env_deny: Vec<String>,
 }
 
 /// `[trust]` (user config only): projects trusted without running `openmax --trust` in them,
@@ -138,6 +159,8 @@ pub struct Settings {
     pub files: Vec<PathBuf>,
     /// `[trust] projects` from the user config, canonicalized where they exist.
     pub trusted_projects: Vec<PathBuf>,
+    /// `[sandbox]` as merged.
+    pub sandbox: SandboxSection,
 }
 
 impl Settings {
@@ -172,8 +195,10 @@ pub struct Layers {
 pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
     let mut layers = Layers::default();
     let user = home.join("config.toml");
+    let mut user_cfg = FileConfig::default();
     if let Some(text) = read_optional(&user)? {
         let cfg = parse_file(&user, &text, false)?;
+        user_cfg = cfg.clone();
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::User)));
@@ -183,6 +208,7 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
     let proj = project.join(".openmax").join("config.toml");
     if let Some(text) = read_optional(&proj)? {
         let cfg = parse_file(&proj, &text, true)?;
+        narrow::check(&proj, &user_cfg, &cfg)?;
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::Project)));
@@ -312,6 +338,7 @@ pub fn resolve(
             .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)))
             .collect(),
         files: layers.files,
+        sandbox: layers.merged.sandbox,
     })
 }
 
@@ -430,6 +457,23 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
                 p.extend(over.trust.projects);
                 p
             },
+        },
+        sandbox: {
+            let (b, o) = (base.sandbox, over.sandbox);
+            let mut env_allow = b.env_allow;
+            env_allow.extend(o.env_allow);
+            let mut env_deny = b.env_deny;
+            env_deny.extend(o.env_deny);
+            SandboxSection {
+                mode: o.mode.or(b.mode),
+                // The narrower value wins: `false` anywhere is off.
+                network: match (b.network, o.network) {
+                    (Some(x), Some(y)) => Some(x && y),
+                    (x, y) => y.or(x),
+                },
+                env_allow,
+                env_deny,
+            }
         },
     }
 }

@@ -4,7 +4,8 @@
 //! are *now* (so an edit after the freeze asks again), the env grant, and whether a human
 //! approved exactly those bytes. Run: the bytes are hashed again and must still be the planned
 //! ones; the process gets the arguments as JSON on stdin, runs in the project in its own process
-//! group with only PATH, HOME, LANG, its allowlist and `OPENMAX_AGENT_SESSION`, and is killed
+//! group with only PATH, HOME, LANG, its allowlist and `OPENMAX_AGENT_SESSION` (never the
+//! provider key nor `OPENMAX_HOME`, whatever the allowlist says), and is killed
 //! with its group at the timeout or on cancel.
 
 use std::path::Path;
@@ -51,15 +52,14 @@ pub fn plan(
     plan
 }
 
-/// Run a call whose plan showed `planned_sha` (12 hex). `agent_session` is exported as
-/// `OPENMAX_AGENT_SESSION`.
+/// Run a call whose plan showed `planned_sha` (12 hex), in the session `ctx` describes (its
+/// `agent_session` is exported as `OPENMAX_AGENT_SESSION`; its sandbox prepares the process).
 pub async fn run(
     tool: &ExternalTool,
     project: &Path,
     args: &serde_json::Value,
     planned_sha: &str,
-    agent_session: &str,
-    output_cap: usize,
+    ctx: &crate::tools::ToolContext,
     cancel: tokio::sync::oneshot::Receiver<()>,
 ) -> ToolOutcome {
     match tool.current_sha256(project) {
@@ -74,20 +74,14 @@ pub async fn run(
         }
         Err(e) => return failed(format!("external tool {} cannot be run: {e}", tool.name)),
     }
-    let mut env: Vec<(String, String)> = Vec::new();
-    for name in BASE_ENV
-        .iter()
-        .copied()
-        .chain(tool.env.iter().map(String::as_str))
-    {
-        if let Ok(v) = std::env::var(name) {
-            env.push((name.to_string(), v));
-        }
-    }
-    env.push((
-        "OPENMAX_AGENT_SESSION".to_string(),
-        agent_session.to_string(),
-    ));
+    let (sandbox, output_cap) = (&ctx.sandbox, ctx.output_cap_bytes);
+    let env = sandbox.granted_env(
+        BASE_ENV
+            .iter()
+            .copied()
+            .chain(tool.env.iter().map(String::as_str)),
+        &ctx.agent_session,
+    );
     let spec = ProcessSpec {
         argv: tool.command.clone(),
         cwd: project.to_path_buf(),
@@ -95,6 +89,7 @@ pub async fn run(
         stdin: args.to_string().into_bytes(),
         timeout_ms: tool.timeout_ms,
         output_cap,
+        sandbox: sandbox.clone(),
     };
     let r = process::run(spec, cancel).await;
     let mut output = r.stdout;

@@ -4,6 +4,9 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
+
+use crate::sandbox::Policy;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
@@ -18,6 +21,8 @@ pub struct ProcessSpec {
     pub timeout_ms: u64,
     /// Bytes kept per stream.
     pub output_cap: usize,
+    /// How the process is prepared and contained.
+    pub sandbox: Arc<Policy>,
 }
 
 /// How it ended.
@@ -62,11 +67,21 @@ pub async fn run(
     spec: ProcessSpec,
     mut cancel: tokio::sync::oneshot::Receiver<()>,
 ) -> ProcessResult {
-    let mut cmd = tokio::process::Command::new(&spec.argv[0]);
+    let mut cmd = match spec
+        .sandbox
+        .tokio_command(&spec.argv[0], &spec.cwd, &spec.env)
+    {
+        Ok(c) => c,
+        Err(e) => {
+            return ProcessResult {
+                status: Status::SpawnFailed(e),
+                stdout: String::new(),
+                stderr: String::new(),
+                truncated: false,
+            }
+        }
+    };
     cmd.args(&spec.argv[1..])
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -87,6 +102,7 @@ pub async fn run(
     // If this future is dropped mid-run (the runtime shutting down), the whole group dies too,
     // not only the leader `kill_on_drop` covers.
     let mut guard = GroupGuard(pgid);
+    let tracked = pgid.map(|p| spec.sandbox.track(p));
     let stdin = child.stdin.take();
     let input = spec.stdin.clone();
     let writer = tokio::spawn(async move {
@@ -119,6 +135,9 @@ pub async fn run(
     kill_group(pgid);
     guard.0 = None;
     let reaped = child.wait().await;
+    // What escaped the group (`setsid`, a double fork) was re-parented to openmax: it dies now.
+    drop(tracked);
+    let _ = tokio::task::spawn_blocking(crate::sandbox::reaper::sweep).await;
     let status = match end {
         Some(s) => s,
         None => match reaped {
@@ -200,6 +219,7 @@ mod tests {
             stdin: b"{\"x\":1}".to_vec(),
             timeout_ms,
             output_cap: 64,
+            sandbox: Arc::default(),
         }
     }
 

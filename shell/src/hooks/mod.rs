@@ -187,6 +187,7 @@ pub async fn run(
     project: &Path,
     payload: &serde_json::Value,
     agent_session: &str,
+    sandbox: &std::sync::Arc<crate::sandbox::Policy>,
     cancel: tokio::sync::oneshot::Receiver<()>,
 ) -> HookOutcome {
     if let Some(why) = &hook.not_loaded {
@@ -206,13 +207,7 @@ pub async fn run(
             };
         }
     }
-    let mut env: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| k != "OPENMAX_AGENT_SESSION")
-        .collect();
-    env.push((
-        "OPENMAX_AGENT_SESSION".to_string(),
-        agent_session.to_string(),
-    ));
+    let env = sandbox.inherited_env(agent_session);
     let timeout_ms = hook.config.timeout_ms();
     let spec = ProcessSpec {
         argv: hook.config.command.clone(),
@@ -221,6 +216,12 @@ pub async fn run(
         stdin: payload.to_string().into_bytes(),
         timeout_ms,
         output_cap: 64 * 1024,
+        // A user hook is the user's own code: it runs outside the kernel sandbox (its
+        // environment is still filtered). A project hook is agent-writable: it runs inside.
+        sandbox: match hook.origin {
+            Origin::User => std::sync::Arc::new(sandbox.unconfined()),
+            Origin::Project => sandbox.clone(),
+        },
     };
     let r = process::run(spec, cancel).await;
     outcome(&r.status, &r.stdout, &r.stderr, timeout_ms)
@@ -366,12 +367,20 @@ mod tests {
             &p,
             &serde_json::json!({"event":"turn_end"}),
             "s1",
+            &Default::default(),
             rx,
         ));
         assert_eq!(out, HookOutcome::Refuse { reason: "r".into() });
         std::fs::write(p.join("check.sh"), "exit 0\n").unwrap();
         let (_tx, rx) = tokio::sync::oneshot::channel();
-        let out = rt.block_on(run(&frozen[0], &p, &serde_json::json!({}), "s1", rx));
+        let out = rt.block_on(run(
+            &frozen[0],
+            &p,
+            &serde_json::json!({}),
+            "s1",
+            &Default::default(),
+            rx,
+        ));
         assert!(
             matches!(out, HookOutcome::Failed { detail } if detail.contains("changed since the freeze"))
         );

@@ -34,6 +34,7 @@ use crate::extensions::source::sha256_hex;
 use crate::extensions::{external, ExternalTool};
 use crate::hooks::{self, FrozenHook, Origin};
 use crate::provider::{Provider, ProviderConfig};
+use crate::sandbox::Policy;
 use crate::session::{Home, ProjectState, SessionWriter};
 use crate::tools::ToolContext;
 
@@ -163,6 +164,11 @@ impl Backend {
         })
     }
 
+    /// Run every agent process (tools, hooks) under `policy` from now on.
+    pub fn set_sandbox(&mut self, policy: Policy) {
+        self.tools.sandbox = Arc::new(policy);
+    }
+
     /// Start one attempt of a model request; its items and failures arrive on `tx`.
     pub fn spawn_request(
         &self,
@@ -224,6 +230,22 @@ impl Backend {
         let ext = Arc::clone(&self.ext);
         let planned = self.planned.remove(call_id);
         async move {
+            let mut outcome = Self::run_call(ctx.clone(), ext, planned, name, args, cancel).await;
+            // The provider key never reaches the session file or the model.
+            outcome.output = ctx.sandbox.redact(&outcome.output);
+            outcome
+        }
+    }
+
+    async fn run_call(
+        ctx: ToolContext,
+        ext: Arc<Extensions>,
+        planned: Option<String>,
+        name: String,
+        args: serde_json::Value,
+        cancel: oneshot::Receiver<()>,
+    ) -> ToolOutcome {
+        {
             if let Some(tool) = ext.external.iter().find(|t| t.name == name) {
                 let Some(sha) = planned else {
                     return ToolOutcome {
@@ -232,16 +254,7 @@ impl Backend {
                         diffs: Vec::new(),
                     };
                 };
-                return external::run(
-                    tool,
-                    &ctx.project,
-                    &args,
-                    &sha,
-                    &ctx.agent_session,
-                    ctx.output_cap_bytes,
-                    cancel,
-                )
-                .await;
+                return external::run(tool, &ctx.project, &args, &sha, &ctx, cancel).await;
             }
             if name == SKILL_TOOL && !ext.skills.is_empty() {
                 return match skills::load(&ext.skills, &args) {
@@ -281,11 +294,21 @@ impl Backend {
                 .or_insert_with(|| project.display().to_string().into());
         }
         let session = self.tools.agent_session.clone();
+        let sandbox = Arc::clone(&self.tools.sandbox);
         let missing = format!("no frozen hook {hook} for {}", event.as_str());
         async move {
-            match found {
-                Some(h) => hooks::run(&h, &project, &payload, &session, cancel).await,
+            let outcome = match found {
+                Some(h) => hooks::run(&h, &project, &payload, &session, &sandbox, cancel).await,
                 None => HookOutcome::Failed { detail: missing },
+            };
+            match outcome {
+                HookOutcome::Refuse { reason } => HookOutcome::Refuse {
+                    reason: sandbox.redact(&reason),
+                },
+                HookOutcome::Failed { detail } => HookOutcome::Failed {
+                    detail: sandbox.redact(&detail),
+                },
+                other => other,
             }
         }
     }

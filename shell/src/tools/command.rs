@@ -1,14 +1,16 @@
 //! `shell`: `bash -c <command>` in the project, in its own process group.
 //!
 //! Invariants:
-//! - stdin is `/dev/null`; stdout and stderr share one pipe (interleaved as written);
-//!   `OPENMAX_AGENT_SESSION` is set to the context's session.
+//! - stdin is `/dev/null`; stdout and stderr share one pipe (interleaved as written); the
+//!   environment is openmax's as [`crate::sandbox::Policy::inherited_env`] filters it, with
+//!   `OPENMAX_AGENT_SESSION` set to the context's session.
 //! - The child leads a new process group. The leader is waited for without being reaped
 //!   (`waitid(WNOWAIT)`), so its group id cannot be reused until every `killpg` below is done.
 //! - However the command ends — exit, timeout, cancel, or the future being dropped — the
 //!   whole group gets `SIGKILL` and the leader is reaped: no process of the group outlives the
 //!   call (background children included; a process that left the group with `setsid` is out of
-//!   reach). After the kill, output still in the pipe is read for at most [`DRAIN_GRACE`].
+//!   reach of the group kill, and is killed by [`crate::sandbox::reaper::sweep`] right after).
+//!   After the kill, output still in the pipe is read for at most [`DRAIN_GRACE`].
 //! - Output over `output_cap_bytes` keeps its head and tail with a notice of what was
 //!   omitted; the last line says how it ended (`exit status: N`, `killed by signal N`,
 //!   `timed out …`, `cancelled …`). The call is ok only for exit status 0.
@@ -109,14 +111,16 @@ pub async fn run(
         Ok(w) => w,
         Err(e) => return fail(format!("{NAME}: cannot create a pipe: {e}")),
     };
-    let mut cmd = std::process::Command::new("bash");
+    let vars = ctx.sandbox.inherited_env(&ctx.agent_session);
+    let mut cmd = match ctx.sandbox.command("bash", &ctx.project, &vars) {
+        Ok(c) => c,
+        Err(e) => return fail(format!("{NAME}: not run: {e}")),
+    };
     cmd.arg("-c")
         .arg(&call.command)
-        .current_dir(&ctx.project)
         .stdin(Stdio::null())
         .stdout(writer)
         .stderr(writer2)
-        .env("OPENMAX_AGENT_SESSION", &ctx.agent_session)
         .process_group(0);
     let spawned = cmd.spawn();
     // The command holds our copies of the write end: drop it so EOF can arrive.
@@ -126,6 +130,7 @@ pub async fn run(
         Err(e) => return fail(format!("{NAME}: cannot start bash: {e}")),
     };
     let mut group = Group::new(child);
+    let tracked = ctx.sandbox.track(group.pid);
     let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(p) => p,
         Err(e) => return fail(format!("{NAME}: cannot read the command's output: {e}")),
@@ -160,6 +165,10 @@ pub async fn run(
         let _ = exited.await;
     }
     let status = group.reap();
+    // The group is gone; whatever escaped it (`setsid`, a double fork) was re-parented to
+    // openmax and dies now.
+    drop(tracked);
+    let _ = tokio::task::spawn_blocking(crate::sandbox::reaper::sweep).await;
     // Read what is left; bounded, because a process outside the group may hold the pipe.
     if !eof {
         let drain = async {

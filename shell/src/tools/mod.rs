@@ -58,6 +58,8 @@ pub struct ToolContext {
     pub shell_timeout_ms: u64,
     /// Byte cap of one tool output (before the notice saying what was cut).
     pub output_cap_bytes: usize,
+    /// How processes started for the agent are prepared (environment, containment).
+    pub sandbox: Arc<crate::sandbox::Policy>,
 }
 
 impl ToolContext {
@@ -76,6 +78,7 @@ impl ToolContext {
             agent_session: agent_session.into(),
             shell_timeout_ms: Self::DEFAULT_SHELL_TIMEOUT_MS,
             output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
+            sandbox: Arc::default(),
         })
     }
 }

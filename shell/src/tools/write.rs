@@ -5,6 +5,15 @@
 //! outcome from the file at run time (they differ only when the file changed in between);
 //! nothing is written when validation fails; `write_file` creates missing parent directories;
 //! a file that is not UTF-8 is never edited (but may be overwritten by `write_file`).
+//! A write never goes through the existing file: the new bytes go to a temporary file in the
+//! same directory (flushed to disk, with the old file's permission bits), which is then renamed
+//! over the path. A hard link to a file outside the project is therefore replaced, never
+//! written through, and a crash mid-write leaves the old file whole.
+
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use openmax_core::tool::{FileDiff, ToolOutcome, ToolPlan};
 use serde_json::Value;
@@ -175,7 +184,7 @@ fn commit(tool: &str, c: Change) -> ToolOutcome {
             ));
         }
     }
-    if let Err(e) = std::fs::write(&c.target.abs, c.new.as_bytes()) {
+    if let Err(e) = replace(&c.target.abs, c.new.as_bytes()) {
         return fail(format!("{tool}: cannot write {rel}: {}", io_reason(&e)));
     }
     let counts = format!("+{} -{}", c.diff.added, c.diff.removed);
@@ -204,4 +213,44 @@ fn commit(tool: &str, c: Change) -> ToolOutcome {
         output,
         diffs,
     }
+}
+
+/// Replace the file at `path` with `bytes` by renaming a flushed temporary file over it (see
+/// the module invariants). The temporary file is removed when anything fails.
+fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.openmax-tmp.{}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    // Permission bits of the file replaced (setuid and setgid are not carried over).
+    let mode = std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.permissions().mode() & 0o1777);
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            // A new file gets what `umask` leaves of 0o666, as with a plain create.
+            .mode(if mode.is_some() { 0o600 } else { 0o666 })
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        if let Some(mode) = mode {
+            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }

@@ -1,0 +1,79 @@
+//! Whether a human is at the controls: the precondition of `--trust` and `--approve`.
+//!
+//! Three checks, each a refusal with its reason: `OPENMAX_AGENT_SESSION` is not set (a
+//! courtesy an agent can unset), stdin is a terminal, and no ancestor process is an openmax
+//! (the same executable, or a process named `openmax`). Because a running openmax is a child
+//! subreaper, a process the agent started stays its descendant even after `setsid` or a double
+//! fork. This is defence in depth: the boundary itself is that agent processes run without
+//! access to `$OPENMAX_HOME` (see docs/security.md).
+
+use std::os::unix::fs::MetadataExt;
+
+use crate::sandbox::AGENT_ENV;
+
+/// `Ok` when a human runs this command; otherwise the reason to print.
+pub fn check(flag: &str) -> Result<(), String> {
+    if std::env::var_os(AGENT_ENV).is_some() {
+        return Err(format!(
+            "{flag} refused: this openmax was started by an agent ({AGENT_ENV} is set); \
+             a human must run it"
+        ));
+    }
+    // SAFETY: isatty only inspects the descriptor.
+    if unsafe { libc::isatty(0) } != 1 {
+        return Err(format!(
+            "{flag} refused: stdin is not a terminal; a human must run it from a terminal \
+             (for unattended setups, list the project under [trust] projects in \
+             $OPENMAX_HOME/config.toml)"
+        ));
+    }
+    if let Some((pid, what)) = openmax_ancestor() {
+        return Err(format!(
+            "{flag} refused: it runs under an openmax session (ancestor process {pid}: {what}); \
+             a human must run it outside openmax"
+        ));
+    }
+    Ok(())
+}
+
+/// The nearest ancestor that is an openmax, with how it was recognised.
+fn openmax_ancestor() -> Option<(i32, String)> {
+    let me = std::fs::metadata("/proc/self/exe").ok();
+    let mut pid = parent(std::process::id() as i32)?;
+    // Bounded: a pid chain always ends at 1 (or at 0 outside our pid namespace).
+    for _ in 0..4096 {
+        if pid <= 1 {
+            return None;
+        }
+        if let (Some(me), Ok(exe)) = (&me, std::fs::metadata(format!("/proc/{pid}/exe"))) {
+            if exe.dev() == me.dev() && exe.ino() == me.ino() {
+                return Some((pid, "the same openmax executable".to_string()));
+            }
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim_end() == "openmax" {
+            return Some((pid, "a process named openmax".to_string()));
+        }
+        pid = parent(pid)?;
+    }
+    None
+}
+
+fn parent(pid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_runner_has_a_parent_and_no_openmax_ancestor() {
+        assert!(parent(std::process::id() as i32).is_some());
+        assert_eq!(openmax_ancestor(), None);
+    }
+}

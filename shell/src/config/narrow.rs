@@ -1,0 +1,195 @@
+//! A project config (agent-writable, or pulled with a repository) can only narrow what the
+//! user config set: it cannot choose the provider (which decides where the user's key is sent),
+//! cannot widen the sandbox, and can only lower limits.
+//!
+//! Invariant: every refusal names the project file, the key and the user's value (or the
+//! default when the user config does not set it), and happens before the handshake.
+
+use std::path::Path;
+
+use openmax_core::machine::{Limits, RetrySettings};
+
+use super::{ConfigError, FileConfig};
+
+/// One limit: its key, the project's value, the user's (or default) value. `0` means "no
+/// limit" for the keys in [`ZERO_IS_UNLIMITED`].
+struct Limit {
+    key: &'static str,
+    project: Option<f64>,
+    user: Option<f64>,
+    default: f64,
+}
+
+/// Keys whose value 0 means "none" (so 0 is the widest value).
+const ZERO_IS_UNLIMITED: [&str; 2] = ["[limits] max_agent_tokens", "[limits] approval_timeout_s"];
+
+/// Refuse a project config that widens what `user` set.
+pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(), ConfigError> {
+    let file = path.display();
+    if project.provider.name.is_some() {
+        return Err(ConfigError(format!(
+            "{file}: [provider] name is not allowed in a project config (the provider decides \
+             where your key is sent); the user's value is {}; set it in \
+             $OPENMAX_HOME/config.toml or pass --provider",
+            user.provider
+                .name
+                .as_deref()
+                .map(|n| format!("{n:?}"))
+                .unwrap_or_else(|| "unset".to_string())
+        )));
+    }
+    let s = &project.sandbox;
+    if s.mode.is_some() || s.network == Some(true) || !s.env_allow.is_empty() {
+        return Err(ConfigError(format!(
+            "{file}: [sandbox] may only be narrowed in a project config (network = false, \
+             env_deny); mode, network = true and env_allow belong in $OPENMAX_HOME/config.toml"
+        )));
+    }
+    let ld = Limits::default();
+    let rd = RetrySettings::default();
+    let (u, p) = (&user.limits, &project.limits);
+    let (up, pp) = (&user.provider, &project.provider);
+    let limits = [
+        Limit {
+            key: "[limits] max_iterations",
+            project: p.max_iterations.map(f64::from),
+            user: u.max_iterations.map(f64::from),
+            default: f64::from(ld.max_iterations),
+        },
+        Limit {
+            key: "[limits] max_agent_tokens",
+            project: p.max_agent_tokens.map(|v| v as f64),
+            user: u.max_agent_tokens.map(|v| v as f64),
+            default: ld.max_agent_tokens as f64,
+        },
+        Limit {
+            key: "[limits] approval_timeout_s",
+            project: p.approval_timeout_s,
+            user: u.approval_timeout_s,
+            default: ld.approval_timeout_ms as f64 / 1000.0,
+        },
+        Limit {
+            key: "[provider] max_attempts",
+            project: pp.max_attempts.map(f64::from),
+            user: up.max_attempts.map(f64::from),
+            default: f64::from(rd.max_attempts),
+        },
+        Limit {
+            key: "[provider] stream_idle_timeout_s",
+            project: pp.stream_idle_timeout_s,
+            user: up.stream_idle_timeout_s,
+            default: rd.stream_idle_timeout_ms as f64 / 1000.0,
+        },
+        Limit {
+            key: "[provider] max_output_tokens",
+            project: pp.max_output_tokens.map(|v| v as f64),
+            // The provider's own default applies when unset: any explicit value is compared
+            // with the user's only.
+            user: up.max_output_tokens.map(|v| v as f64),
+            default: f64::INFINITY,
+        },
+    ];
+    for l in limits {
+        let Some(proj) = l.project else { continue };
+        let (user_value, whose) = match l.user {
+            Some(v) => (v, "the user's value"),
+            None => (l.default, "the default"),
+        };
+        if widens(l.key, proj, user_value) {
+            return Err(ConfigError(format!(
+                "{file}: {} = {} would raise {whose} {} (a project config can only lower \
+                 limits; raise it in $OPENMAX_HOME/config.toml)",
+                l.key,
+                show(proj),
+                show(user_value)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn widens(key: &str, project: f64, user: f64) -> bool {
+    if ZERO_IS_UNLIMITED.contains(&key) {
+        let unlimited = |v: f64| v == 0.0;
+        return match (unlimited(project), unlimited(user)) {
+            (true, false) => true,
+            (_, true) => false,
+            (false, false) => project > user,
+        };
+    }
+    project > user
+}
+
+fn show(v: f64) -> String {
+    if v.is_infinite() {
+        "none".to_string()
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(t: &str) -> FileConfig {
+        toml::from_str(t).unwrap()
+    }
+
+    fn err(user: &str, project: &str) -> String {
+        check(
+            Path::new("/p/.openmax/config.toml"),
+            &parse(user),
+            &parse(project),
+        )
+        .unwrap_err()
+        .0
+    }
+
+    #[test]
+    fn widening_is_refused_with_file_key_and_value() {
+        let e = err(
+            "[provider]\nname = \"anthropic\"\n",
+            "[provider]\nname = \"openai-chat\"\n",
+        );
+        assert!(
+            e.contains("/p/.openmax/config.toml")
+                && e.contains("name")
+                && e.contains("\"anthropic\""),
+            "{e}"
+        );
+        let e = err(
+            "[limits]\nmax_iterations = 10\n",
+            "[limits]\nmax_iterations = 500\n",
+        );
+        assert!(
+            e.contains("max_iterations = 500") && e.contains("the user's value 10"),
+            "{e}"
+        );
+        let e = err("", "[limits]\nmax_iterations = 51\n");
+        assert!(e.contains("the default 50"), "{e}");
+        let e = err(
+            "[limits]\nmax_agent_tokens = 1000\n",
+            "[limits]\nmax_agent_tokens = 0\n",
+        );
+        assert!(e.contains("max_agent_tokens = 0"), "{e}");
+        let e = err("", "[provider]\nmax_attempts = 99\n");
+        assert!(e.contains("max_attempts"), "{e}");
+        let e = err("", "[sandbox]\nenv_allow = [\"AWS_SECRET_ACCESS_KEY\"]\n");
+        assert!(e.contains("[sandbox]"), "{e}");
+    }
+
+    #[test]
+    fn narrowing_is_allowed() {
+        let p = Path::new("/p/.openmax/config.toml");
+        let user = parse("[limits]\nmax_iterations = 10\nmax_agent_tokens = 0\n");
+        let ok = parse(
+            "[limits]\nmax_iterations = 5\nmax_agent_tokens = 100\n\
+             [provider]\nmax_attempts = 2\nmodel = \"m\"\n[sandbox]\nnetwork = false\n",
+        );
+        assert!(check(p, &user, &ok).is_ok());
+        assert!(check(p, &user, &FileConfig::default()).is_ok());
+    }
+}

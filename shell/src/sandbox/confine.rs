@@ -1,0 +1,572 @@
+//! The kernel sandbox of an agent process: Landlock for the file system (and TCP), seccomp-bpf
+//! for sockets. Prepared in openmax before the fork ([`Confinement::prepare`]), applied in the
+//! child between fork and exec ([`Confinement::install`]), so it covers the process and
+//! everything it starts: grandchildren, `setsid`'d daemons, an `openmax` it runs.
+//!
+//! Invariants:
+//! - Reads and execution are allowed everywhere; writes (creating, removing, renaming, linking,
+//!   truncating, writing a file) only beneath [`ConfineSpec::writable`] (the project root and
+//!   the temp directories) and to a few character devices (`/dev/null`, `/dev/tty`, …). A
+//!   rename or a hard link across that boundary is refused (`EXDEV`/`EACCES`).
+//! - `$OPENMAX_HOME` is never writable: [`ConfineSpec::new`] refuses a layout where a writable
+//!   root contains it (or it contains the project), and leaves out the system temp directory
+//!   when `$OPENMAX_HOME` lies inside it.
+//! - With `network` off, `socket(2)` for IPv4, IPv6 and packet sockets fails with `EACCES`
+//!   (seccomp), TCP bind and connect are refused by Landlock where the kernel offers it (ABI 4),
+//!   and `io_uring_setup` is refused (io_uring can open sockets without `socket(2)`). Unix
+//!   sockets stay available.
+//! - Where the kernel offers Landlock (ABI 6 and later) the process also cannot signal
+//!   processes outside its sandbox (openmax itself included) nor connect to abstract Unix
+//!   sockets created outside it.
+//! - Fail closed: when the kernel offers no Landlock at all, [`Confinement::prepare`] is an
+//!   error with [`UNAVAILABLE`]; a newer feature missing on an older kernel is used best-effort
+//!   (the ABI is negotiated) and [`Confinement::abi`] says which was obtained.
+//! - Only async-signal-safe work runs in the child: the ruleset is built and its file
+//!   descriptors opened in the parent; the child makes three system calls (`prctl`,
+//!   `landlock_restrict_self`, `seccomp`).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use landlock::{
+    Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// The newest Landlock ABI openmax asks for (the kernel may grant less).
+pub const WANTED_ABI: ABI = ABI::V7;
+
+/// The start of the message when the kernel offers no Landlock.
+pub const UNAVAILABLE: &str = "the sandbox is unavailable";
+
+/// Set to `no-landlock` to make openmax behave as on a kernel without Landlock (the ABI is
+/// pinned to "unsupported", the path the `landlock` crate takes on such kernels). It can only
+/// make openmax stricter: agent processes are then refused unless the user config says
+/// `[sandbox] mode = "off"`. For testing the fail-closed path.
+pub const SIMULATE_ENV: &str = "OPENMAX_SANDBOX_SIMULATE";
+
+/// Character devices an agent process may write (they reach no file).
+const WRITABLE_DEVICES: [&str; 6] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// What an agent process may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfineSpec {
+    /// Directories beneath which every write is allowed (canonical paths).
+    pub writable: Vec<PathBuf>,
+    /// Whether network sockets are allowed (`[sandbox] network = true`).
+    pub network: bool,
+    /// The Landlock ABI to ask for ([`WANTED_ABI`], or unsupported when simulated).
+    pub abi: ABI,
+}
+
+impl ConfineSpec {
+    /// Writes allowed under `project`, `private_tmp` (a directory of this session's own) and
+    /// the system temp directory `system_tmp` unless it holds `home`. Refuses a layout the
+    /// sandbox cannot protect `home` in (`home` inside the project or a private temp directory,
+    /// or the project inside `home`).
+    pub fn new(
+        project: &Path,
+        home: &Path,
+        private_tmp: &Path,
+        system_tmp: &Path,
+        network: bool,
+    ) -> Result<ConfineSpec, String> {
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let (project, home) = (canon(project), canon(home));
+        let (private_tmp, system_tmp) = (canon(private_tmp), canon(system_tmp));
+        if home.starts_with(&project) || project.starts_with(&home) {
+            return Err(format!(
+                "the sandbox cannot protect $OPENMAX_HOME ({}) from agent processes in project {}: \
+                 one contains the other; move $OPENMAX_HOME or open a different project",
+                home.display(),
+                project.display()
+            ));
+        }
+        if home.starts_with(&private_tmp) {
+            return Err(format!(
+                "the sandbox cannot protect $OPENMAX_HOME ({}): it lies in the agent's temp \
+                 directory {}",
+                home.display(),
+                private_tmp.display()
+            ));
+        }
+        let mut writable = vec![project, private_tmp];
+        if !home.starts_with(&system_tmp) && !writable.contains(&system_tmp) {
+            writable.push(system_tmp);
+        }
+        if let Ok(shm) = std::fs::canonicalize("/dev/shm") {
+            if !home.starts_with(&shm) {
+                writable.push(shm);
+            }
+        }
+        Ok(ConfineSpec {
+            writable,
+            network,
+            abi: abi_from_env(),
+        })
+    }
+}
+
+/// [`WANTED_ABI`], or unsupported when [`SIMULATE_ENV`] says `no-landlock`.
+pub fn abi_from_env() -> ABI {
+    match std::env::var(SIMULATE_ENV).as_deref() {
+        Ok("no-landlock") => ABI::Unsupported,
+        _ => WANTED_ABI,
+    }
+}
+
+/// A sandbox ready to be installed into commands (cheap to clone: the descriptors are shared).
+#[derive(Debug, Clone)]
+pub struct Confinement {
+    inner: Arc<Prepared>,
+}
+
+#[derive(Debug)]
+struct Prepared {
+    /// The Landlock ruleset, built and populated in the parent.
+    ruleset: OwnedFd,
+    /// The seccomp program (`None` with network on: nothing to filter).
+    seccomp: Option<BpfProgram>,
+    abi: i32,
+    /// The session's private temp directory (`TMPDIR` of agent processes), removed on drop.
+    tmp: Option<PathBuf>,
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if let Some(t) = &self.tmp {
+            let _ = std::fs::remove_dir_all(t);
+        }
+    }
+}
+
+impl Confinement {
+    /// Build the Landlock ruleset and the seccomp program for `spec`. An error names what is
+    /// missing; it starts with [`UNAVAILABLE`] when the kernel offers no Landlock.
+    pub fn prepare(spec: &ConfineSpec) -> Result<Confinement, String> {
+        let unavailable = || {
+            format!(
+                "{UNAVAILABLE}: this kernel offers no Landlock, so agent processes cannot be kept \
+                 out of $OPENMAX_HOME and outside the project; openmax refuses to run them \
+                 unconfined (a human can set [sandbox] mode = \"off\" in \
+                 $OPENMAX_HOME/config.toml to run them without the sandbox)"
+            )
+        };
+        // Simulated (or a build without any known ABI): the same refusal a kernel without
+        // Landlock gets below.
+        if spec.abi == ABI::Unsupported {
+            return Err(unavailable());
+        }
+        let abi = spec.abi;
+        let err = |e: &dyn std::fmt::Display| format!("cannot prepare the sandbox: {e}");
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(abi))
+            .map_err(|e| err(&e))?;
+        if !spec.network {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(abi))
+                .map_err(|e| err(&e))?;
+        }
+        ruleset = ruleset.scope(Scope::from_all(abi)).map_err(|e| err(&e))?;
+        let mut created = ruleset.create().map_err(|e| err(&e))?;
+        created = created
+            .add_rule(PathBeneath::new(
+                PathFd::new("/").map_err(|e| err(&e))?,
+                AccessFs::from_read(abi),
+            ))
+            .map_err(|e| err(&e))?;
+        for dir in &spec.writable {
+            let fd = PathFd::new(dir).map_err(|e| err(&format!("{}: {e}", dir.display())))?;
+            created = created
+                .add_rule(PathBeneath::new(fd, AccessFs::from_all(abi)))
+                .map_err(|e| err(&e))?;
+        }
+        for dev in WRITABLE_DEVICES {
+            // A device missing here (no /dev/tty in a container) is simply not granted.
+            let Ok(fd) = PathFd::new(dev) else { continue };
+            let access = if Path::new(dev).is_dir() {
+                AccessFs::from_all(abi)
+            } else {
+                AccessFs::from_file(abi)
+            };
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(|e| err(&e))?;
+        }
+        let fd: Option<OwnedFd> = created.into();
+        let Some(ruleset) = fd else {
+            return Err(unavailable());
+        };
+        let seccomp = if spec.network {
+            None
+        } else {
+            Some(network_filter().map_err(|e| err(&e))?)
+        };
+        Ok(Confinement {
+            inner: Arc::new(Prepared {
+                ruleset,
+                seccomp,
+                abi: kernel_abi(),
+                tmp: None,
+            }),
+        })
+    }
+
+    /// The Landlock ABI the kernel offers (0: none).
+    pub fn abi(&self) -> i32 {
+        self.inner.abi
+    }
+
+    /// Whether both are the same prepared sandbox.
+    pub fn same(&self, other: &Confinement) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Apply the sandbox in `cmd`'s child between fork and exec. A failure there fails the
+    /// spawn (the process never runs unconfined).
+    pub fn install(&self, cmd: &mut std::process::Command) {
+        let inner = Arc::clone(&self.inner);
+        // SAFETY: the closure runs in the forked child; it only makes system calls (prctl,
+        // landlock_restrict_self, seccomp) on data prepared before the fork, and allocates
+        // nothing.
+        unsafe {
+            cmd.pre_exec(move || inner.apply());
+        }
+    }
+}
+
+impl Prepared {
+    /// In the child: no new privileges, the Landlock domain, then the seccomp filter.
+    fn apply(&self) -> std::io::Result<()> {
+        // SAFETY: plain system calls with integer arguments; the ruleset fd is open (owned by
+        // `self`, inherited across the fork).
+        unsafe {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                self.ruleset.as_raw_fd(),
+                0u32,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        if let Some(prog) = &self.seccomp {
+            seccompiler::apply_filter(prog)
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+        }
+        Ok(())
+    }
+}
+
+/// The Landlock ABI version the running kernel offers, 0 when none.
+pub fn kernel_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+    // SAFETY: with a null attribute and size 0 this call only returns the ABI version.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    i32::try_from(v).unwrap_or(0).max(0)
+}
+
+/// seccomp: `socket(2)` for IPv4, IPv6 and packet sockets, and `io_uring_setup`, fail with
+/// `EACCES`; everything else is allowed.
+fn network_filter() -> Result<BpfProgram, seccompiler::BackendError> {
+    let arch = if cfg!(target_arch = "aarch64") {
+        TargetArch::aarch64
+    } else if cfg!(target_arch = "riscv64") {
+        TargetArch::riscv64
+    } else {
+        TargetArch::x86_64
+    };
+    let domain_is = |family: i32| {
+        SeccompRule::new(vec![SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            family as u64,
+        )?])
+    };
+    let socket_rules = vec![
+        domain_is(libc::AF_INET)?,
+        domain_is(libc::AF_INET6)?,
+        domain_is(libc::AF_PACKET)?,
+    ];
+    let mut rules = std::collections::BTreeMap::new();
+    rules.insert(libc::SYS_socket, socket_rules);
+    rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EACCES as u32),
+        arch,
+    )?;
+    BpfProgram::try_from(filter)
+}
+
+/// The kernel sandbox of a session's agent processes, decided once at start-up.
+#[derive(Debug, Clone, Default)]
+pub enum Confine {
+    /// No kernel sandbox: `[sandbox] mode = "off"` in the user config, or a tool context built
+    /// outside a session (library use and unit tests).
+    #[default]
+    Off,
+    /// Every agent process is confined; `tmp` is its `TMPDIR`.
+    On { sandbox: Confinement, tmp: PathBuf },
+    /// The sandbox cannot be had: every agent process is refused with this message.
+    Unavailable(String),
+}
+
+impl PartialEq for Confine {
+    fn eq(&self, other: &Confine) -> bool {
+        match (self, other) {
+            (Confine::Off, Confine::Off) => true,
+            (Confine::On { sandbox: a, .. }, Confine::On { sandbox: b, .. }) => a.same(b),
+            (Confine::Unavailable(a), Confine::Unavailable(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Confine {}
+
+impl Confine {
+    /// The sandbox for a session in `project` with state under `home`, from `[sandbox] mode`
+    /// (`"on"`, the default, or `"off"`) and `network`. An unknown mode is an error (a start-up
+    /// failure); a sandbox the kernel or the layout cannot give is [`Confine::Unavailable`].
+    pub fn for_session(
+        mode: Option<&str>,
+        network: bool,
+        project: &Path,
+        home: &Path,
+    ) -> Result<Confine, String> {
+        match mode {
+            Some("off") => return Ok(Confine::Off),
+            None | Some("on") => {}
+            Some(other) => {
+                return Err(format!(
+                    "[sandbox] mode must be \"on\" or \"off\", got {other:?}"
+                ))
+            }
+        }
+        let system_tmp = std::env::temp_dir();
+        let tmp = match private_tmp(&system_tmp) {
+            Ok(t) => t,
+            Err(e) => {
+                return Ok(Confine::Unavailable(format!(
+                    "cannot create the agent's temp directory under {}: {e}",
+                    system_tmp.display()
+                )))
+            }
+        };
+        let prepared = ConfineSpec::new(project, home, &tmp, &system_tmp, network)
+            .and_then(|spec| Confinement::prepare(&spec));
+        match prepared {
+            Ok(mut sandbox) => {
+                if let Some(inner) = Arc::get_mut(&mut sandbox.inner) {
+                    inner.tmp = Some(tmp.clone());
+                }
+                Ok(Confine::On { sandbox, tmp })
+            }
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Ok(Confine::Unavailable(e))
+            }
+        }
+    }
+
+    /// Confine `cmd` (and point its `TMPDIR` at the private temp directory); an error when the
+    /// sandbox is unavailable, in which case nothing may be started.
+    pub fn apply(&self, cmd: &mut std::process::Command) -> Result<(), String> {
+        match self {
+            Confine::Off => Ok(()),
+            Confine::On { sandbox, tmp } => {
+                cmd.env("TMPDIR", tmp);
+                sandbox.install(cmd);
+                Ok(())
+            }
+            Confine::Unavailable(why) => Err(why.clone()),
+        }
+    }
+}
+
+/// A fresh directory only this user can enter, under `system_tmp`.
+fn private_tmp(system_tmp: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = system_tmp.join(format!(
+        "openmax-agent-{}-{nanos:08x}-{n}",
+        std::process::id()
+    ));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    struct Dirs {
+        root: PathBuf,
+    }
+
+    impl Drop for Dirs {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+
+    fn layout(name: &str) -> (Dirs, PathBuf, PathBuf, PathBuf) {
+        let root = std::env::temp_dir().join(format!("omx-confine-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (project, home, tmp) = (root.join("project"), root.join("home"), root.join("tmp"));
+        for d in [&project, &home, &tmp] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        (Dirs { root }, project, home, tmp)
+    }
+
+    fn run(c: &Confinement, cwd: &Path, script: &str) -> (bool, String) {
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c").arg(script).current_dir(cwd);
+        c.install(&mut cmd);
+        let out = cmd.output().expect("bash runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    }
+
+    #[test]
+    fn writes_stay_in_the_project_and_temp() {
+        if kernel_abi() < 1 {
+            eprintln!("no Landlock on this kernel; skipped");
+            return;
+        }
+        let (d, project, home, tmp) = layout("fs");
+        let spec = ConfineSpec::new(&project, &home, &tmp, &d.root, false).unwrap();
+        // The system temp (here the layout root) holds home, so it is left out.
+        assert!(!spec
+            .writable
+            .iter()
+            .any(|w| w == &d.root.canonicalize().unwrap()));
+        let c = Confinement::prepare(&spec).unwrap();
+        std::fs::write(home.join("mode.json"), "{}").unwrap();
+        let (ok, out) = run(&c, &project, "echo hi > a.txt && cat a.txt");
+        assert!(ok && out.contains("hi"), "{out}");
+        let (ok, _) = run(&c, &project, &format!("echo t > {}/t.txt", tmp.display()));
+        assert!(ok);
+        for attack in [
+            format!("echo x > {}/mode.json", home.display()),
+            format!("touch {}/new", home.display()),
+            format!("cp a.txt {}/copied", home.display()),
+            format!("ln a.txt {}/linked", home.display()),
+            format!("mv a.txt {}/moved", home.display()),
+            format!("ln {}/mode.json hard", home.display()),
+            format!(
+                "bash -c 'bash -c \"echo x > {}/mode.json\"'",
+                home.display()
+            ),
+            format!(
+                "setsid bash -c 'echo x > {}/late' ; sleep 0.2",
+                home.display()
+            ),
+        ] {
+            let (ok, out) = run(&c, &project, &attack);
+            assert!(!ok || out.contains("denied"), "{attack}: {out}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(home.join("mode.json")).unwrap(),
+            "{}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&home).unwrap().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert!(
+            project.join("a.txt").exists(),
+            "mv out of the project was refused"
+        );
+        let (ok, out) = run(
+            &c,
+            &project,
+            "echo x > /dev/null && cat /etc/hostname >/dev/null",
+        );
+        assert!(ok, "{out}");
+    }
+
+    #[test]
+    fn network_sockets_follow_the_switch() {
+        if kernel_abi() < 1 {
+            return;
+        }
+        let (_d, project, home, tmp) = layout("net");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let probe = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+        let off = ConfineSpec::new(&project, &home, &tmp, &std::env::temp_dir(), false).unwrap();
+        let (ok, out) = run(&Confinement::prepare(&off).unwrap(), &project, &probe);
+        assert!(!ok && !out.contains("connected"), "{out}");
+        let (ok, out) = run(
+            &Confinement::prepare(&off).unwrap(),
+            &project,
+            "bash -c 'echo > /dev/udp/127.0.0.1/9' && echo sent",
+        );
+        assert!(!ok && !out.contains("sent"), "{out}");
+        let on = ConfineSpec::new(&project, &home, &tmp, &std::env::temp_dir(), true).unwrap();
+        let (ok, out) = run(&Confinement::prepare(&on).unwrap(), &project, &probe);
+        assert!(ok && out.contains("connected"), "{out}");
+    }
+
+    #[test]
+    fn no_landlock_fails_closed() {
+        let (_d, project, home, tmp) = layout("off");
+        let mut spec =
+            ConfineSpec::new(&project, &home, &tmp, &std::env::temp_dir(), false).unwrap();
+        spec.abi = ABI::Unsupported;
+        let e = Confinement::prepare(&spec).unwrap_err();
+        assert!(
+            e.starts_with(UNAVAILABLE) && e.contains("mode = \"off\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn layouts_that_cannot_protect_home_are_refused() {
+        let (_d, project, _home, tmp) = layout("nest");
+        let inner = project.join(".openmax-home");
+        std::fs::create_dir_all(&inner).unwrap();
+        let e = ConfineSpec::new(&project, &inner, &tmp, &std::env::temp_dir(), false).unwrap_err();
+        assert!(e.contains("cannot protect $OPENMAX_HOME"), "{e}");
+        let e =
+            ConfineSpec::new(&project, project.parent().unwrap(), &tmp, &tmp, false).unwrap_err();
+        assert!(e.contains("one contains the other"), "{e}");
+    }
+}

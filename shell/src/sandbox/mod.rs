@@ -1,0 +1,109 @@
+//! The one place where openmax prepares a process it starts on the agent's behalf (the `shell`
+//! tool, external tools, project hooks; project MCP servers use the same entry point): its
+//! environment ([`env`]), its kernel sandbox ([`confine`]) and its containment ([`reaper`]).
+//!
+//! Invariants:
+//! - Every agent process is built through [`Policy::command`] (std) or
+//!   [`Policy::tokio_command`], so no caller can forget a part of the policy.
+//! - The provider key's value never leaves openmax in tool output: [`Policy::redact`] is
+//!   applied to every tool outcome and hook detail before it is persisted or sent.
+
+pub mod confine;
+pub mod env;
+pub mod reaper;
+
+use std::path::{Path, PathBuf};
+
+pub use env::EnvPolicy;
+
+/// The variable whose presence marks an agent-spawned openmax.
+pub const AGENT_ENV: &str = "OPENMAX_AGENT_SESSION";
+
+/// What every agent process runs under, from the user config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    pub env: EnvPolicy,
+    /// Values redacted from tool output (the provider key).
+    pub secrets: Vec<String>,
+    /// Where running calls' process groups are recorded (`<project state>/running`).
+    pub running_dir: Option<PathBuf>,
+    /// The kernel sandbox every agent process starts in.
+    pub confine: confine::Confine,
+}
+
+impl Policy {
+    /// The environment of an agent process that inherits openmax's own (the `shell` tool and
+    /// hooks): openmax's variables minus what [`EnvPolicy`] withholds, plus this session's
+    /// [`AGENT_ENV`].
+    pub fn inherited_env(&self, agent_session: &str) -> Vec<(String, String)> {
+        let mut vars = self.env.filter(std::env::vars());
+        vars.push((AGENT_ENV.to_string(), agent_session.to_string()));
+        vars
+    }
+
+    /// The environment of an external tool: only `names` (its base set and the grant a human
+    /// approved), never the provider key or openmax's own variables, plus [`AGENT_ENV`].
+    pub fn granted_env<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a str>,
+        agent_session: &str,
+    ) -> Vec<(String, String)> {
+        let mut vars = Vec::new();
+        for name in names {
+            if env::NEVER.contains(&name) || self.env.key_vars.iter().any(|k| k == name) {
+                continue;
+            }
+            if let Ok(v) = std::env::var(name) {
+                vars.push((name.to_string(), v));
+            }
+        }
+        vars.push((AGENT_ENV.to_string(), agent_session.to_string()));
+        vars
+    }
+
+    /// A `std` command for `program` in `cwd` with a cleared environment set to `vars`, in
+    /// the session's kernel sandbox. An error (the sandbox is unavailable) means nothing may
+    /// be started; the message says why and what a human can do.
+    pub fn command(
+        &self,
+        program: &str,
+        cwd: &Path,
+        vars: &[(String, String)],
+    ) -> Result<std::process::Command, String> {
+        let mut cmd = std::process::Command::new(program);
+        cmd.current_dir(cwd)
+            .env_clear()
+            .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        self.confine.apply(&mut cmd)?;
+        Ok(cmd)
+    }
+
+    /// The same as a tokio command.
+    pub fn tokio_command(
+        &self,
+        program: &str,
+        cwd: &Path,
+        vars: &[(String, String)],
+    ) -> Result<tokio::process::Command, String> {
+        self.command(program, cwd, vars)
+            .map(tokio::process::Command::from)
+    }
+
+    /// The same policy without the kernel sandbox, for the user's own code (user hooks).
+    pub fn unconfined(&self) -> Policy {
+        Policy {
+            confine: confine::Confine::Off,
+            ..self.clone()
+        }
+    }
+
+    /// Track a group just spawned for a call until the returned guard is dropped.
+    pub fn track(&self, pgid: i32) -> reaper::Tracked {
+        reaper::track(pgid, self.running_dir.as_deref())
+    }
+
+    /// `text` with every secret value replaced by `[redacted]`.
+    pub fn redact(&self, text: &str) -> String {
+        env::redact(text, &self.secrets)
+    }
+}

@@ -1,0 +1,200 @@
+//! The kernel sandbox end to end: model-scripted attacks through the real `openmax --stdio`
+//! against the loopback mock, each run by the `shell` tool directly and from a grandchild
+//! (`bash -c 'bash -c …'`). Writes to `$OPENMAX_HOME` and outside the project are refused, a
+//! loopback connection fails with the network off and succeeds with `[sandbox] network = true`,
+//! and without Landlock (simulated) the shell tool refuses with the documented message unless
+//! the user config says `[sandbox] mode = "off"`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use openmax_tests::*;
+use serde_json::json;
+
+/// A trusted project in `auto` mode whose mock serves the default short text; `extra` opens
+/// other sections of the user config.
+fn setup(extra: &str) -> (TestEnv, MockServer) {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), extra);
+    env.trust();
+    env.set_mode("auto");
+    (env, mock)
+}
+
+/// One turn in which the model runs each command with the `shell` tool; `(ok, output)` of each.
+fn shell_calls(env: &TestEnv, mock: &MockServer, commands: &[String]) -> Vec<(bool, String)> {
+    for (i, c) in commands.iter().enumerate() {
+        mock.push(tool_reply(&format!("c{i}"), "shell", json!({"command": c})));
+    }
+    mock.push(text_reply("done"));
+    let mut s = env.stdio(&[]);
+    s.user("run the commands");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
+    assert_eq!(s.finish().0, Some(0));
+    (0..commands.len())
+        .map(|i| {
+            let e = evs
+                .iter()
+                .find(|e| e["type"] == "tool_end" && e["call_id"] == format!("c{i}"))
+                .unwrap_or_else(|| panic!("no tool_end for c{i}: {:?}", types(&evs)));
+            (
+                e["ok"] == true,
+                e["output"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Each command as run directly and by a grandchild.
+fn with_grandchild(commands: &[String]) -> Vec<String> {
+    let mut all = commands.to_vec();
+    for c in commands {
+        let quoted = c.replace('\'', r"'\''");
+        all.push(format!("bash -c 'bash -c '\\''{quoted}'\\'''"));
+    }
+    all
+}
+
+/// Every file under `dir` except session records, with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.file_name().is_some_and(|n| n == "sessions") {
+                    continue;
+                }
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_shell_cannot_write_openmax_home() {
+    let (env, mock) = setup("");
+    let state = std::fs::read_dir(env.home.join("projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let before = snapshot(&env.home);
+    assert!(
+        before.keys().any(|k| k.ends_with("mode.json")),
+        "{before:?}"
+    );
+    let (h, st) = (env.home.display(), state.display());
+    let attacks = with_grandchild(&[
+        format!(r#"echo '{{"v":1,"mode":"auto"}}' > {st}/mode.json"#),
+        format!(r#"echo '{{"v":1,"trusted":true}}' > {st}/trust.json"#),
+        format!(r#"echo '{{"v":1,"approved":[]}}' > {st}/approvals.json"#),
+        format!("echo '[provider]' >> {h}/config.toml"),
+        format!("touch {h}/AGENTS.md"),
+        format!("rm -f {st}/mode.json"),
+    ]);
+    let results = shell_calls(&env, &mock, &attacks);
+    for (cmd, (ok, out)) in attacks.iter().zip(&results) {
+        assert!(!ok, "{cmd} succeeded: {out}");
+        assert!(out.contains("denied"), "{cmd}: {out}");
+    }
+    assert_eq!(snapshot(&env.home), before, "$OPENMAX_HOME changed");
+}
+
+#[test]
+fn the_shell_cannot_write_outside_the_project() {
+    let (env, mock) = setup("");
+    let outside = env.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("keep.txt"), "outside\n").unwrap();
+    env.write("inside.txt", "inside\n");
+    let o = outside.display();
+    let attacks = with_grandchild(&[
+        format!("touch {o}/touched"),
+        format!("cp inside.txt {o}/copied"),
+        format!("ln inside.txt {o}/linked"),
+        format!("ln -s /etc/passwd {o}/symlinked"),
+        format!("mv inside.txt {o}/moved"),
+        format!("echo x >> {o}/keep.txt"),
+        format!("ln {o}/keep.txt hard-into-project"),
+    ]);
+    let mut commands = attacks.clone();
+    commands.push(
+        "echo ok > made-here.txt && mkdir -p d && mv made-here.txt d/ && cat d/made-here.txt"
+            .into(),
+    );
+    commands.push("t=$(mktemp) && echo scratch > \"$t\" && cat \"$t\"".into());
+    let results = shell_calls(&env, &mock, &commands);
+    for (cmd, (ok, out)) in attacks.iter().zip(&results) {
+        assert!(!ok, "{cmd} succeeded: {out}");
+    }
+    let (ok, out) = &results[attacks.len()];
+    assert!(*ok && out.contains("ok"), "{out}");
+    let (ok, out) = &results[attacks.len() + 1];
+    assert!(*ok && out.contains("scratch"), "{out}");
+    let left: Vec<String> = std::fs::read_dir(&outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["keep.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(outside.join("keep.txt")).unwrap(),
+        "outside\n"
+    );
+    assert_eq!(env.read("inside.txt").as_deref(), Some("inside\n"));
+    assert!(env.read("hard-into-project").is_none());
+}
+
+fn connect_probe(port: u16) -> Vec<String> {
+    with_grandchild(&[format!(
+        "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+    )])
+}
+
+#[test]
+fn a_loopback_connection_needs_the_network_switch() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (env, mock) = setup("");
+    let probes = connect_probe(port);
+    for (cmd, (ok, out)) in probes.iter().zip(shell_calls(&env, &mock, &probes)) {
+        assert!(!ok && !out.contains("connected"), "{cmd}: {out}");
+    }
+    let (env, mock) = setup("[sandbox]\nnetwork = true\n");
+    for (cmd, (ok, out)) in probes.iter().zip(shell_calls(&env, &mock, &probes)) {
+        assert!(ok && out.contains("connected"), "{cmd}: {out}");
+    }
+}
+
+#[test]
+fn without_landlock_the_shell_is_refused_unless_the_user_turns_the_sandbox_off() {
+    let (mut env, mock) = setup("");
+    env.env
+        .push(("OPENMAX_SANDBOX_SIMULATE".into(), "no-landlock".into()));
+    let r = shell_calls(&env, &mock, &["echo ran > ran.txt".to_string()]);
+    let (ok, out) = &r[0];
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("the sandbox is unavailable") && out.contains("[sandbox] mode = \"off\""),
+        "{out}"
+    );
+    assert!(env.read("ran.txt").is_none());
+
+    let (mut env, mock) = setup("[sandbox]\nmode = \"off\"\n");
+    env.env
+        .push(("OPENMAX_SANDBOX_SIMULATE".into(), "no-landlock".into()));
+    let r = shell_calls(&env, &mock, &["echo ran > ran.txt".to_string()]);
+    assert!(r[0].0, "{}", r[0].1);
+    assert_eq!(env.read("ran.txt").as_deref(), Some("ran\n"));
+}
