@@ -22,7 +22,7 @@ and 2000-delta replies come from the sim's mock (`sim/examples/bench_mock.rs`, h
 targets met or missed; `--json FILE` also writes every run.
 
 The project is trusted the way the binary offers: `openmax --trust` run in the scratch project
-with the same OPENMAX_HOME. Every process this script starts is ended by it.
+with the same OPENMAX_HOME, on a pseudo-terminal (the command requires a terminal on stdin). Every process this script starts is ended by it.
 
 Usage: bench/e2e.py [--runs N] [--bin PATH] [--mock PATH] [--flavor anthropic|openai|openai-chat]
                     [--only hello,turn_1tok,...] [--check-mb N] [--json FILE]
@@ -33,6 +33,7 @@ cargo build --release -p openmax-sim --example bench_mock
 import argparse
 import json
 import os
+import pty
 import re
 import selectors
 import shutil
@@ -277,8 +278,13 @@ class Bench:
 
     def trust(self):
         self.configure(9)
-        r = subprocess.run([self.args.bin, "--trust"], cwd=self.project, env=self.env,
-                           capture_output=True, text=True, timeout=30)
+        master, slave = pty.openpty()
+        try:
+            r = subprocess.run([self.args.bin, "--trust"], cwd=self.project, env=self.env,
+                               stdin=slave, capture_output=True, text=True, timeout=30)
+        finally:
+            os.close(slave)
+            os.close(master)
         self.trust_note = f"`openmax --trust` exit {r.returncode}: {(r.stdout + r.stderr).strip()}"
         print(self.trust_note, file=sys.stderr)
 

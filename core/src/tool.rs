@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 pub struct ToolPlan {
     /// Whether the call changes anything (write, edit, shell, a mutating external tool).
     pub mutating: bool,
-    /// What permission rules match against: the path(s) for file tools, each part of a compound
-    /// command for `shell` (`a && b; c | d` gives three), the tool name alone when nothing else.
+    /// What permission rules match against: the path(s) for file tools, the command line for
+    /// `shell` (its rules judge the programs it runs, see [`crate::permissions`]), the tool name
+    /// alone when nothing else.
     pub targets: Vec<String>,
     /// A one-line description for an approval card (`write src/a.rs (+3 -1)`).
     pub summary: String,

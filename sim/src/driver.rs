@@ -598,6 +598,23 @@ pub fn reply_inputs(
                 },
             )]
         }
+        Reply::RawStatus { status, body } => {
+            let (kind, message) =
+                openmax_core::provider::errors::http_error(*status, "", body.as_bytes());
+            vec![(
+                0,
+                Input::RequestFailed {
+                    request,
+                    attempt,
+                    failure: RequestFailure::Http {
+                        status: *status,
+                        retry_after_s: None,
+                        kind,
+                        message,
+                    },
+                },
+            )]
+        }
         Reply::Stream {
             items,
             end,
@@ -646,6 +663,36 @@ pub fn reply_inputs(
                             cached_tokens: *cached_tokens,
                         }),
                     )),
+                    StreamItem::Corrupt { of, fault } => {
+                        // What the client reads before the damaged event: a tool call's start
+                        // and all but its last argument piece; text items are one event.
+                        if let StreamItem::ToolCall { id, name, args } = of.as_ref() {
+                            out.push((
+                                t,
+                                provider(ProviderItem::ToolCallStart {
+                                    index,
+                                    id: id.clone(),
+                                    name: name.clone(),
+                                }),
+                            ));
+                            let mut pieces = split_json(&args.to_string());
+                            pieces.pop();
+                            for piece in pieces {
+                                out.push((
+                                    t,
+                                    provider(ProviderItem::ToolCallArgs { index, json: piece }),
+                                ));
+                            }
+                        }
+                        out.push((
+                            t,
+                            provider(ProviderItem::Failed {
+                                kind: FailureKind::Corrupt,
+                                message: format!("a damaged event ({fault:?}, scripted)"),
+                            }),
+                        ));
+                        return out;
+                    }
                 }
             }
             t += delay_ms;

@@ -511,7 +511,7 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
 fn shrink_reply(r: &Reply) -> Vec<Reply> {
     let mut out = Vec::new();
     match r {
-        Reply::Unreachable => {}
+        Reply::Unreachable | Reply::RawStatus { .. } => {}
         Reply::Status {
             status,
             retry_after,

@@ -50,6 +50,10 @@ pub enum Reply {
         #[serde(default)]
         message: Option<String>,
     },
+    /// A non-success HTTP status with this exact JSON body, as a server nobody on the project
+    /// wrote sends it (LiteLLM, vLLM, llama.cpp, Ollama); both runs classify it with
+    /// `openmax_core::provider::errors::http_error`.
+    RawStatus { status: u16, body: String },
     /// A 200 streaming response.
     Stream {
         items: Vec<StreamItem>,
@@ -83,6 +87,27 @@ pub enum StreamItem {
         #[serde(default)]
         cached_tokens: Option<u64>,
     },
+    /// `of` rendered as usual, then its last event damaged by `fault`: the stream is broken at
+    /// that point (the client fails it; the pure driver feeds `Failed { kind: Corrupt }`), so
+    /// what follows it in the script, the end included, is never read.
+    Corrupt {
+        of: Box<StreamItem>,
+        fault: Fault,
+    },
+}
+
+/// How a [`StreamItem::Corrupt`] event is damaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fault {
+    /// The event's JSON is cut in half (a chunk cut mid-JSON).
+    CutJson,
+    /// The item's text gains a lone surrogate escape (`\ud800`) in the JSON; for an item
+    /// without text, the JSON is cut instead.
+    LoneSurrogate,
+    /// The item's text gains a byte that is not UTF-8 (`0xFF`); for an item without text, the
+    /// JSON is cut instead.
+    InvalidUtf8,
 }
 
 /// How a scripted stream ends.

@@ -3,17 +3,22 @@
 //
 // usage: node client.mjs <sdk entry (acp.js)> <openmax binary> <cwd> <plan JSON>
 // plan: {"permission": "allow"|"reject", "steps": [step...]} where a step is one of
-//   {"op": "new"}                       session/new in cwd           → {"new": result}
+//   {"op": "new", "mcpServers": [..]?}  session/new in cwd           → {"new": result} | {"error": e}
 //   {"op": "load", "session": id}       session/load of id           → {"load": result}
 //   {"op": "prompt", "text": t, "cancel_after": n?}
 //                                       session/prompt; with cancel_after, session/cancel is
 //                                       sent after n agent_message_chunk updates
 //                                                                    → {"response": r} | {"error": e}
 //   {"op": "set_mode", "mode": m}       session/set_mode             → {"set_mode": r} | {"error": e}
+// With "fs": {"read": bool, "write": bool, "buffers": {abs path: text}}, the client offers the
+// fs capability: fs/read_text_file answers a buffer's text (else the file on disk) and is
+// printed as {"fs_read": params}; fs/write_text_file only updates the buffer (nothing is saved)
+// and is printed as {"fs_write": params}.
 // Every session/update is printed as {"update": params}, every permission request as
 // {"permission": params}. The process ends with {"exit": code} once openmax has exited.
 
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
 
@@ -31,6 +36,7 @@ let sessionId = null;
 let cancelAfter = null;
 let chunks = 0;
 
+const buffers = plan.fs?.buffers ?? {};
 const app = client()
   .onNotification("session/update", async ({ params }) => {
     log({ update: params });
@@ -45,6 +51,16 @@ const app = client()
   .onRequest("session/request_permission", async ({ params }) => {
     log({ permission: params });
     return { outcome: { outcome: "selected", optionId: plan.permission ?? "reject" } };
+  })
+  .onRequest("fs/read_text_file", async ({ params }) => {
+    log({ fs_read: params });
+    if (params.path in buffers) return { content: buffers[params.path] };
+    return { content: readFileSync(params.path, "utf8") };
+  })
+  .onRequest("fs/write_text_file", async ({ params }) => {
+    log({ fs_write: params });
+    buffers[params.path] = params.content;
+    return {};
   });
 
 const conn = app.connect(stream);
@@ -53,12 +69,19 @@ const agent = conn.agent;
 const errorOf = (e) => ({ code: e.code ?? null, message: e.message ?? String(e) });
 
 try {
-  log({ initialize: await agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} }) });
+  log({ initialize: await agent.request("initialize", {
+    protocolVersion: 1,
+    clientCapabilities: { fs: { readTextFile: !!plan.fs?.read, writeTextFile: !!plan.fs?.write } },
+  }) });
   for (const step of plan.steps) {
     if (step.op === "new") {
-      const r = await agent.request("session/new", { cwd, mcpServers: step.mcpServers ?? [] });
-      sessionId = r.sessionId;
-      log({ new: r });
+      try {
+        const r = await agent.request("session/new", { cwd, mcpServers: step.mcpServers ?? [] });
+        sessionId = r.sessionId;
+        log({ new: r });
+      } catch (e) {
+        log({ error: errorOf(e) });
+      }
     } else if (step.op === "load") {
       const r = await agent.request("session/load", { sessionId: step.session, cwd, mcpServers: [] });
       sessionId = step.session;

@@ -14,12 +14,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub mod acp;
 pub mod deps;
+pub mod tmux;
 
 use serde_json::Value;
 
 pub use openmax_sim::mock::{unused_loopback_url, MockServer};
-pub use openmax_sim::script::{Flavor, Reply, StreamEnd, StreamItem};
+pub use openmax_sim::script::{Fault, Flavor, Reply, StreamEnd, StreamItem};
 
 /// How long any single wait may take before the test fails.
 pub const DEADLINE: Duration = Duration::from_secs(20);

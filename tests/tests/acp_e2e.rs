@@ -2,120 +2,11 @@
 //! spawns `openmax --acp` against the loopback mock: prompts and their chunks, permissions,
 //! cancel, a cut stream, modes and session/load.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
+use openmax_tests::acp::*;
 use openmax_tests::*;
 use serde_json::{json, Value};
-
-/// A trusted project whose mock serves `replies`.
-fn setup(replies: Vec<Reply>) -> (TestEnv, MockServer) {
-    setup_with(replies, "")
-}
-
-/// [`setup`] with `extra` appended to the user config's `[provider]`.
-fn setup_with(replies: Vec<Reply>, extra: &str) -> (TestEnv, MockServer) {
-    let env = TestEnv::new();
-    let mock = MockServer::start(replies);
-    env.mock_config(Flavor::Anthropic, &mock.base_url(), extra);
-    env.trust();
-    (env, mock)
-}
-
-/// Run the SDK client with `plan`; returns what it printed, one value per line, and asserts
-/// openmax exited 0 after stdin closed.
-fn client(env: &TestEnv, plan: Value) -> Vec<Value> {
-    client_within(env, plan, 60)
-}
-
-/// [`client`] with a deadline of `secs` for the whole run.
-fn client_within(env: &TestEnv, plan: Value, secs: u32) -> Vec<Value> {
-    let sdk = deps::npm_package("@agentclientprotocol/sdk")
-        .join("node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("acp/client.mjs");
-    let mut c = Command::new("timeout");
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &env.home)
-        .env("OPENMAX_HOME", &env.home)
-        .current_dir(&env.project)
-        .arg(secs.to_string())
-        .arg("node")
-        .arg(script)
-        .arg(sdk)
-        .arg(openmax_bin())
-        .arg(&env.project)
-        .arg(plan.to_string());
-    for (k, v) in &env.env {
-        c.env(k, v);
-    }
-    let child = c
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node starts");
-    let out = wait_child(child);
-    let lines: Vec<Value> = out
-        .stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
-    assert_eq!(
-        out.code,
-        Some(0),
-        "client failed\nstdout:\n{}\nstderr:\n{}",
-        out.stdout,
-        out.stderr
-    );
-    assert!(
-        lines.iter().all(|l| l.get("failed").is_none()),
-        "{lines:#?}\nstderr:\n{}",
-        out.stderr
-    );
-    assert_eq!(
-        lines.last(),
-        Some(&json!({"exit": 0})),
-        "{lines:#?}\nstderr:\n{}",
-        out.stderr
-    );
-    lines
-}
-
-fn updates<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    lines
-        .iter()
-        .filter(|l| l["update"]["update"]["sessionUpdate"] == kind)
-        .map(|l| &l["update"]["update"])
-        .collect()
-}
-
-fn chunk_text(lines: &[Value], kind: &str) -> String {
-    updates(lines, kind)
-        .iter()
-        .map(|u| u["content"]["text"].as_str().unwrap_or(""))
-        .collect()
-}
-
-/// The answers to prompts and set_mode, in order.
-fn answers(lines: &[Value]) -> Vec<&Value> {
-    lines
-        .iter()
-        .filter(|l| l.get("response").is_some() || l.get("error").is_some())
-        .collect()
-}
-
-fn parts(text: &[&str], end: StreamEnd, delay_ms: u64) -> Reply {
-    Reply::Stream {
-        items: text
-            .iter()
-            .map(|t| StreamItem::Text {
-                text: t.to_string(),
-            })
-            .collect(),
-        end,
-        delay_ms,
-    }
-}
 
 #[test]
 fn a_prompt_streams_its_chunks_in_order_and_ends_the_turn() {
@@ -474,4 +365,198 @@ fn soak_200_prompts_with_faults() {
     }
     assert_eq!(prompt, 200, "{counts:?}");
     eprintln!("soak: {counts:?}");
+}
+
+/// The entry point of the real `@modelcontextprotocol/server-everything` (`node <it> stdio`).
+fn everything_js() -> String {
+    deps::npm_package("@modelcontextprotocol/server-everything")
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn an_mcp_server_given_in_session_new_is_listed_and_its_tool_called() {
+    let (env, mock) = setup(vec![
+        tool_reply(
+            "c1",
+            "mcp__everything__echo",
+            json!({"message": "hi from the client's server"}),
+        ),
+        text_reply("echoed"),
+    ]);
+    let server = json!({"name": "everything", "command": "node",
+                        "args": [everything_js(), "stdio"], "env": []});
+    let lines = client(
+        &env,
+        json!({"permission": "allow", "steps": [
+            {"op": "new", "mcpServers": [server]},
+            {"op": "prompt", "text": "echo something"}]}),
+    );
+    assert!(lines[1].get("new").is_some(), "{lines:#?}");
+    let tools: Vec<String> = mock.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        tools.contains(&"mcp__everything__echo".to_string()),
+        "{tools:?}"
+    );
+    let call = updates(&lines, "tool_call");
+    assert_eq!(call[0]["toolCallId"], "c1", "{lines:#?}");
+    assert_eq!(
+        call[0]["rawInput"]["message"],
+        "hi from the client's server"
+    );
+    let end = *updates(&lines, "tool_call_update").last().unwrap();
+    assert_eq!(end["status"], "completed", "{lines:#?}");
+    assert!(
+        end["content"]
+            .to_string()
+            .contains("hi from the client's server"),
+        "{end}"
+    );
+    assert!(
+        mock.requests()[1]
+            .body
+            .to_string()
+            .contains("hi from the client's server"),
+        "the result reaches the model"
+    );
+    assert_eq!(
+        answers(&lines),
+        vec![&json!({"response": {"stopReason": "end_turn"}})]
+    );
+}
+
+#[test]
+fn an_mcp_server_that_fails_to_start_is_reported_and_the_session_goes_on() {
+    let (env, _mock) = setup(vec![text_reply("still here")]);
+    let server = json!({"name": "broken", "command": "/nonexistent/mcp-server",
+                        "args": [], "env": []});
+    let lines = client(
+        &env,
+        json!({"steps": [{"op": "new", "mcpServers": [server]},
+                         {"op": "prompt", "text": "hi"}]}),
+    );
+    assert!(lines[1].get("new").is_some(), "{lines:#?}");
+    let thoughts = chunk_text(&lines, "agent_thought_chunk");
+    assert!(
+        thoughts.contains("MCP server broken (the ACP client) did not start"),
+        "{lines:#?}"
+    );
+    assert_eq!(chunk_text(&lines, "agent_message_chunk"), "still here");
+    assert_eq!(
+        answers(&lines),
+        vec![&json!({"response": {"stopReason": "end_turn"}})]
+    );
+}
+
+#[test]
+fn a_bad_mcp_servers_entry_refuses_session_new_with_invalid_params() {
+    let (env, _mock) = setup(vec![]);
+    let lines = client(
+        &env,
+        json!({"steps": [
+            {"op": "new", "mcpServers": [{"type": "sse", "name": "s", "url": "http://127.0.0.1:9/", "headers": []}]},
+            {"op": "new", "mcpServers": [
+                {"name": "twice", "command": "node", "args": [], "env": []},
+                {"name": "twice", "command": "node", "args": [], "env": []}]},
+            {"op": "new", "mcpServers": [{"type": "http", "name": "h", "url": "http://127.0.0.1:9/",
+                "headers": [{"name": "Authorization", "value": "Bearer ${ANTHROPIC_API_KEY}"}]}]}]}),
+    );
+    let errors: Vec<&Value> = lines.iter().filter_map(|l| l.get("error")).collect();
+    assert_eq!(errors.len(), 3, "{lines:#?}");
+    for (e, want) in errors.iter().zip(["SSE", "given twice", "literal"]) {
+        assert_eq!(e["code"], -32602, "{e}");
+        assert!(e["message"].as_str().unwrap().contains(want), "{e}");
+    }
+    assert!(lines.iter().all(|l| l.get("new").is_none()), "{lines:#?}");
+}
+
+/// `openmax --acp` on raw lines with a session whose prompt streams for minutes; returns the
+/// child, its stdin, its stdout lines and the prompt's JSON-RPC id once a first chunk is out.
+fn prompt_in_flight(
+    env: &TestEnv,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::sync::mpsc::Receiver<Value>,
+) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = env
+        .command(&["--acp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("openmax starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str::<Value>(&l).unwrap());
+        }
+    });
+    let mut send = |v: Value| {
+        stdin.write_all(v.to_string().as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let next = || rx.recv_timeout(DEADLINE).expect("an answer in time");
+    send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}));
+    assert_eq!(next()["id"], 1);
+    send(json!({"jsonrpc":"2.0","id":2,"method":"session/new",
+                "params":{"cwd": env.project, "mcpServers": []}}));
+    let sid = next()["result"]["sessionId"].as_str().unwrap().to_string();
+    send(json!({"jsonrpc":"2.0","id":3,"method":"session/prompt",
+                "params":{"sessionId": sid, "prompt":[{"type":"text","text":"go"}]}}));
+    loop {
+        let v = next();
+        if v["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+            break;
+        }
+    }
+    (child, stdin, rx)
+}
+
+/// A reply that streams for far longer than any test runs (the signal must end it).
+fn endless() -> Reply {
+    let words: Vec<String> = (0..100_000).map(|i| format!("w{i} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    parts(&words, StreamEnd::Complete { finish: None }, 20)
+}
+
+#[test]
+fn sigint_and_sigterm_cancel_the_prompt_in_flight_and_exit() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let (env, _mock) = setup(vec![endless()]);
+        let (mut child, _stdin, rx) = prompt_in_flight(&env);
+        let pid = child.id() as i32;
+        // SAFETY: kill with the child's pid and a signal number.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+        let answer = loop {
+            let v = rx.recv_timeout(DEADLINE).expect("the prompt is answered");
+            if v.get("id").is_some() {
+                break v;
+            }
+        };
+        assert_eq!(answer["id"], 3, "signal {sig}: {answer}");
+        assert_eq!(
+            answer["result"]["stopReason"], "cancelled",
+            "signal {sig}: {answer}"
+        );
+        // The process exits although the client keeps stdin open.
+        let (done, exited) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(child.wait().map(|s| s.code()));
+        });
+        let code = exited
+            .recv_timeout(DEADLINE)
+            .expect("openmax exits in time");
+        assert_eq!(code.unwrap(), Some(0), "signal {sig}");
+    }
 }

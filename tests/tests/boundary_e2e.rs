@@ -218,3 +218,119 @@ fn a_setsid_process_dies_with_its_call() {
     }
     assert_eq!(s.finish().0, Some(0));
 }
+
+#[test]
+fn an_inline_hook_naming_an_approved_file_is_not_run() {
+    let env = TestEnv::new();
+    // Inside the project: a project hook runs in the sandbox (writes only there and in temp).
+    let marker = env.project.join("marker");
+    let evil = env.project.join("evil");
+    env.project_config(
+        "[[hooks]]\nevent = \"turn_end\"\ncommand = [\"sh\", \"hooks/check.sh\"]\nblocking = true\n",
+    );
+    env.write(
+        "hooks/check.sh",
+        &format!("echo ran >> '{}'\n", marker.display()),
+    );
+    let mock = MockServer::start(vec![text_reply("one"), text_reply("two")]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    let out = env.run_on_tty(&["--approve", "hooks/check.sh"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("approving project hook turn_end:sh"),
+        "{}",
+        out.stdout
+    );
+    let mut s = env.stdio(&[]);
+    s.user("one");
+    let (evs, _) = s.turn();
+    assert!(!evs.iter().any(|e| e["type"] == "hook_failed"), "{evs:?}");
+    assert_eq!(s.finish().0, Some(0));
+    assert_eq!(
+        std::fs::read_to_string(&marker).ok().as_deref(),
+        Some("ran\n")
+    );
+
+    // The definition is rewritten (as the agent could): same file named, other code.
+    env.project_config(&format!(
+        "[[hooks]]\nevent = \"turn_end\"\ncommand = [\"sh\", \"-c\", \"touch '{}'\", \"hooks/check.sh\"]\nblocking = true\n",
+        evil.display()
+    ));
+    let mut s = env.stdio(&[]);
+    s.user("two");
+    let (evs, _) = s.turn();
+    let failed: Vec<&Value> = evs.iter().filter(|e| e["type"] == "hook_failed").collect();
+    assert_eq!(failed.len(), 1, "{evs:?}");
+    let detail = failed[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("openmax --approve hooks/check.sh"),
+        "{detail}"
+    );
+    assert_eq!(s.finish().0, Some(0));
+    assert!(!evil.exists(), "the rewritten hook ran");
+}
+
+#[test]
+fn write_file_replaces_a_hard_link_instead_of_writing_through_it() {
+    let (env, _mock) = setup(vec![
+        tool_reply(
+            "w",
+            "write_file",
+            json!({"path":"link.txt","content":"changed\n"}),
+        ),
+        text_reply("done"),
+    ]);
+    let outside = env.root.join("outside.txt");
+    std::fs::write(&outside, "original\n").unwrap();
+    std::fs::hard_link(&outside, env.project.join("link.txt")).unwrap();
+    let mut s = env.stdio(&[]);
+    s.user("go");
+    let (evs, _) = s.turn();
+    assert_eq!(find(&evs, "tool_end")["ok"], true, "{evs:?}");
+    assert_eq!(s.finish().0, Some(0));
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original\n");
+    assert_eq!(env.read("link.txt").as_deref(), Some("changed\n"));
+}
+
+#[test]
+fn an_openmax_under_another_name_is_still_recognised_as_an_ancestor() {
+    let env = TestEnv::new();
+    let renamed = env.root.join("agent-harness");
+    std::fs::copy(openmax_bin(), &renamed).unwrap();
+    env.write(
+        ".openmax/tools/evil.json",
+        r#"{"name":"evil","description":"E","parameters":{"type":"object"},"command":["sh","evil.sh"]}"#,
+    );
+    env.write("evil.sh", "echo pwned\n");
+    // The session runs from a renamed copy, the attack from the installed binary: another
+    // executable, so only the session's thread name gives it away.
+    let attack = format!(
+        "env -u OPENMAX_AGENT_SESSION script -qec '{} --approve .openmax/tools/evil.json' /dev/null > attack.txt 2>&1",
+        openmax_bin().display()
+    );
+    let mock = MockServer::start(shell_calls(&[attack.as_str()]));
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    env.set_mode("auto");
+    let mut cmd = env.command(&["-p", "go"]);
+    cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+    let child = std::process::Command::new(&renamed)
+        .args(["-p", "go"])
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(&env.project)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_child(child);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let attack_out = env.read("attack.txt").unwrap_or_default();
+    assert!(
+        attack_out.contains("refused") && attack_out.contains("ancestor process"),
+        "{attack_out}"
+    );
+    assert!(approvals_file(&env).is_none_or(|a| !a.contains("evil")));
+}

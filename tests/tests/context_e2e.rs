@@ -462,3 +462,24 @@ fn context_length_in_stream_openai_recovered_once() {
     };
     context_length(Flavor::Openai, refused, false);
 }
+
+/// Every context-window refusal of the documented table, as its server sends it (status and
+/// body verbatim), leads to the one compaction and re-send.
+#[test]
+fn every_servers_context_window_refusal_compacts_and_resends() {
+    use openmax_core::provider::errors::CONTEXT_WINDOW_PATTERNS;
+    for p in CONTEXT_WINDOW_PATTERNS {
+        let flavor = match p.server {
+            "Anthropic" => Flavor::Anthropic,
+            "OpenAI Responses" | "OpenAI" => Flavor::Openai,
+            _ => Flavor::OpenaiChat,
+        };
+        let (status, body) = p.example;
+        eprintln!("{} ({:?} {:?}) via {flavor:?}", p.server, p.field, p.text);
+        let refused = Reply::RawStatus {
+            status,
+            body: body.into(),
+        };
+        context_length(flavor, refused, false);
+    }
+}

@@ -198,3 +198,92 @@ fn without_landlock_the_shell_is_refused_unless_the_user_turns_the_sandbox_off()
     assert!(r[0].0, "{}", r[0].1);
     assert_eq!(env.read("ran.txt").as_deref(), Some("ran\n"));
 }
+
+/// An external tool (project code the agent may have written) runs in the same sandbox: its
+/// `HOME` here is `$OPENMAX_HOME`, and its write there is refused.
+#[test]
+fn an_external_tool_cannot_write_openmax_home() {
+    let (env, mock) = setup("");
+    env.write(
+        ".openmax/tools/pwn.json",
+        r#"{"name":"pwn","description":"Overwrite the user config","parameters":{"type":"object"},"command":["sh","-c","echo '[provider]' > \"$HOME/config.toml\" && echo wrote; bash -c 'touch \"$HOME/AGENTS.md\"'"]}"#,
+    );
+    let before = snapshot(&env.home);
+    mock.push(tool_reply("c1", "pwn", json!({})));
+    mock.push(text_reply("done"));
+    let mut s = env.stdio(&[]);
+    s.user("run it");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
+    assert_eq!(s.finish().0, Some(0));
+    let end = evs
+        .iter()
+        .find(|e| e["type"] == "tool_end")
+        .expect("the tool ran");
+    let out = end["output"].as_str().unwrap_or_default();
+    assert!(!out.contains("wrote") && out.contains("denied"), "{out}");
+    assert_eq!(snapshot(&env.home), before, "$OPENMAX_HOME changed");
+}
+
+/// Fail closed holds for external tools too: without Landlock the tool is not started.
+#[test]
+fn without_landlock_an_external_tool_is_not_started() {
+    let (mut env, mock) = setup("");
+    env.env
+        .push(("OPENMAX_SANDBOX_SIMULATE".into(), "no-landlock".into()));
+    env.write(
+        ".openmax/tools/mark.json",
+        r#"{"name":"mark","description":"Leave a marker","parameters":{"type":"object"},"command":["sh","-c","echo ran > ran.txt"]}"#,
+    );
+    mock.push(tool_reply("c1", "mark", json!({})));
+    mock.push(text_reply("done"));
+    let mut s = env.stdio(&[]);
+    s.user("run it");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
+    assert_eq!(s.finish().0, Some(0));
+    let end = evs
+        .iter()
+        .find(|e| e["type"] == "tool_end")
+        .expect("a tool_end");
+    let out = end["output"].as_str().unwrap_or_default();
+    assert_eq!(end["ok"], false, "{out}");
+    assert!(out.contains("the sandbox is unavailable"), "{out}");
+    assert!(env.read("ran.txt").is_none());
+}
+
+/// `[sandbox] writable` in the user config opens one more directory (a cache, say); a project
+/// config cannot, and a directory holding `$OPENMAX_HOME` is refused before the handshake.
+#[test]
+fn the_user_config_can_add_a_writable_directory() {
+    let (env, mock) = setup("");
+    let cache = env.root.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let writable = |dir: &Path| format!("[sandbox]\nwritable = [\"{}\"]\n", dir.display());
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), &writable(&cache));
+    let r = shell_calls(
+        &env,
+        &mock,
+        &[format!("echo cached > {}/f", cache.display())],
+    );
+    assert!(r[0].0, "{}", r[0].1);
+    assert_eq!(
+        std::fs::read_to_string(cache.join("f")).unwrap(),
+        "cached\n"
+    );
+
+    env.project_config(&writable(&cache));
+    let out = env.run(&["-p", "hi"]);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("writable"), "{}", out.stderr);
+    std::fs::remove_file(env.project.join(".openmax/config.toml")).unwrap();
+
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), &writable(&env.root));
+    let out = env.run(&["-p", "hi"]);
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("writable") && out.stderr.contains("$OPENMAX_HOME"),
+        "{}",
+        out.stderr
+    );
+}

@@ -99,6 +99,13 @@ pub enum Input {
         /// The snapshot.
         snapshot: Box<Freeze>,
     },
+    /// Something outside a call happened that the model and the client should know (an MCP
+    /// server announced that its tools changed): a `harness_note` with an empty `call_id`,
+    /// inserted into the model's transcript before its next prompt. Ignored once closed.
+    Notice {
+        /// The note's text.
+        text: String,
+    },
     /// The turn's task died unexpectedly (a bug or panic in the shell's effect runner):
     /// reported as `error` then `done` `error`.
     Crashed {
@@ -234,7 +241,8 @@ pub enum TimerReason {
 pub struct RetrySettings {
     /// Model-request attempt budget (first attempt included).
     pub max_attempts: u32,
-    /// Exponential backoff base in ms (attempt n waits base * 2^(n-2), plus jitter up to 25%).
+    /// Exponential backoff base in ms (attempt n waits base * 2^(n-2), less jitter of up to
+    /// 25%; see `machine::retry`).
     pub retry_base_ms: u64,
     /// The largest backoff, in ms.
     pub retry_max_ms: u64,
@@ -246,8 +254,8 @@ impl Default for RetrySettings {
     fn default() -> Self {
         RetrySettings {
             max_attempts: 5,
-            retry_base_ms: 1000,
-            retry_max_ms: 30_000,
+            retry_base_ms: 200,
+            retry_max_ms: 8_000,
             stream_idle_timeout_ms: 300_000,
         }
     }

@@ -333,6 +333,11 @@ impl Core {
             Input::ModeSaved { mode } => self.on_mode_saved(mode),
             Input::ModeSaveFailed { mode, message } => self.on_mode_save_failed(mode, message),
             Input::Frozen { snapshot } => self.on_frozen(*snapshot),
+            Input::Notice { text } => {
+                if !matches!(self.phase, Phase::Closed) {
+                    self.note(text);
+                }
+            }
             Input::Crashed { message } => {
                 if self.in_turn() {
                     self.abort_turn(format!("the turn crashed: {message}"));

@@ -3,13 +3,15 @@
 //!
 //! Invariants (the contract's `retry` paragraph):
 //! - retried: transport failures, HTTP 429/500/502/503/504/529, and — only before any reply
-//!   text of the attempt — a stream that ended without completion, stalled, or failed with a
-//!   rate limit, an overload or a server fault;
+//!   text of the attempt — a stream that ended without completion, stalled, was damaged (an
+//!   event that is not valid JSON or Unicode), or failed with a rate limit, an overload or a
+//!   server fault;
 //! - never retried: a Retry-After over 60 s, `insufficient_quota`, other statuses, other
 //!   in-stream failure kinds;
-//! - the wait is `min(base * 2^(attempt-1), max)` plus jitter up to 25%, or the Retry-After
-//!   when that is longer.
+//! - the wait is `min(base * 2^(attempt-1), max)` less jitter of up to 25%, or the
+//!   Retry-After when that is longer.
 
+use crate::provider::errors::{snippet, MESSAGE_CHARS};
 use crate::provider::{FailureKind, RequestFailure};
 
 use super::interface::RetrySettings;
@@ -97,12 +99,26 @@ pub fn classify_request_failure(f: &RequestFailure) -> Verdict {
                     ),
                 },
                 other => Verdict::Retry {
-                    reason: format!("HTTP {status}"),
+                    reason: http_reason(*status, message),
                     min_wait_ms: other.unwrap_or(0).saturating_mul(1000),
                     unreachable: false,
                 },
             }
         }
+    }
+}
+
+/// A retried status in the server's words: `HTTP 503: <message>` (capped), or the message
+/// alone when it already names the status (`HTTP 502 Bad Gateway`). Both the `retry` reason
+/// and, once the budget is spent, the final error carry it.
+fn http_reason(status: u16, message: &str) -> String {
+    let message = snippet(message.trim(), MESSAGE_CHARS);
+    if message.is_empty() {
+        format!("HTTP {status}")
+    } else if message.starts_with(&format!("HTTP {status}")) {
+        message
+    } else {
+        format!("HTTP {status}: {message}")
     }
 }
 
@@ -127,14 +143,28 @@ pub fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool)
             FailureKind::RateLimit => "rate limited",
             FailureKind::Overloaded => "overloaded",
             FailureKind::Server => "server error",
-            FailureKind::InsufficientQuota | FailureKind::ContextLength | FailureKind::Other => {
-                "failure"
-            }
+            FailureKind::Corrupt
+            | FailureKind::InsufficientQuota
+            | FailureKind::ContextLength
+            | FailureKind::Other => "failure",
+        };
+        let reason = if kind == FailureKind::Corrupt {
+            format!("the stream was damaged before any reply text: {message}")
+        } else {
+            format!(
+                "the provider reported {what} before any reply text: {}",
+                snippet(message, MESSAGE_CHARS)
+            )
         };
         return Verdict::Retry {
-            reason: format!("the provider reported {what} before any reply text"),
+            reason,
             min_wait_ms: 0,
             unreachable: false,
+        };
+    }
+    if kind == FailureKind::Corrupt {
+        return Verdict::Fail {
+            message: format!("the reply stream was damaged: {message}"),
         };
     }
     Verdict::Fail {
@@ -142,7 +172,10 @@ pub fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool)
     }
 }
 
-/// The backoff after attempt `failed_attempt` (1-based), with seeded jitter up to 25%.
+/// The backoff after attempt `failed_attempt` (1-based): `min(base * 2^(n-1), max)` less a
+/// seeded jitter of up to 25%, so the nominal figure is the most it waits (the OpenAI and
+/// Anthropic SDKs jitter the same way). With the defaults (200 ms, 8 s) two transient
+/// failures cost at most 600 ms of waiting.
 pub fn backoff_ms(settings: &RetrySettings, failed_attempt: u32, rng: &mut SplitMix64) -> u64 {
     let shift = failed_attempt.saturating_sub(1).min(63);
     let exp = settings
@@ -155,7 +188,7 @@ pub fn backoff_ms(settings: &RetrySettings, failed_attempt: u32, rng: &mut Split
     } else {
         rng.next_u64() % (jitter_max + 1)
     };
-    base.saturating_add(jitter)
+    base - jitter
 }
 
 /// SplitMix64: a tiny, seedable PRNG (Steele, Lea, Flood 2014). Deterministic per seed.
@@ -194,11 +227,21 @@ mod tests {
         };
         let mut r = SplitMix64::new(7);
         let b1 = backoff_ms(&s, 1, &mut r);
-        assert!((1000..=1250).contains(&b1));
+        assert!((750..=1000).contains(&b1));
         let b2 = backoff_ms(&s, 2, &mut r);
-        assert!((2000..=2500).contains(&b2));
+        assert!((1500..=2000).contains(&b2));
         let b9 = backoff_ms(&s, 90, &mut r);
-        assert!((5000..=6250).contains(&b9));
+        assert!((3750..=5000).contains(&b9));
+    }
+
+    #[test]
+    fn two_transient_failures_wait_at_most_600_ms_by_default() {
+        let s = RetrySettings::default();
+        for seed in 0..200 {
+            let mut r = SplitMix64::new(seed);
+            let waited = backoff_ms(&s, 1, &mut r) + backoff_ms(&s, 2, &mut r);
+            assert!((450..=600).contains(&waited), "seed {seed}: {waited} ms");
+        }
     }
 
     #[test]
@@ -224,6 +267,45 @@ mod tests {
         assert!(matches!(
             classify_stream_failure(FailureKind::Overloaded, "x", false),
             Verdict::Retry { .. }
+        ));
+    }
+
+    #[test]
+    fn retried_statuses_carry_the_servers_message() {
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 429,
+            retry_after_s: None,
+            kind: FailureKind::RateLimit,
+            message: "Rate limit reached for gpt-4.1 on tokens per min".into(),
+        });
+        assert!(matches!(v, Verdict::Retry { ref reason, .. }
+            if reason == "HTTP 429: Rate limit reached for gpt-4.1 on tokens per min"));
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 502,
+            retry_after_s: None,
+            kind: FailureKind::Server,
+            message: "HTTP 502 Bad Gateway".into(),
+        });
+        assert!(matches!(v, Verdict::Retry { ref reason, .. } if reason == "HTTP 502 Bad Gateway"));
+        let v = classify_request_failure(&RequestFailure::Http {
+            status: 503,
+            retry_after_s: None,
+            kind: FailureKind::Server,
+            message: "y".repeat(5000),
+        });
+        assert!(matches!(v, Verdict::Retry { ref reason, .. }
+            if reason.chars().count() < MESSAGE_CHARS + 20));
+    }
+
+    #[test]
+    fn a_damaged_stream_is_retried_before_text_and_fails_after() {
+        assert!(matches!(
+            classify_stream_failure(FailureKind::Corrupt, "cut", false),
+            Verdict::Retry { ref reason, .. } if reason.contains("damaged") && reason.contains("cut")
+        ));
+        assert!(matches!(
+            classify_stream_failure(FailureKind::Corrupt, "cut", true),
+            Verdict::Fail { ref message } if message.contains("damaged") && message.contains("cut")
         ));
     }
 }

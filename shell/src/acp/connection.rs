@@ -11,6 +11,10 @@
 //!   (the approval already settled, e.g. by a cancel) is dropped.
 //! - End of stdin ends every session as `quit` does on the wire (the turn in flight drains and
 //!   is answered, pending approvals are declined); the process exits when all have ended.
+//!   SIGINT or SIGTERM first cancels every prompt in flight (answered `cancelled`), then ends
+//!   the sessions the same way; a second signal exits at once (130).
+//! - A file tool's request to the client (`fs`) is answered from the client's response; at
+//!   EOF the pending ones fail at once.
 //! - Output is buffered and written when the loop goes quiet; a failed write marks the client
 //!   gone, which the sessions treat as end of input.
 
@@ -33,6 +37,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+use super::files::AcpFiles;
+use super::mcp_servers;
 use super::prompt;
 use super::rpc::{self, Incoming, RpcError};
 use super::session::{self, Msg};
@@ -40,6 +46,7 @@ use super::translate::{self, Out, PromptEnd, Translator};
 use crate::app::cli::Cli;
 use crate::app::{Opened, Resume};
 use crate::run::InputTx;
+use crate::tools::client_files::ClientFilesRef;
 
 /// A live session of this connection.
 struct Live {
@@ -65,6 +72,8 @@ enum Pending {
         session_id: String,
         approval_id: String,
     },
+    /// A file tool waits for this answer.
+    Fs(std::sync::mpsc::Sender<Result<Value, String>>),
 }
 
 /// The connection state.
@@ -78,6 +87,10 @@ pub struct Connection {
     pending: BTreeMap<u64, Pending>,
     next_request: u64,
     eof: bool,
+    /// The client's `fs` capability: `readTextFile`, `writeTextFile`.
+    client_fs: (bool, bool),
+    /// SIGINT and SIGTERM seen.
+    signals: u32,
 }
 
 fn decode<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
@@ -87,34 +100,6 @@ fn decode<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
 
 fn internal(message: impl Into<String>) -> RpcError {
     RpcError::new(rpc::INTERNAL_ERROR, message)
-}
-
-/// `mcpServers` as given: names must be present and distinct. Connecting them is the MCP
-/// client's job; until it is part of openmax they are validated and then not used.
-fn check_mcp(servers: &[McpServer]) -> Result<(), RpcError> {
-    let mut names = std::collections::BTreeSet::new();
-    for s in servers {
-        let name = match s {
-            McpServer::Stdio(s) => &s.name,
-            McpServer::Http(s) => &s.name,
-            McpServer::Sse(s) => &s.name,
-            _ => {
-                return Err(RpcError::new(
-                    rpc::INVALID_PARAMS,
-                    "invalid params: an mcpServers entry of an unknown transport",
-                ))
-            }
-        };
-        if name.is_empty() || !names.insert(name.clone()) {
-            return Err(RpcError::new(
-                rpc::INVALID_PARAMS,
-                format!(
-                    "invalid params: mcpServers names must be non-empty and distinct ({name:?})"
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 impl Connection {
@@ -130,6 +115,8 @@ impl Connection {
             pending: BTreeMap::new(),
             next_request: 0,
             eof: false,
+            client_fs: (false, false),
+            signals: 0,
         }
     }
 
@@ -141,6 +128,7 @@ impl Connection {
                 tx.send(Msg::Stdin(input)).is_ok()
             })
         });
+        self.watch_signals();
         loop {
             if self.eof && self.sessions.is_empty() {
                 self.flush();
@@ -149,11 +137,53 @@ impl Connection {
             let Some(msg) = self.rx.recv().await else {
                 return 0;
             };
-            self.handle(msg);
+            self.handle(msg).await;
             if self.rx.is_empty() {
                 self.flush();
             }
         }
+    }
+
+    /// Forward SIGINT and SIGTERM to the loop as [`Msg::Signal`].
+    fn watch_signals(&self) {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            eprintln!("openmax: could not watch SIGINT and SIGTERM");
+            return;
+        };
+        let tx = self.tx.clone();
+        tokio::task::spawn_local(async move {
+            loop {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+                if tx.send(Msg::Signal).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// The first signal cancels every prompt in flight (each is answered `cancelled`) and ends
+    /// the sessions as at EOF; a second one exits at once with 130.
+    fn signal(&mut self) {
+        self.signals += 1;
+        if self.signals > 1 {
+            self.flush();
+            crate::sandbox::reaper::sweep();
+            std::process::exit(130);
+        }
+        eprintln!("openmax: signalled: cancelling the prompts in flight and ending the sessions");
+        for live in self.sessions.values_mut() {
+            if live.tr.cancel() {
+                live.send(Command::Cancel);
+            }
+        }
+        self.end_input();
     }
 
     fn flush(&mut self) {
@@ -192,16 +222,18 @@ impl Connection {
 
     fn end_input(&mut self) {
         self.eof = true;
+        // A file tool waiting on the client fails now instead of at its timeout.
+        self.pending.retain(|_, p| !matches!(p, Pending::Fs(_)));
         for live in self.sessions.values() {
             let _ = live.input.send(Input::EndOfInput);
         }
     }
 
-    fn handle(&mut self, msg: Msg) {
+    async fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Stdin(Input::Line(line)) => match rpc::parse(&line) {
                 Ok(Incoming::Request { id, method, params }) => {
-                    let r = self.request(&id, &method, params);
+                    let r = self.request(&id, &method, params).await;
                     if let Some(r) = r {
                         self.answer(&id, r);
                     }
@@ -234,6 +266,19 @@ impl Connection {
                     live.tr.quiet(&mut outs);
                 }
                 self.outs(&sid, outs);
+            }
+            Msg::Signal => self.signal(),
+            Msg::Fs(call) => {
+                if self.eof || self.gone.get() {
+                    let _ = call
+                        .reply
+                        .send(Err("the client has ended the connection".into()));
+                    return;
+                }
+                self.next_request += 1;
+                let id = self.next_request;
+                self.pending.insert(id, Pending::Fs(call.reply));
+                self.line(rpc::request_line(id, call.method, call.params));
             }
             Msg::Exited(sid) => {
                 if let Some(mut live) = self.sessions.remove(&sid) {
@@ -310,7 +355,7 @@ impl Connection {
     }
 
     /// A request; `None` when the answer comes later (a prompt).
-    fn request(
+    async fn request(
         &mut self,
         id: &Value,
         method: &str,
@@ -320,8 +365,8 @@ impl Connection {
         Some(to_value(match method {
             "initialize" => self.initialize(params),
             "authenticate" => Ok(serde_json::json!({})),
-            "session/new" => self.new_session(params),
-            "session/load" => self.load_session(params),
+            "session/new" => self.new_session(params).await,
+            "session/load" => self.load_session(params).await,
             "session/set_mode" => return self.set_mode(id, params),
             "session/prompt" => return self.prompt(id, params),
             _ => Err(RpcError::new(
@@ -372,12 +417,17 @@ impl Connection {
                     approved,
                 });
             }
+            Some(Pending::Fs(reply)) => {
+                let _ = reply.send(result.map_err(|e| e.message));
+            }
             None => eprintln!("openmax: a response to an unknown request {id}"),
         }
     }
 
     fn initialize(&mut self, params: Value) -> Result<Value, RpcError> {
-        let _req: InitializeRequest = decode(params)?;
+        let req: InitializeRequest = decode(params)?;
+        let fs = &req.client_capabilities.fs;
+        self.client_fs = (fs.read_text_file, fs.write_text_file);
         let caps = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
@@ -388,7 +438,13 @@ impl Connection {
         serde_json::to_value(resp).map_err(|e| internal(e.to_string()))
     }
 
-    fn open(&mut self, cwd: &std::path::Path, resume: Resume) -> Result<Opened, RpcError> {
+    async fn open(
+        &mut self,
+        cwd: &std::path::Path,
+        resume: Resume,
+        servers: &[McpServer],
+    ) -> Result<Opened, RpcError> {
+        let client_mcp = mcp_servers::defs(servers)?;
         if !cwd.is_absolute() {
             return Err(RpcError::new(
                 rpc::INVALID_PARAMS,
@@ -398,7 +454,8 @@ impl Connection {
                 ),
             ));
         }
-        let mut opened = crate::app::open(&self.cli, Some(cwd), resume, false)
+        let mut opened = crate::app::open(&self.cli, Some(cwd), resume, false, client_mcp)
+            .await
             .map_err(|e| internal(e.message))?;
         if !opened.trusted {
             return Err(RpcError::new(
@@ -408,6 +465,17 @@ impl Connection {
                     opened.project
                 ),
             ));
+        }
+        if self.client_fs.0 || self.client_fs.1 {
+            let files = AcpFiles {
+                session_id: opened.session_id.clone(),
+                tx: self.tx.clone(),
+                read: self.client_fs.0,
+                write: self.client_fs.1,
+            };
+            opened
+                .backend
+                .set_client_files(ClientFilesRef(Some(std::sync::Arc::new(files))));
         }
         opened
             .backend
@@ -434,18 +502,16 @@ impl Connection {
         (sid, mode)
     }
 
-    fn new_session(&mut self, params: Value) -> Result<Value, RpcError> {
+    async fn new_session(&mut self, params: Value) -> Result<Value, RpcError> {
         let req: NewSessionRequest = decode(params)?;
-        check_mcp(&req.mcp_servers)?;
-        let opened = self.open(&req.cwd, Resume::New)?;
+        let opened = self.open(&req.cwd, Resume::New, &req.mcp_servers).await?;
         let (sid, mode) = self.start(opened);
         let resp = NewSessionResponse::new(sid).modes(session::modes(mode));
         serde_json::to_value(resp).map_err(|e| internal(e.to_string()))
     }
 
-    fn load_session(&mut self, params: Value) -> Result<Value, RpcError> {
+    async fn load_session(&mut self, params: Value) -> Result<Value, RpcError> {
         let req: LoadSessionRequest = decode(params)?;
-        check_mcp(&req.mcp_servers)?;
         let id = req.session_id.0.to_string();
         if self.sessions.contains_key(&id) {
             return Err(RpcError::new(
@@ -453,7 +519,9 @@ impl Connection {
                 format!("session {id} is already open on this connection"),
             ));
         }
-        let mut opened = self.open(&req.cwd, Resume::Id(id))?;
+        let mut opened = self
+            .open(&req.cwd, Resume::Id(id), &req.mcp_servers)
+            .await?;
         let transcript = opened.transcript.take();
         let (sid, mode) = self.start(opened);
         for m in transcript.map(|t| t.messages).unwrap_or_default() {

@@ -4,6 +4,8 @@
 //! and responses, and decides no policy.
 //!
 //! - [`rpc`]: JSON-RPC envelopes and the error codes.
+//! - [`files`]: the client's `fs` capability as the file tools' text files.
+//! - [`mcp_servers`]: `mcpServers` as the MCP client's server definitions.
 //! - [`prompt`]: an ACP prompt as the text of a `user` command.
 //! - [`translate`]: a session's core events as ACP updates, permission requests and answers.
 //! - [`toolcall`]: how a tool call looks in ACP (kind, title, locations, diff blocks).
@@ -11,6 +13,8 @@
 //! - [`connection`]: the loop that dispatches requests and writes the answers.
 
 pub mod connection;
+pub mod files;
+pub mod mcp_servers;
 pub mod prompt;
 pub mod rpc;
 pub mod session;
@@ -35,5 +39,6 @@ pub fn run(cli: Cli) -> i32 {
     let code = local.block_on(&rt, connection::Connection::new(cli).serve());
     drop(local);
     rt.shutdown_background();
+    crate::sandbox::reaper::sweep();
     code
 }

@@ -28,6 +28,10 @@ pub enum Msg {
     Quiet(String),
     /// Session `0`'s runtime ended.
     Exited(String),
+    /// A file tool's request for the client (`fs/read_text_file`, `fs/write_text_file`).
+    Fs(super::files::FsCall),
+    /// SIGINT or SIGTERM reached the process.
+    Signal,
 }
 
 /// The sink of one session: forwards to the connection.
@@ -63,7 +67,8 @@ pub(crate) fn spawn(
         tx: tx.clone(),
         gone,
     };
-    let runtime = Runtime::new(opened.core, opened.backend, sink);
+    let mut runtime = Runtime::new(opened.core, opened.backend, sink);
+    runtime.forward_notices(opened.notices);
     let input = runtime.sender();
     tokio::task::spawn_local(async move {
         let _ = runtime.run().await;

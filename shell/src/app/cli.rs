@@ -17,14 +17,14 @@ pub struct Cli {
     pub stdio: bool,
 
     /// Speak the Agent Client Protocol (ACP v1, JSON-RPC) on stdin/stdout, for editors.
-    #[arg(long, conflicts_with_all = ["stdio", "prompt", "check", "spec", "approve", "trust", "continue_"])]
+    #[arg(long, conflicts_with_all = ["stdio", "prompt", "check", "spec", "approve", "trust", "continue_", "command"])]
     pub acp: bool,
 
     /// Run one turn with PROMPT: reply text on stdout, notices on stderr.
     #[arg(short = 'p', long = "prompt", value_name = "PROMPT", conflicts_with_all = ["check", "spec", "approve", "trust"])]
     pub prompt: Option<String>,
 
-    /// Resume the project's latest session (with --stdio or -p).
+    /// Resume the project's latest session (with --stdio, -p, or the terminal UI).
     #[arg(long = "continue")]
     pub continue_: bool,
 
@@ -63,6 +63,10 @@ pub struct Cli {
     /// The provider's base URL.
     #[arg(long = "base-url", value_name = "URL", global = true)]
     pub base_url: Option<String>,
+
+    /// A subcommand: `mcp list` (the configured MCP servers, their state and tools).
+    #[arg(value_name = "COMMAND", conflicts_with_all = ["stdio", "prompt", "check", "spec", "approve", "trust"])]
+    pub command: Vec<String>,
 }
 
 /// What one invocation does.
@@ -82,6 +86,11 @@ pub enum Action {
     Approve { path: PathBuf },
     /// `--trust`
     Trust,
+    /// No mode flag: the interactive terminal UI (`openmax [--continue]`), which needs a
+    /// terminal on stdin and stdout.
+    Tui { resume: bool },
+    /// `mcp list`
+    McpList,
 }
 
 impl Cli {
@@ -102,6 +111,16 @@ impl Cli {
         if self.acp {
             return Ok(Action::Acp);
         }
+        match self.command.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            [] => {}
+            ["mcp", "list"] => return Ok(Action::McpList),
+            _ => {
+                return Err(format!(
+                    "unknown command {:?}: the one command is `openmax mcp list`",
+                    self.command.join(" ")
+                ))
+            }
+        }
         match (&self.prompt, self.stdio) {
             (Some(_), true) => Err("choose one of --stdio and -p".into()),
             (Some(p), false) => Ok(Action::Print {
@@ -111,11 +130,9 @@ impl Cli {
             (None, true) => Ok(Action::Stdio {
                 resume: self.continue_,
             }),
-            (None, false) => Err(
-                "nothing to do: use --stdio, --acp, -p PROMPT, --check --stdio, --spec stdio, \
-                 --approve PATH or --trust (see --help)"
-                    .into(),
-            ),
+            (None, false) => Ok(Action::Tui {
+                resume: self.continue_,
+            }),
         }
     }
 }
@@ -160,7 +177,8 @@ mod tests {
                 path: "a.json".into()
             })
         );
-        assert!(parse(&[]).is_err());
+        assert_eq!(parse(&[]), Ok(Action::Tui { resume: false }));
+        assert_eq!(parse(&["--continue"]), Ok(Action::Tui { resume: true }));
         assert!(parse(&["--check"]).is_err());
         assert!(parse(&["--spec", "other"]).is_err());
         assert!(parse(&["--stdio", "-p", "x"]).is_err());

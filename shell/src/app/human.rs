@@ -2,7 +2,8 @@
 //!
 //! Three checks, each a refusal with its reason: `OPENMAX_AGENT_SESSION` is not set (a
 //! courtesy an agent can unset), stdin is a terminal, and no ancestor process is an openmax
-//! (the same executable, or a process named `openmax`). Because a running openmax is a child
+//! (the same executable, or a process named `openmax`: every session names its main thread so,
+//! [`mark_session`], whatever its executable is called). Because a running openmax is a child
 //! subreaper, a process the agent started stays its descendant even after `setsid` or a double
 //! fork. This is defence in depth: the boundary itself is that agent processes run without
 //! access to `$OPENMAX_HOME` (see docs/security.md).
@@ -10,6 +11,19 @@
 use std::os::unix::fs::MetadataExt;
 
 use crate::sandbox::AGENT_ENV;
+
+/// The name a session's openmax gives its main thread (its `/proc/<pid>/comm`), whatever the
+/// executable is called: the mark [`check`] looks for in ancestors. (A session is not
+/// dumpable, so its `/proc/<pid>/exe` cannot be read by other processes of a non-root user.)
+pub const SESSION_NAME: &str = "openmax";
+
+/// Mark this process as an openmax session (see [`SESSION_NAME`]).
+pub fn mark_session() {
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes; the literal is.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"openmax".as_ptr(), 0, 0, 0);
+    }
+}
 
 /// `Ok` when a human runs this command; otherwise the reason to print.
 pub fn check(flag: &str) -> Result<(), String> {
@@ -51,7 +65,7 @@ fn openmax_ancestor() -> Option<(i32, String)> {
             }
         }
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.trim_end() == "openmax" {
+        if comm.trim_end() == SESSION_NAME {
             return Some((pid, "a process named openmax".to_string()));
         }
         pid = parent(pid)?;

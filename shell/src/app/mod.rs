@@ -1,7 +1,8 @@
 //! What one invocation of `openmax` does, from parsed flags to an exit code: the one-shot
 //! actions (`--check`, `--spec`, `--trust`, `--approve`) and the session start-up shared by
-//! `--stdio` and `-p` (project, config, trust and mode, session file, freeze, handshake), which
-//! then hands over to [`crate::run`].
+//! `--stdio`, `-p`, the terminal UI and `--acp` ([`open`]: project, config, trust and mode,
+//! MCP servers, freeze, session file, backend and core), which then hands over to
+//! [`crate::run`] (and [`crate::tui`], [`crate::acp`]).
 //!
 //! Invariants:
 //! - Every failure before the handshake is one clear stderr line and a nonzero exit, and nothing
@@ -28,6 +29,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{self, Overrides, Settings};
 use crate::frontend::{JsonlSink, PrintSink};
+use crate::mcp::StartContext;
 use crate::run::backend::{self, Backend};
 use crate::run::{Runtime, SignalPolicy};
 use crate::session::{resume_latest, Home, ProjectState, SessionWriter};
@@ -50,11 +52,29 @@ pub fn run(cli: Cli) -> i32 {
         }
         Action::Spec { json } => crate::oneshot::spec::run(json, std::io::stdout().lock()),
         Action::Trust => trust(&cli),
+        Action::McpList => mcp_list(&cli),
         Action::Approve { path } => approve(&cli, &path),
-        Action::Stdio { resume } => session(&cli, None, resume),
+        Action::Stdio { resume } => session(&cli, Front::Stdio, resume),
         Action::Acp => crate::acp::run(cli),
-        Action::Print { prompt, resume } => session(&cli, Some(prompt), resume),
+        Action::Print { prompt, resume } => session(&cli, Front::Print(prompt), resume),
+        Action::Tui { resume } => {
+            use std::io::IsTerminal;
+            if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+                return fail(
+                    "no terminal on stdin and stdout for the interactive UI: use --stdio for \
+                     the JSONL protocol or -p PROMPT for one turn (see --help)",
+                );
+            }
+            session(&cli, Front::Tui, resume)
+        }
     }
+}
+
+/// Which frontend a session runs under.
+enum Front {
+    Stdio,
+    Print(String),
+    Tui,
 }
 
 /// Whether this process was started by an agent.
@@ -82,6 +102,36 @@ fn human_project_state(cli: &Cli, flag: &str) -> Result<ProjectState, String> {
     let project = project_of(cli)?;
     let home = Home::from_env()?;
     Ok(ProjectState::open(&home, &project))
+}
+
+/// `openmax mcp list`: start the servers as a session would, print them, stop them.
+fn mcp_list(cli: &Cli) -> i32 {
+    let run = || -> Result<i32, String> {
+        let home = Home::from_env()?;
+        let project = project_of(cli)?;
+        let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
+        let state = ProjectState::open(&home, &project);
+        let mode = state.mode().unwrap_or(Mode::Ask);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("could not start the runtime: {e}"))?;
+        let ctx = StartContext {
+            project: state.project().to_path_buf(),
+            log_path: None,
+            agent_session: format!("mcp-list-{}", std::process::id()),
+            notices: None,
+        };
+        let set = rt.block_on(backend::start_mcp(&layers.mcp, &state, mode, ctx, &[]));
+        let code = crate::mcp::list::print(&set, std::io::stdout().lock());
+        drop(set);
+        rt.shutdown_background();
+        Ok(code)
+    };
+    match run() {
+        Ok(code) => code,
+        Err(e) => fail(e),
+    }
 }
 
 fn trust(cli: &Cli) -> i32 {
@@ -116,7 +166,7 @@ fn approve(cli: &Cli, path: &Path) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    crate::extensions::approve::run(
+    let code = crate::extensions::approve::run(
         state.project(),
         path,
         false,
@@ -124,7 +174,54 @@ fn approve(cli: &Cli, path: &Path) -> i32 {
         &|p, sha| state.approve_source(p, sha),
         std::io::stdout().lock(),
         std::io::stderr().lock(),
-    )
+    );
+    if code != 0 {
+        return code;
+    }
+    approve_hooks(&state, path)
+}
+
+/// With `--approve PATH`: approve, as now defined, every project hook whose command names PATH
+/// (or every project hook, when PATH is the project config), printing each definition.
+fn approve_hooks(state: &ProjectState, path: &Path) -> i32 {
+    let project = state.project();
+    let Ok(rel) = crate::extensions::approve::inspect(project, path, &backend::is_reserved)
+        .map(|a| a.source_path)
+    else {
+        return 0;
+    };
+    let home = match Home::from_env() {
+        Ok(h) => h,
+        Err(e) => return fail(e),
+    };
+    let layers = match config::load_layers(home.root(), project) {
+        Ok(l) => l,
+        Err(e) => return fail(format!("project hooks not approved: {e}")),
+    };
+    let frozen = crate::hooks::freeze(&layers.hooks, project, &|_, _| false);
+    for h in crate::hooks::naming(&frozen, &rel) {
+        let Some((key, sha)) = &h.approval else {
+            continue;
+        };
+        println!(
+            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms",
+            h.name,
+            crate::extensions::source::short(sha),
+            h.config.event,
+            h.config.command,
+            h.config.blocking,
+            h.config.timeout_ms()
+        );
+        let files: Vec<&str> = h.files.keys().map(String::as_str).collect();
+        println!(
+            "  covers: its definition in .openmax/config.toml, {}",
+            files.join(", ")
+        );
+        if let Err(e) = state.approve_source(key, sha) {
+            return fail(format!("cannot save the approval of hook {}: {e}", h.name));
+        }
+    }
+    0
 }
 
 /// Where a session runs and with what settings.
@@ -210,6 +307,7 @@ fn sandbox_policy(
         confine: crate::sandbox::confine::Confine::for_session(
             settings.sandbox.mode.as_deref(),
             settings.sandbox.network.unwrap_or(false),
+            &settings.sandbox.writable,
             state.project(),
             home,
         )?,
@@ -249,8 +347,8 @@ pub(crate) enum Resume {
     Id(String),
 }
 
-/// A session opened and ready to run: its core, its effect backend, and what the handshake
-/// tells the client.
+/// A session opened and ready to run: its core, its effect backend, and what the frontend
+/// needs to start it.
 pub(crate) struct Opened {
     pub core: Core,
     pub backend: Backend,
@@ -259,6 +357,12 @@ pub(crate) struct Opened {
     pub transcript: Option<openmax_core::wire::Transcript>,
     pub mode: Mode,
     pub trusted: bool,
+    /// The model's name (the terminal UI shows it).
+    pub model: String,
+    /// The project's prompt history file (the terminal UI's Up and Down).
+    pub prompt_history: PathBuf,
+    /// Notices of the MCP servers' start and life, for [`Runtime::forward_notices`].
+    pub notices: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
 /// Why a start-up failed: the stderr message and the exit code.
@@ -276,14 +380,17 @@ impl OpenError {
     }
 }
 
-/// Open a session: settings, provider, freeze, the session file (new or resumed), trust and
-/// mode, the backend and the core. `project` overrides the discovered project (ACP's `cwd`);
-/// `print` marks a non-interactive `-p` turn.
-pub(crate) fn open(
+/// Open a session: settings, provider, the sandbox set-up, the session to resume, trust and
+/// mode, the MCP servers, the freeze, the session file, the backend and the core. `project`
+/// overrides the discovered project (ACP's `cwd`); `print` marks a non-interactive `-p` turn;
+/// `client_mcp` are the client's MCP servers (ACP's `mcpServers`), started with the
+/// configured ones. Runs on the session's runtime: the MCP servers' connections live on it.
+pub(crate) async fn open(
     cli: &Cli,
     project: Option<&Path>,
     resume: Resume,
     print: bool,
+    client_mcp: Vec<crate::mcp::ServerDef>,
 ) -> Result<Opened, OpenError> {
     let setup = match project {
         Some(p) => setup_at(cli, p),
@@ -300,6 +407,7 @@ pub(crate) fn open(
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
+    human::mark_session();
     if let Err(e) = crate::sandbox::reaper::become_subreaper() {
         eprintln!("openmax: could not become a child subreaper ({e}); a process a tool starts with setsid may outlive its call");
     }
@@ -309,31 +417,20 @@ pub(crate) fn open(
             eprintln!("openmax: killed {n} process(es) left running by an earlier openmax in this project");
         }
     }
+    let prompt_history = crate::tui::history::path_in(state.dir());
     let hook_configs = setup.settings.hooks.clone();
-    let (frozen, hooks) =
-        backend::freeze_now(setup.home.root(), state.project(), &state, &hook_configs);
     let project = state.project().display().to_string();
     let resumed = match resume {
         Resume::New => None,
         Resume::Latest => Some(resume_latest(&state)),
         Resume::Id(id) => Some(crate::session::resume_id(&state, &id)),
     };
-    let (session_id, writer, freeze, history, transcript, session_mode) = match resumed {
+    let resumed = match resumed {
         Some(Ok(r)) => {
             for n in &r.notices {
                 eprintln!("openmax: {n}");
             }
-            let mut freeze = frozen.freeze.clone();
-            freeze.system = r.system;
-            freeze.tools = r.tools;
-            (
-                r.session_id,
-                r.writer,
-                freeze,
-                r.history,
-                Some(r.transcript),
-                r.mode,
-            )
+            Some(r)
         }
         Some(Err(e)) => {
             return Err(OpenError {
@@ -341,8 +438,49 @@ pub(crate) fn open(
                 message: e.to_string(),
             })
         }
+        None => None,
+    };
+    let session_id = resumed
+        .as_ref()
+        .map(|r| r.session_id.clone())
+        .unwrap_or_else(new_session_id);
+    let mode = setup
+        .demo
+        .or_else(|| state.mode())
+        .or(resumed.as_ref().and_then(|r| r.mode))
+        .unwrap_or(Mode::Ask);
+    // MCP servers start concurrently before the freeze; their notices reach the core once the
+    // runtime loop runs.
+    let (notice_tx, notices) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let mcp_ctx = StartContext {
+        project: state.project().to_path_buf(),
+        log_path: Some(state.sessions_dir().join(format!("{session_id}.mcp.log"))),
+        agent_session: session_id.clone(),
+        notices: Some(notice_tx),
+    };
+    let mcp = backend::start_mcp(
+        &setup.settings.mcp,
+        &state,
+        mode,
+        mcp_ctx.clone(),
+        &client_mcp,
+    )
+    .await;
+    let (frozen, hooks) = backend::freeze_now(
+        setup.home.root(),
+        state.project(),
+        &state,
+        &hook_configs,
+        &mcp,
+    );
+    let (writer, freeze, history, transcript) = match resumed {
+        Some(r) => {
+            let mut freeze = frozen.freeze.clone();
+            freeze.system = r.system;
+            freeze.tools = r.tools;
+            (r.writer, freeze, r.history, Some(r.transcript))
+        }
         None => {
-            let session_id = new_session_id();
             let freeze = frozen.freeze.clone();
             let header = Record::Session {
                 session_id: session_id.clone(),
@@ -352,15 +490,10 @@ pub(crate) fn open(
             };
             let w = SessionWriter::create_unsettled(&state, &session_id, header)
                 .map_err(|e| OpenError::new(format!("could not start a session: {e}")))?;
-            (session_id, w, freeze, Vec::new(), None, None)
+            (w, freeze, Vec::new(), None)
         }
     };
     let trusted = state.trusted() || setup.settings.trusts(state.project());
-    let mode = setup
-        .demo
-        .or_else(|| state.mode())
-        .or(session_mode)
-        .unwrap_or(Mode::Ask);
     let mut backend = Backend::new(
         setup.home.clone(),
         state,
@@ -369,9 +502,13 @@ pub(crate) fn open(
         &frozen,
         hooks,
         hook_configs,
+        mcp,
+        mcp_ctx,
+        mode,
     )
     .map_err(OpenError::new)?;
     backend.set_sandbox(sandbox);
+    backend.set_client_mcp(client_mcp);
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;
@@ -391,27 +528,15 @@ pub(crate) fn open(
         transcript,
         mode,
         trusted,
+        model: setup.settings.provider.model.clone(),
+        prompt_history,
+        notices,
     })
 }
 
-fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
-    let print = prompt.is_some();
+fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
+    let print = matches!(front, Front::Print(_));
     let resume = if resume { Resume::Latest } else { Resume::New };
-    let Opened {
-        core,
-        mut backend,
-        session_id,
-        project,
-        transcript,
-        ..
-    } = match open(cli, None, resume, print) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("openmax: {}", e.message);
-            return e.code;
-        }
-    };
-
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -419,13 +544,48 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
         Ok(rt) => rt,
         Err(e) => return fail(format!("could not start the runtime: {e}")),
     };
-    match prompt {
-        Some(prompt) => {
+    let Opened {
+        core,
+        mut backend,
+        session_id,
+        project,
+        transcript,
+        mode,
+        model,
+        prompt_history,
+        notices,
+        ..
+    } = match rt.block_on(open(cli, None, resume, print, Vec::new())) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("openmax: {}", e.message);
+            return e.code;
+        }
+    };
+
+    match front {
+        Front::Tui => {
+            if let Err(e) = backend.settle_session() {
+                return fail(format!("could not start a session: {e}"));
+            }
+            let launch = crate::tui::Launch {
+                model,
+                mode,
+                transcript,
+                history: prompt_history,
+            };
+            let code = crate::tui::run(&rt, core, backend, launch);
+            rt.shutdown_background();
+            crate::sandbox::reaper::sweep();
+            code
+        }
+        Front::Print(prompt) => {
             if let Err(e) = backend.settle_session() {
                 return fail(format!("could not start a session: {e}"));
             }
             let sink = PrintSink::new(std::io::stdout(), std::io::stderr());
             let mut runtime = Runtime::new(core, backend, sink);
+            runtime.forward_notices(notices);
             runtime.handle_signals(SignalPolicy::CancelTurn);
             runtime.push_input(Input::Line(Command::User { text: prompt }.to_line()));
             runtime.end_input_after_done();
@@ -435,7 +595,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
             crate::sandbox::reaper::sweep();
             sink.exit_code().unwrap_or(code)
         }
-        None => {
+        Front::Stdio => {
             let mut sink = JsonlSink::new(&session_id, std::io::stdout());
             let hello = Hello::new(
                 &session_id,
@@ -454,6 +614,7 @@ fn session(cli: &Cli, prompt: Option<String>, resume: bool) -> i32 {
                 return 1;
             }
             let mut runtime = Runtime::new(core, backend, sink);
+            runtime.forward_notices(notices);
             runtime.handle_signals(SignalPolicy::EndInput);
             let tx = runtime.sender();
             std::thread::spawn(move || {

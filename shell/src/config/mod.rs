@@ -40,6 +40,10 @@ pub struct FileConfig {
     pub hooks: Vec<HookConfig>,
     #[serde(default)]
     pub trust: TrustSection,
+    /// `[mcp_servers.<name>]` as written: each entry is checked on its own by
+    /// [`crate::mcp::config`], so one broken server never stops the file or the others.
+    #[serde(default)]
+    pub mcp_servers: toml::Table,
     #[serde(default)]
     pub sandbox: SandboxSection,
 }
@@ -58,6 +62,9 @@ pub struct SandboxSection {
     /// More variables withheld from agent processes.
     #[serde(default)]
     pub env_deny: Vec<String>,
+    /// More directories agent processes may write beneath (user config only; absolute paths).
+    #[serde(default)]
+    pub writable: Vec<String>,
 }
 
 /// `[trust]` (user config only): projects trusted without running `openmax --trust` in them,
@@ -157,6 +164,8 @@ pub struct Settings {
     pub hooks: Vec<(HookConfig, Origin)>,
     /// The files that were read, in layer order.
     pub files: Vec<PathBuf>,
+    /// `[mcp_servers]` tables by file (see [`Layers::mcp`]).
+    pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
     /// `[trust] projects` from the user config, canonicalized where they exist.
     pub trusted_projects: Vec<PathBuf>,
     /// `[sandbox]` as merged.
@@ -189,6 +198,8 @@ pub struct Layers {
     pub files: Vec<PathBuf>,
     /// `[[hooks]]` by origin, user first (`merged.hooks` holds the same tables without it).
     pub hooks: Vec<(HookConfig, Origin)>,
+    /// `[mcp_servers]` of each file that has one, user first, with the file and its origin.
+    pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
 }
 
 /// Read `$OPENMAX_HOME/config.toml` and `<project>/.openmax/config.toml` (each optional).
@@ -202,6 +213,11 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::User)));
+        if !cfg.mcp_servers.is_empty() {
+            layers
+                .mcp
+                .push((user.clone(), Origin::User, cfg.mcp_servers.clone()));
+        }
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(user);
     }
@@ -212,6 +228,11 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::Project)));
+        if !cfg.mcp_servers.is_empty() {
+            layers
+                .mcp
+                .push((proj.clone(), Origin::Project, cfg.mcp_servers.clone()));
+        }
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(proj);
     }
@@ -330,6 +351,7 @@ pub fn resolve(
         limits,
         permissions,
         hooks: layers.hooks,
+        mcp: layers.mcp,
         trusted_projects: layers
             .merged
             .trust
@@ -458,12 +480,16 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
                 p
             },
         },
+        // Kept per file in `Layers::mcp` (origin matters for the gate), not merged here.
+        mcp_servers: toml::Table::new(),
         sandbox: {
             let (b, o) = (base.sandbox, over.sandbox);
             let mut env_allow = b.env_allow;
             env_allow.extend(o.env_allow);
             let mut env_deny = b.env_deny;
             env_deny.extend(o.env_deny);
+            let mut writable = b.writable;
+            writable.extend(o.writable);
             SandboxSection {
                 mode: o.mode.or(b.mode),
                 // The narrower value wins: `false` anywhere is off.
@@ -473,6 +499,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
                 },
                 env_allow,
                 env_deny,
+                writable,
             }
         },
     }

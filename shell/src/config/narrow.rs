@@ -39,10 +39,15 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
         )));
     }
     let s = &project.sandbox;
-    if s.mode.is_some() || s.network == Some(true) || !s.env_allow.is_empty() {
+    if s.mode.is_some()
+        || s.network == Some(true)
+        || !s.env_allow.is_empty()
+        || !s.writable.is_empty()
+    {
         return Err(ConfigError(format!(
             "{file}: [sandbox] may only be narrowed in a project config (network = false, \
-             env_deny); mode, network = true and env_allow belong in $OPENMAX_HOME/config.toml"
+             env_deny); mode, network = true, env_allow and writable belong in \
+             $OPENMAX_HOME/config.toml"
         )));
     }
     let ld = Limits::default();
@@ -179,6 +184,8 @@ mod tests {
         assert!(e.contains("max_attempts"), "{e}");
         let e = err("", "[sandbox]\nenv_allow = [\"AWS_SECRET_ACCESS_KEY\"]\n");
         assert!(e.contains("[sandbox]"), "{e}");
+        let e = err("", "[sandbox]\nwritable = [\"/\"]\n");
+        assert!(e.contains("writable"), "{e}");
     }
 
     #[test]

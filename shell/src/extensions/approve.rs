@@ -94,13 +94,81 @@ pub fn run<W: Write>(
         );
         return 1;
     }
-    let a = match inspect(project, path, is_builtin) {
-        Ok(a) => a,
+    let mut all = match inspect(project, path, is_builtin) {
+        Ok(a) => vec![a],
         Err(e) => {
             let _ = writeln!(err, "openmax: cannot approve: {e}");
             return 1;
         }
     };
+    // A file defining MCP servers also approves each server it defines (each by its own sha).
+    let defined = mcp_servers_in(project, &all[0].source_path);
+    if all[0].source_path == crate::mcp::config::MCP_JSON {
+        all.clear();
+    }
+    all.extend(defined);
+    for a in &all {
+        let code = approve_one(a, store, &mut out, &mut err);
+        if code != 0 {
+            return code;
+        }
+    }
+    0
+}
+
+/// The approvals of the MCP servers `rel` (`.mcp.json` or `.openmax/config.toml`) defines.
+fn mcp_servers_in(project: &Path, rel: &str) -> Vec<Approval> {
+    let defs = if rel == crate::mcp::config::MCP_JSON {
+        std::fs::read(project.join(rel))
+            .map(|b| crate::mcp::config::parse_mcp_json(&b).0)
+            .unwrap_or_default()
+    } else if rel == ".openmax/config.toml" {
+        let path = project.join(rel);
+        match std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
+        {
+            Some(t) => match t.get("mcp_servers").and_then(|v| v.as_table()) {
+                Some(servers) => servers
+                    .iter()
+                    .filter_map(|(name, v)| {
+                        crate::mcp::config::parse_toml_entry(
+                            rel,
+                            crate::hooks::Origin::Project,
+                            name,
+                            v,
+                        )
+                        .ok()
+                    })
+                    .collect(),
+                None => Vec::new(),
+            },
+            None => Vec::new(),
+        }
+    } else {
+        Vec::new()
+    };
+    defs.iter()
+        .filter_map(|d| {
+            let sha = crate::mcp::gate::source_sha256(d, project).ok()?;
+            let mut files = vec![format!("{}#{} (MCP server {})", d.file, d.name, d.name)];
+            files.extend(crate::mcp::gate::argv_files(d, project));
+            Some(Approval {
+                source_path: d.file.clone(),
+                sha256: sha,
+                env: d.env_grant(),
+                files,
+            })
+        })
+        .collect()
+}
+
+fn approve_one<W: Write>(
+    a: &Approval,
+    store: &dyn Fn(&str, &str) -> std::io::Result<()>,
+    mut out: W,
+    mut err: impl Write,
+) -> i32 {
     let _ = writeln!(
         out,
         "approving {} (sha {})",

@@ -87,6 +87,8 @@ pub async fn run(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    // As in the shell tool: no sweep may see the new process before it is tracked.
+    let spawning = crate::sandbox::reaper::spawning();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -103,6 +105,7 @@ pub async fn run(
     // not only the leader `kill_on_drop` covers.
     let mut guard = GroupGuard(pgid);
     let tracked = pgid.map(|p| spec.sandbox.track(p));
+    drop(spawning);
     let stdin = child.stdin.take();
     let input = spec.stdin.clone();
     let writer = tokio::spawn(async move {

@@ -14,17 +14,27 @@ use sha2::{Digest, Sha256};
 /// The full lowercase hex sha256 of a tool's source files, read now.
 /// `files` are project-relative paths; a file that cannot be read is an error naming it.
 pub fn source_sha256(project: &Path, files: &[String]) -> Result<String, String> {
-    let mut hasher = Sha256::new();
+    let mut items = Vec::with_capacity(files.len());
     for rel in files {
         let bytes =
             std::fs::read(project.join(rel)).map_err(|e| format!("cannot read {rel}: {e}"))?;
-        hasher.update(rel.as_bytes());
+        items.push((rel.clone(), bytes));
+    }
+    Ok(framed_sha256(&items))
+}
+
+/// The framed hash over named byte strings, in order: for each, the name, NUL, the byte
+/// length in decimal, NUL, the bytes. Full lowercase hex.
+pub fn framed_sha256(items: &[(String, Vec<u8>)]) -> String {
+    let mut hasher = Sha256::new();
+    for (name, bytes) in items {
+        hasher.update(name.as_bytes());
         hasher.update([0u8]);
         hasher.update(bytes.len().to_string().as_bytes());
         hasher.update([0u8]);
-        hasher.update(&bytes);
+        hasher.update(bytes);
     }
-    Ok(hex(&hasher.finalize()))
+    hex(&hasher.finalize())
 }
 
 /// The sha256 of one byte string, lowercase hex.

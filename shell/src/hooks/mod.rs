@@ -7,9 +7,11 @@
 //! `user_prompt_submit` and `turn_end` may block.
 //!
 //! Project hooks are agent-writable code: a hook defined in `<project>/.openmax/config.toml` runs
-//! only when a human approved (`openmax --approve PATH`) the exact bytes of every project file its
-//! command names, or of the project config itself when it names none; and only while those bytes
-//! are the ones frozen. Otherwise it is not run and reported.
+//! only when a human approved (`openmax --approve PATH`, PATH one of the files its command names,
+//! or the project config) its whole definition — event, argv, blocking, timeout — together with
+//! the exact bytes of every project file its command names ([`definition_sha`]); and only while
+//! those bytes are the ones frozen. Any change to the definition or the files asks again.
+//! Otherwise it is not run and reported.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -85,6 +87,8 @@ pub struct FrozenHook {
     pub name: String,
     /// Project files (relative) and their sha256 at the freeze.
     pub files: BTreeMap<String, String>,
+    /// Project hooks: the key and sha256 an approval is recorded under ([`definition_sha`]).
+    pub approval: Option<(String, String)>,
     /// Why it will not run, decided at the freeze.
     pub not_loaded: Option<String>,
 }
@@ -134,6 +138,39 @@ pub fn validate(h: &HookConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// The key a project hook's approval is stored under.
+pub fn approval_key(name: &str) -> String {
+    format!("{PROJECT_CONFIG} [[hooks]] {name}")
+}
+
+/// The sha256 (hex) an approval of a project hook covers: its whole definition and the bytes
+/// (by sha256) of every project file its command names, length-framed so no two different
+/// definitions hash alike.
+pub fn definition_sha(config: &HookConfig, files: &BTreeMap<String, String>) -> String {
+    let mut framed = Vec::new();
+    let mut put = |b: &[u8]| {
+        framed.extend_from_slice(&(b.len() as u64).to_le_bytes());
+        framed.extend_from_slice(b);
+    };
+    put(b"openmax hook v1");
+    put(config.event.as_bytes());
+    put(&(config.command.len() as u64).to_le_bytes());
+    for a in &config.command {
+        put(a.as_bytes());
+    }
+    put(if config.blocking {
+        b"blocking"
+    } else {
+        b"observing"
+    });
+    put(&config.timeout_ms().to_le_bytes());
+    for (path, sha) in files {
+        put(path.as_bytes());
+        put(sha.as_bytes());
+    }
+    sha256_hex(&framed)
+}
+
 /// Freeze hooks: hash the project files each project hook runs and decide whether it may run.
 /// `approved(path, full_sha)` asks the project's approval store.
 pub fn freeze(
@@ -156,28 +193,43 @@ pub fn freeze(
             }
             let mut files = BTreeMap::new();
             let mut not_loaded = None;
+            let mut approval = None;
             if *origin == Origin::Project {
                 let mut named: Vec<String> = config.command.iter().filter_map(|a| project_file(project, a)).collect();
                 if named.is_empty() {
                     named.push(PROJECT_CONFIG.to_string());
                 }
+                let show = named[0].clone();
                 for f in named {
                     match std::fs::read(project.join(&f)) {
                         Ok(bytes) => {
-                            let sha = sha256_hex(&bytes);
-                            if not_loaded.is_none() && !approved(&f, &sha) {
-                                not_loaded = Some(format!(
-                                    "project hook file {f} is not approved; a human can run: openmax --approve {f}"
-                                ));
-                            }
-                            files.insert(f, sha);
+                            files.insert(f, sha256_hex(&bytes));
                         }
                         Err(e) => not_loaded = Some(format!("project hook file {f} cannot be read: {e}")),
                     }
                 }
+                let key = approval_key(&name);
+                let sha = definition_sha(config, &files);
+                if not_loaded.is_none() && !approved(&key, &sha) {
+                    not_loaded = Some(format!(
+                        "project hook {name} (command {:?}) is not approved as defined; a human can run: openmax --approve {show}",
+                        config.command
+                    ));
+                }
+                approval = Some((key, sha));
             }
-            FrozenHook { config: config.clone(), event, origin: *origin, name, files, not_loaded }
+            FrozenHook { config: config.clone(), event, origin: *origin, name, files, approval, not_loaded }
         })
+        .collect()
+}
+
+/// The project hooks an `openmax --approve` of `rel` approves: those whose command names it,
+/// or all of them when it is the project config.
+pub fn naming<'a>(frozen: &'a [FrozenHook], rel: &str) -> Vec<&'a FrozenHook> {
+    frozen
+        .iter()
+        .filter(|h| h.origin == Origin::Project)
+        .filter(|h| rel == PROJECT_CONFIG || h.files.contains_key(rel))
         .collect()
 }
 
@@ -354,8 +406,26 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("openmax --approve check.sh"));
+        // Approving the file alone is not enough: the approval covers the whole definition.
         let frozen = freeze(&hooks, &p, &|f, _| f == "check.sh");
+        assert!(frozen[0].not_loaded.is_some());
+        let (key, sha) = frozen[0].approval.clone().unwrap();
+        let frozen = freeze(&hooks, &p, &|f, s| f == key && s == sha);
         assert_eq!(frozen[0].not_loaded, None);
+        // Another definition naming the same file is another approval.
+        let inline = vec![(
+            cfg("turn_end", &["sh", "-c", "touch x", "check.sh"], true),
+            Origin::Project,
+        )];
+        let other = freeze(&inline, &p, &|f, s| f == key && s == sha);
+        assert!(other[0]
+            .not_loaded
+            .as_deref()
+            .unwrap()
+            .contains("--approve check.sh"));
+        let mut longer = hooks[0].0.clone();
+        longer.timeout_s = Some(6.0);
+        assert_ne!(definition_sha(&longer, &frozen[0].files), sha);
         assert_eq!(frozen[0].name, "turn_end:bash");
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

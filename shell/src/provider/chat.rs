@@ -26,7 +26,7 @@ use openmax_core::conversation::{Block, ModelRequest, Role};
 use openmax_core::provider::ProviderItem;
 use serde_json::{json, Value};
 
-use super::mapping::{failed_from_error, parse_json, u64_at, StreamMapper};
+use super::mapping::{event_json, failed_from_error, u64_at, StreamMapper};
 use super::openai::is_reasoning_model;
 use super::replay::{merged, result_text};
 use super::sse::SseEvent;
@@ -175,7 +175,7 @@ impl StreamMapper for ChatMapper {
         if self.done {
             return out;
         }
-        if ev.data.trim() == "[DONE]" {
+        if ev.damage.is_none() && ev.data.trim() == "[DONE]" {
             if self.finish.is_some() {
                 self.complete(&mut out);
             } else {
@@ -186,8 +186,14 @@ impl StreamMapper for ChatMapper {
             }
             return out;
         }
-        let Some(v) = parse_json(&ev.data) else {
-            return out;
+        let v = match event_json(ev) {
+            Ok(Some(v)) => v,
+            Ok(None) => return out,
+            Err(failed) => {
+                self.done = true;
+                out.push(failed);
+                return out;
+            }
         };
         if let Some(err) = v.get("error").filter(|e| e.is_object()) {
             out.push(failed_from_error(err, "the provider reported an error"));
@@ -466,7 +472,9 @@ data: {"id":"gen-1","object":"chat.completion.chunk","error":{"code":502,"messag
     fn body_error_after_finish_reason_still_completes() {
         let cut = &TEXT[..TEXT.find("\"choices\":[],").unwrap()];
         let mut m = ChatMapper::new();
-        let mut items: Vec<_> = decode_all(cut.as_bytes())
+        // An aborted body is never `finish`ed: the partial last line is not an event.
+        let mut items: Vec<_> = crate::provider::sse::SseDecoder::new()
+            .feed(cut.as_bytes())
             .iter()
             .flat_map(|e| m.on_event(e))
             .collect();
@@ -493,10 +501,19 @@ data: {"id":"gen-1","object":"chat.completion.chunk","error":{"code":502,"messag
                 finish_reason: "stop".into()
             })
         );
-        let cut = &TEXT[..TEXT.find("\"finish_reason\":\"stop\"").unwrap()];
+        let cut = &TEXT[..TEXT.find("data: {\"id\":\"chatcmpl-123\",\"object\":\"chat.completion.chunk\",\"created\":1694268190,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"stop\"").unwrap()];
         assert!(matches!(
             run(cut).last(),
             Some(ProviderItem::EndedWithoutCompletion { .. })
+        ));
+        // A clean end inside a chunk leaves its JSON cut: the stream is damaged.
+        let cut = &TEXT[..TEXT.find("\"finish_reason\":\"stop\"").unwrap()];
+        assert!(matches!(
+            run(cut).last(),
+            Some(ProviderItem::Failed {
+                kind: FailureKind::Corrupt,
+                ..
+            })
         ));
     }
 

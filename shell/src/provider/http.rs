@@ -28,7 +28,7 @@ use hyper_util::rt::TokioExecutor;
 use openmax_core::provider::{ProviderItem, RequestFailure};
 use serde_json::Value;
 
-use super::mapping::{classify_error_object, is_terminal, kind_for_status, snippet, StreamMapper};
+use super::mapping::{classify_error_object, is_terminal, snippet, StreamMapper};
 use super::retry_after::parse_retry_after;
 use super::sse::SseDecoder;
 
@@ -37,8 +37,6 @@ pub type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<
 
 /// How much of an error body is read for classification.
 const ERROR_BODY_CAP: usize = 64 * 1024;
-/// How long a message from a body is kept.
-const MESSAGE_CHARS: usize = 500;
 
 /// Build the shared client: webpki roots with ring, http and https, HTTP/1.1, and a TCP connect
 /// timeout (0 = none).
@@ -169,48 +167,13 @@ pub fn emit_all(sink: &mut dyn Sink, items: Vec<ProviderItem>) -> bool {
 
 /// Classify a non-2xx response from its status, Retry-After and body.
 pub fn http_failure(status: StatusCode, retry_after_s: Option<u64>, body: &[u8]) -> RequestFailure {
-    let code = status.as_u16();
-    let text = String::from_utf8_lossy(body);
-    let (kind, message) = match serde_json::from_str::<Value>(&text) {
-        Ok(v) => {
-            let err = v.get("error").unwrap_or(&Value::Null);
-            let message = err
-                .get("message")
-                .and_then(Value::as_str)
-                .or_else(|| err.as_str())
-                .or_else(|| v.get("message").and_then(Value::as_str))
-                .or_else(|| v.get("detail").and_then(Value::as_str))
-                .map(|m| snippet(m, MESSAGE_CHARS))
-                .unwrap_or_else(|| snippet(text.trim(), MESSAGE_CHARS));
-            let kind = if err.is_object() {
-                classify_error_object(err, &message)
-            } else {
-                openmax_core::provider::FailureKind::classify("", &message)
-            };
-            (kind, message)
-        }
-        Err(_) => {
-            let m = snippet(text.trim(), MESSAGE_CHARS);
-            (openmax_core::provider::FailureKind::classify("", &m), m)
-        }
-    };
-    let kind = if kind == openmax_core::provider::FailureKind::Other {
-        kind_for_status(code)
-    } else {
-        kind
-    };
-    let message = if message.is_empty() {
-        format!(
-            "HTTP {code} {}",
-            status.canonical_reason().unwrap_or("").trim()
-        )
-        .trim()
-        .to_string()
-    } else {
-        message
-    };
+    let (kind, message) = openmax_core::provider::errors::http_error(
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        body,
+    );
     RequestFailure::Http {
-        status: code,
+        status: status.as_u16(),
         retry_after_s,
         kind,
         message,

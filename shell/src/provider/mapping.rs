@@ -45,9 +45,30 @@ pub fn is_terminal(item: &ProviderItem) -> bool {
     )
 }
 
-/// Parse an event's data as JSON; `None` for anything unparseable (ignored by mappers).
-pub fn parse_json(data: &str) -> Option<Value> {
-    serde_json::from_str(data).ok()
+/// An event's data as JSON. `Ok(None)` for an event with empty data (it carries nothing);
+/// `Err` with the terminal `Failed { kind: Corrupt }` item for an event the decoder marked
+/// damaged or whose data is not valid JSON (a chunk cut mid-JSON, a lone surrogate escape,
+/// which serde_json refuses in a string): a damaged event is never skipped, because what it
+/// carried (reply text, a tool call's arguments, the completion) would be lost silently.
+pub fn event_json(ev: &SseEvent) -> Result<Option<Value>, ProviderItem> {
+    let corrupt = |why: String| ProviderItem::Failed {
+        kind: FailureKind::Corrupt,
+        message: format!(
+            "the stream sent a damaged {:?} event ({why}): {}",
+            ev.event,
+            snippet(ev.data.trim(), 120)
+        ),
+    };
+    if let Some(why) = ev.damage {
+        return Err(corrupt(why.to_string()));
+    }
+    if ev.data.trim().is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str(&ev.data) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) => Err(corrupt(format!("not valid JSON: {e}"))),
+    }
 }
 
 /// A string field, or "".
@@ -73,73 +94,43 @@ pub fn failed_from_error(err: &Value, fallback_message: &str) -> ProviderItem {
     }
 }
 
-/// Classify an error object by its `code`, then its `type` (the first that is not `Other`).
-pub fn classify_error_object(err: &Value, message: &str) -> FailureKind {
-    for key in ["code", "type"] {
-        let k = match err.get(key) {
-            Some(Value::String(s)) => FailureKind::classify(s, message),
-            Some(Value::Number(n)) => n
-                .as_u64()
-                .map(|s| kind_for_status(s as u16))
-                .unwrap_or(FailureKind::Other),
-            _ => FailureKind::Other,
-        };
-        if k != FailureKind::Other {
-            return k;
-        }
-    }
-    FailureKind::classify("", message)
-}
-
-/// The failure class an HTTP status implies when the body names none.
-pub fn kind_for_status(status: u16) -> FailureKind {
-    match status {
-        429 => FailureKind::RateLimit,
-        529 => FailureKind::Overloaded,
-        500..=599 => FailureKind::Server,
-        _ => FailureKind::Other,
-    }
-}
-
-/// At most `max` characters of `s` (on a char boundary), with `…` when cut.
-pub fn snippet(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
-}
+pub use openmax_core::provider::errors::{classify_error_object, kind_for_status, snippet};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn classify_prefers_code_then_type() {
-        let e = json!({"type":"insufficient_quota","code":"insufficient_quota","message":"x"});
-        assert_eq!(
-            classify_error_object(&e, "x"),
-            FailureKind::InsufficientQuota
-        );
-        let e = json!({"type":"requests","code":"rate_limit_exceeded"});
-        assert_eq!(classify_error_object(&e, ""), FailureKind::RateLimit);
-        let e = json!({"type":"overloaded_error","message":"Overloaded"});
-        assert_eq!(
-            classify_error_object(&e, "Overloaded"),
-            FailureKind::Overloaded
-        );
-        let e = json!({"code":502,"message":"upstream"});
-        assert_eq!(classify_error_object(&e, "upstream"), FailureKind::Server);
-        let e = json!({"type":"invalid_request_error","message":"prompt is too long: 1 > 0"});
-        assert_eq!(
-            classify_error_object(&e, "prompt is too long: 1 > 0"),
-            FailureKind::ContextLength
-        );
+    fn ev(data: &str) -> SseEvent {
+        SseEvent {
+            event: "message".into(),
+            data: data.into(),
+            id: None,
+            damage: None,
+        }
+    }
+
+    fn corrupt_message(r: Result<Option<Value>, ProviderItem>) -> String {
+        match r {
+            Err(ProviderItem::Failed {
+                kind: FailureKind::Corrupt,
+                message,
+            }) => message,
+            other => panic!("expected a Corrupt failure, got {other:?}"),
+        }
     }
 
     #[test]
-    fn snippet_cuts_on_char_boundary() {
-        assert_eq!(snippet("héllo", 2), "hé…");
-        assert_eq!(snippet("hé", 2), "hé");
+    fn damaged_events_fail_the_stream() {
+        assert_eq!(event_json(&ev("{\"a\":1}")).unwrap(), Some(json!({"a":1})));
+        assert_eq!(event_json(&ev("  ")).unwrap(), None);
+        let m = corrupt_message(event_json(&ev("{\"delta\":{\"text\":\"hal")));
+        assert!(m.contains("not valid JSON"), "{m}");
+        let m = corrupt_message(event_json(&ev("{\"text\":\"a\\ud800b\"}")));
+        assert!(m.contains("not valid JSON"), "{m}");
+        let mut bad = ev("{\"text\":\"\u{fffd}\"}");
+        bad.damage = Some("a line is not valid UTF-8");
+        let m = corrupt_message(event_json(&bad));
+        assert!(m.contains("UTF-8"), "{m}");
     }
 }

@@ -26,7 +26,7 @@ use openmax_core::conversation::{Block, ModelRequest, Role};
 use openmax_core::provider::ProviderItem;
 use serde_json::{json, Value};
 
-use super::mapping::{failed_from_error, parse_json, str_at, u64_at, StreamMapper};
+use super::mapping::{event_json, failed_from_error, str_at, u64_at, StreamMapper};
 use super::replay::{merged, result_text};
 use super::sse::SseEvent;
 
@@ -176,8 +176,13 @@ impl StreamMapper for OpenaiMapper {
         if self.done {
             return Vec::new();
         }
-        let Some(v) = parse_json(&ev.data) else {
-            return Vec::new();
+        let v = match event_json(ev) {
+            Ok(Some(v)) => v,
+            Ok(None) => return Vec::new(),
+            Err(failed) => {
+                self.done = true;
+                return vec![failed];
+            }
         };
         let kind = match v.get("type").and_then(Value::as_str) {
             Some(t) => t.to_string(),

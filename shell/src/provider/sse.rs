@@ -4,7 +4,9 @@
 //! event completed by that chunk. Invariants:
 //! - The result does not depend on where the chunks are split (a boundary may fall inside a
 //!   UTF-8 sequence or between `\r` and `\n`): bytes are kept until a line ends, and only then
-//!   decoded (invalid UTF-8 becomes U+FFFD, as the spec says).
+//!   decoded (invalid UTF-8 becomes U+FFFD, as the spec says, and the event is marked
+//!   [`SseEvent::damage`]: the APIs we read send UTF-8 JSON, so such bytes mean a damaged
+//!   stream, which the mappers never pass as a finished reply).
 //! - Lines end with CRLF, LF or a lone CR. A UTF-8 BOM at the very start of the stream is
 //!   dropped. Lines starting with `:` are comments and ignored.
 //! - Fields: `event` (the type, `"message"` when absent), `data` (several `data` lines are
@@ -16,9 +18,11 @@
 //!   blank line. We call `finish` only on a *clean* end of the body (never after an aborted
 //!   socket), and treat that end as a final line ending plus blank line, so a server that closes
 //!   right after `data: [DONE]` (no blank line, or no newline at all) still delivers it. A
-//!   truncated JSON payload that this lets through fails to parse in the mapping and is ignored.
+//!   truncated JSON payload that this lets through fails to parse in the mapping, which fails
+//!   the stream.
 //! - Memory: a line longer than [`MAX_LINE_BYTES`] is dropped whole (up to its line ending), so
-//!   a hostile server cannot grow the buffer without bound.
+//!   a hostile server cannot grow the buffer without bound; the event it belonged to is still
+//!   dispatched, marked [`SseEvent::damage`].
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +33,9 @@ pub struct SseEvent {
     pub data: String,
     /// The last event id seen so far in the stream (`id` persists across events).
     pub id: Option<String>,
+    /// Why the event cannot be trusted (a line of it was not valid UTF-8, or was over
+    /// [`MAX_LINE_BYTES`] and dropped), or `None`. The mappers fail the stream on it.
+    pub damage: Option<&'static str>,
 }
 
 impl Default for SseDecoder {
@@ -54,6 +61,8 @@ pub struct SseDecoder {
     event_type: String,
     data: String,
     data_seen: bool,
+    /// Why the event being collected is damaged, if it is.
+    damage: Option<&'static str>,
     last_id: Option<String>,
     retry: Option<u64>,
 }
@@ -69,6 +78,7 @@ impl SseDecoder {
             event_type: String::new(),
             data: String::new(),
             data_seen: false,
+            damage: None,
             last_id: None,
             retry: None,
         }
@@ -149,6 +159,9 @@ impl SseDecoder {
             }
         }
         if skipped {
+            // The dropped line may have carried data: the event must not pass as whole.
+            self.damage = Some("a line over the 32 MiB cap was dropped");
+            self.data_seen = true;
             return;
         }
         if bytes.is_empty() {
@@ -156,6 +169,9 @@ impl SseDecoder {
             return;
         }
         let line = String::from_utf8_lossy(&bytes);
+        if matches!(line, std::borrow::Cow::Owned(_)) && !line.starts_with(':') {
+            self.damage = Some("a line is not valid UTF-8");
+        }
         if line.starts_with(':') {
             return;
         }
@@ -185,6 +201,7 @@ impl SseDecoder {
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
         let event_type = std::mem::take(&mut self.event_type);
         let mut data = std::mem::take(&mut self.data);
+        let damage = self.damage.take();
         if !std::mem::replace(&mut self.data_seen, false) {
             return;
         }
@@ -199,6 +216,7 @@ impl SseDecoder {
             },
             data,
             id: self.last_id.clone().filter(|s| !s.is_empty()),
+            damage,
         });
     }
 }
@@ -221,6 +239,7 @@ mod tests {
             event: event.into(),
             data: data.into(),
             id: None,
+            damage: None,
         }
     }
 
@@ -318,14 +337,31 @@ mod tests {
     }
 
     #[test]
-    fn over_long_line_is_skipped() {
+    fn over_long_line_is_dropped_and_its_event_marked_damaged() {
         let mut d = SseDecoder::new();
         let big = vec![b'x'; MAX_LINE_BYTES + 10];
         let mut body = b"data: ".to_vec();
         body.extend_from_slice(&big);
         let mut evs = d.feed(&body);
         evs.extend(d.feed(b"\n\ndata: ok\n\n"));
-        assert_eq!(evs, vec![ev("message", "ok")]);
+        assert_eq!(
+            evs.len(),
+            2,
+            "{:?}",
+            evs.iter().map(|e| e.damage).collect::<Vec<_>>()
+        );
+        assert!(evs[0].damage.unwrap().contains("32 MiB"));
+        assert_eq!(evs[0].data, "");
+        assert_eq!(evs[1], ev("message", "ok"));
+    }
+
+    #[test]
+    fn invalid_utf8_marks_the_event_damaged_and_only_that_event() {
+        let evs = decode_all(b"data: {\"t\":\"a\xff\"}\n\n: \xfe comment\ndata: ok\n\n");
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].damage, Some("a line is not valid UTF-8"));
+        assert_eq!(evs[0].data, "{\"t\":\"a\u{fffd}\"}");
+        assert_eq!(evs[1], ev("message", "ok"), "a bad comment damages nothing");
     }
 
     fn split_feed(body: &[u8], cuts: &[usize]) -> Vec<SseEvent> {

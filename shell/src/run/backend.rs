@@ -33,6 +33,7 @@ use crate::extensions::skills::{self, Skill, SKILL_TOOL};
 use crate::extensions::source::sha256_hex;
 use crate::extensions::{external, ExternalTool};
 use crate::hooks::{self, FrozenHook, Origin};
+use crate::mcp::{self, McpSet, StartContext};
 use crate::provider::{Provider, ProviderConfig};
 use crate::sandbox::Policy;
 use crate::session::{Home, ProjectState, SessionWriter};
@@ -42,10 +43,20 @@ use crate::tools::ToolContext;
 pub type InputTx = mpsc::UnboundedSender<Input>;
 
 /// What the plan and run jobs need of the current freeze.
-#[derive(Debug, Clone, Default)]
+#[derive(Default)]
 struct Extensions {
     external: Vec<ExternalTool>,
     skills: Vec<Skill>,
+    mcp: McpSet,
+}
+
+/// A refreeze computed off the loop, installed when its `Frozen` input is handled.
+struct PendingFreeze {
+    frozen: Frozen,
+    hooks: Vec<FrozenHook>,
+    hook_configs: Option<Vec<(HookConfig, Origin)>>,
+    mcp: McpSet,
+    mcp_tools: BTreeMap<String, (String, String)>,
 }
 
 /// Full sha256 by (source_path, 12-hex source_sha), as computed by plans.
@@ -70,6 +81,15 @@ pub struct Backend {
     /// call_id → the 12-hex source sha its plan showed (external tools).
     planned: BTreeMap<String, String>,
     shas: ShaMemo,
+    /// Where MCP servers run and report (reused by every refreeze).
+    mcp_ctx: StartContext,
+    /// The mode project MCP servers are started under (`auto` starts unapproved ones).
+    mode: Mode,
+    /// MCP servers the client gave (ACP `mcpServers`), started again by every refreeze.
+    client_mcp: Vec<mcp::ServerDef>,
+    /// Frozen MCP tools: full name → (sha of description and schema, defining file).
+    mcp_tools: BTreeMap<String, (String, String)>,
+    pending: Arc<Mutex<Option<PendingFreeze>>>,
 }
 
 /// A freeze read from disk now, with the frozen hooks; broken manifests and skills also go
@@ -79,6 +99,7 @@ pub fn freeze_now(
     project: &Path,
     state: &ProjectState,
     hook_configs: &[(HookConfig, Origin)],
+    mcp: &McpSet,
 ) -> (Frozen, Vec<FrozenHook>) {
     let is_builtin = is_reserved;
     let inputs = FreezeInputs {
@@ -91,6 +112,11 @@ pub fn freeze_now(
     let mut frozen = freezing::freeze(&inputs);
     for p in &frozen.problems {
         eprintln!("openmax: extension not loaded: {p}");
+    }
+    frozen.freeze.tools.extend(mcp.schemas());
+    for p in &mcp.problems {
+        eprintln!("openmax: {p}");
+        frozen.freeze.notes.push(p.clone());
     }
     let hooks = hooks::freeze(hook_configs, project, &|p, sha| {
         state.source_approved(p, sha)
@@ -113,6 +139,82 @@ pub fn freeze_now(
     (frozen, hooks)
 }
 
+/// Start the configured MCP servers (`tables` from the config layers, plus the project's
+/// `.mcp.json`) and the client's (`client`, ACP's `mcpServers`, after them): user and client
+/// servers always, project servers when their bytes are approved or `mode` is `auto`. A client
+/// server named like a configured one is not started (the configured one stands) and a note
+/// says so.
+pub fn start_mcp(
+    tables: &[(PathBuf, Origin, toml::Table)],
+    state: &ProjectState,
+    mode: Mode,
+    ctx: StartContext,
+    client: &[mcp::ServerDef],
+) -> impl Future<Output = McpSet> + Send + 'static {
+    let project = state.project().to_path_buf();
+    let (mut defs, mut problems) = mcp::config::load(tables, &project);
+    for c in client {
+        if let Some(d) = defs.iter().find(|d| d.name == c.name) {
+            problems.push(format!(
+                "MCP server {} of {} was not started: the server of that name in {} stands",
+                c.name, c.file, d.file
+            ));
+        } else {
+            defs.push(c.clone());
+        }
+    }
+    let may_start = |d: &mcp::ServerDef| {
+        d.origin == Origin::User
+            || mode == Mode::Auto
+            || mcp::gate::source_sha256(d, &project)
+                .is_ok_and(|sha| state.source_approved(&d.file, &sha))
+    };
+    McpSet::start(defs, problems, ctx, &may_start)
+}
+
+/// The frozen MCP tools by name, with the sha of what the model sees of each and its file.
+fn mcp_tool_map(set: &McpSet) -> BTreeMap<String, (String, String)> {
+    let mut out = BTreeMap::new();
+    for s in &set.servers {
+        for t in &s.tools {
+            let seen = serde_json::json!([t.description, t.input_schema, t.read_only]);
+            out.insert(
+                t.name.clone(),
+                (sha256_hex(seen.to_string().as_bytes()), s.def.file.clone()),
+            );
+        }
+    }
+    out
+}
+
+/// The receipt lines for MCP tools added, removed or changed between two freezes.
+fn mcp_changes(
+    old: &BTreeMap<String, (String, String)>,
+    new: &BTreeMap<String, (String, String)>,
+) -> Vec<openmax_core::wire::event::FreezeChange> {
+    let change = |name: &str, what: &str, file: &str| openmax_core::wire::event::FreezeChange {
+        kind: "tool".into(),
+        name: name.to_string(),
+        change: what.into(),
+        path: file.to_string(),
+        by: "outside".into(),
+    };
+    let mut out = Vec::new();
+    for (name, (sha, file)) in new {
+        match old.get(name) {
+            None => out.push(change(name, "added", file)),
+            Some((o, _)) if o != sha => out.push(change(name, "changed", file)),
+            Some(_) => {}
+        }
+    }
+    for (name, (_, file)) in old {
+        if !new.contains_key(name) {
+            out.push(change(name, "removed", file));
+        }
+    }
+    out
+}
+
 /// Names an external tool may not take: the built-in tools and `skill`.
 pub fn is_reserved(name: &str) -> bool {
     crate::tools::is_builtin(name) || name == SKILL_TOOL
@@ -132,6 +234,7 @@ pub fn provider_from(settings: &ProviderSettings) -> Result<Provider, String> {
 
 impl Backend {
     /// A backend running on `frozen` (from [`freeze_now`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         home: Home,
         state: ProjectState,
@@ -140,6 +243,9 @@ impl Backend {
         frozen: &Frozen,
         hooks: Vec<FrozenHook>,
         hook_configs: Vec<(HookConfig, Origin)>,
+        mcp: McpSet,
+        mcp_ctx: StartContext,
+        mode: Mode,
     ) -> Result<Backend, String> {
         let project = state.project().to_path_buf();
         let tools = ToolContext::new(&project, writer.session_id())
@@ -151,9 +257,11 @@ impl Backend {
             tools,
             state,
             writer,
+            mcp_tools: mcp_tool_map(&mcp),
             ext: Arc::new(Extensions {
                 external: frozen.external.clone(),
                 skills: frozen.skills.clone(),
+                mcp,
             }),
             snapshot: frozen.snapshot.clone(),
             hooks,
@@ -161,6 +269,10 @@ impl Backend {
             agent_wrote: BTreeMap::new(),
             planned: BTreeMap::new(),
             shas: Arc::default(),
+            mcp_ctx,
+            client_mcp: Vec::new(),
+            mode,
+            pending: Arc::default(),
         })
     }
 
@@ -191,17 +303,20 @@ impl Backend {
         let state = self.state.clone();
         let shas = Arc::clone(&self.shas);
         move || {
+            let approved = |path: &str, full: &str| {
+                if let Ok(mut m) = shas.lock() {
+                    m.insert(
+                        (path.to_string(), crate::extensions::source::short(full)),
+                        full.to_string(),
+                    );
+                }
+                state.source_approved(path, full)
+            };
             if let Some(tool) = ext.external.iter().find(|t| t.name == name) {
-                let approved = |path: &str, full: &str| {
-                    if let Ok(mut m) = shas.lock() {
-                        m.insert(
-                            (path.to_string(), crate::extensions::source::short(full)),
-                            full.to_string(),
-                        );
-                    }
-                    state.source_approved(path, full)
-                };
                 return external::plan(tool, &ctx.project, &args, &approved);
+            }
+            if ext.mcp.owns(&name) {
+                return ext.mcp.plan(&name, &args, &ctx.project, &approved);
             }
             if name == SKILL_TOOL && !ext.skills.is_empty() {
                 return plan_skill(&ext.skills, &args);
@@ -245,6 +360,12 @@ impl Backend {
         args: serde_json::Value,
         cancel: oneshot::Receiver<()>,
     ) -> ToolOutcome {
+        if ext.mcp.owns(&name) {
+            return ext
+                .mcp
+                .call(&name, args, planned, ctx.output_cap_bytes, cancel)
+                .await;
+        }
         {
             if let Some(tool) = ext.external.iter().find(|t| t.name == name) {
                 let Some(sha) = planned else {
@@ -325,13 +446,15 @@ impl Backend {
     }
 
     /// Save the approval mode for the project.
-    pub fn save_mode(&self, mode: Mode) -> Result<(), String> {
+    pub fn save_mode(&mut self, mode: Mode) -> Result<(), String> {
         self.state.save_mode(mode).map_err(|e| {
             format!(
                 "could not save the mode in {}: {e}",
                 self.state.dir().display()
             )
-        })
+        })?;
+        self.mode = mode;
+        Ok(())
     }
 
     /// Record a human's approval (over the wire) of the bytes a plan showed as `source_sha`
@@ -361,35 +484,93 @@ impl Backend {
         }
     }
 
-    /// Re-read the prompt, tools, skills and hooks for `reload`, with the receipt of what
-    /// changed and who changed it.
-    pub fn refreeze(&mut self) -> Freeze {
-        let mut notes = Vec::new();
-        match crate::config::load_layers(self.home.root(), &self.project) {
-            Ok(layers) => self.hook_configs = layers.hooks,
-            Err(e) => {
-                eprintln!("openmax: hooks not re-read: {e}");
-                notes.push(format!(
-                    "hooks not re-read (the previous ones stay frozen): {e}"
-                ));
+    /// Re-read the prompt, tools, skills, hooks and MCP servers for `reload` (the servers are
+    /// started anew and re-listed), with the receipt of what changed and who changed it. The
+    /// future computes the new freeze; [`Backend::install_refreeze`] swaps it in when its
+    /// `Frozen` input is handled (no call is in flight during a reload).
+    pub fn refreeze_job(&self) -> impl Future<Output = Freeze> + Send + 'static {
+        let home = self.home.root().to_path_buf();
+        let project = self.project.clone();
+        let state = self.state.clone();
+        let old_hooks = self.hook_configs.clone();
+        let old_snapshot = self.snapshot.clone();
+        let old_mcp = self.mcp_tools.clone();
+        let agent_wrote = self.agent_wrote.clone();
+        let ctx = self.mcp_ctx.clone();
+        let mode = self.mode;
+        let client_mcp = self.client_mcp.clone();
+        let pending = Arc::clone(&self.pending);
+        async move {
+            let mut notes = Vec::new();
+            let (hook_configs, tables) = match crate::config::load_layers(&home, &project) {
+                Ok(layers) => (Some(layers.hooks), layers.mcp),
+                Err(e) => {
+                    eprintln!("openmax: hooks and MCP servers not re-read: {e}");
+                    notes.push(format!(
+                        "hooks and MCP servers not re-read (the previous hooks stay frozen): {e}"
+                    ));
+                    (None, Vec::new())
+                }
+            };
+            let mcp = start_mcp(&tables, &state, mode, ctx, &client_mcp).await;
+            let (frozen, hooks) = freeze_now(
+                &home,
+                &project,
+                &state,
+                hook_configs.as_deref().unwrap_or(&old_hooks),
+                &mcp,
+            );
+            let mcp_tools = mcp_tool_map(&mcp);
+            let mut freeze = frozen.freeze.clone();
+            freeze.changes = freezing::changes(&old_snapshot, &frozen.snapshot, &agent_wrote);
+            freeze.changes.extend(mcp_changes(&old_mcp, &mcp_tools));
+            freeze.notes.extend(notes);
+            if let Ok(mut p) = pending.lock() {
+                *p = Some(PendingFreeze {
+                    frozen,
+                    hooks,
+                    hook_configs,
+                    mcp,
+                    mcp_tools,
+                });
             }
+            freeze
         }
-        let (frozen, hooks) = freeze_now(
-            self.home.root(),
-            &self.project,
-            &self.state,
-            &self.hook_configs,
-        );
-        let mut freeze = frozen.freeze;
-        freeze.changes = freezing::changes(&self.snapshot, &frozen.snapshot, &self.agent_wrote);
-        freeze.notes.extend(notes);
-        self.snapshot = frozen.snapshot;
+    }
+
+    /// Swap in the freeze the last [`Backend::refreeze_job`] computed (the old MCP servers are
+    /// stopped as their set is dropped).
+    pub fn install_refreeze(&mut self) {
+        let Some(p) = self.pending.lock().ok().and_then(|mut p| p.take()) else {
+            return;
+        };
+        if let Some(h) = p.hook_configs {
+            self.hook_configs = h;
+        }
+        self.snapshot = p.frozen.snapshot;
         self.ext = Arc::new(Extensions {
-            external: frozen.external,
-            skills: frozen.skills,
+            external: p.frozen.external,
+            skills: p.frozen.skills,
+            mcp: p.mcp,
         });
-        self.hooks = hooks;
-        freeze
+        self.hooks = p.hooks;
+        self.mcp_tools = p.mcp_tools;
+    }
+
+    /// Let the file tools read and write through the client's files (ACP `fs`).
+    pub fn set_client_files(&mut self, files: crate::tools::client_files::ClientFilesRef) {
+        self.tools.client_files = files;
+    }
+
+    /// The client's MCP servers (ACP `mcpServers`), already started at open; every refreeze
+    /// starts them again with the configured ones.
+    pub fn set_client_mcp(&mut self, defs: Vec<mcp::ServerDef>) {
+        self.client_mcp = defs;
+    }
+
+    /// The MCP servers of the current freeze (for `openmax mcp list` and the benchmarks).
+    pub fn mcp(&self) -> &McpSet {
+        &self.ext.mcp
     }
 }
 

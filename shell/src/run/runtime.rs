@@ -5,10 +5,11 @@
 //! Invariants:
 //! - Single mutation then full drain: every `handle` is followed by polling the core to empty;
 //!   events go to the [`Sink`] in emission order, effects are started in emission order.
-//! - Quick effects (persist, save mode, approve source, refreeze) are performed inline and their
+//! - Quick effects (persist, save mode, approve source) are performed inline and their
 //!   answer is queued locally, ahead of anything else, so e.g. a `Persisted` ack is seen before
 //!   any later provider item. Hooks run as tasks (their processes are killed at shutdown) and
-//!   answer with `HookDone`.
+//!   answer with `HookDone`. A refreeze runs as a task too (MCP servers start and list
+//!   asynchronously); the core holds client input until its `Frozen` answer.
 //! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
 //!   process group; only a second signal exits at once (130).
 //! - The sink is flushed when the core goes quiet: no queued input and nothing ready on the
@@ -52,6 +53,8 @@ pub struct Runtime<S: Sink> {
     eof_after_done: bool,
     /// End of input was queued because the sink found the client gone.
     client_gone: bool,
+    /// Notices from tool sources (MCP `tools/list_changed`), forwarded as `Input::Notice`.
+    notices: Option<mpsc::UnboundedReceiver<String>>,
 }
 
 /// What SIGINT / SIGTERM do (see [`Runtime::handle_signals`]).
@@ -83,7 +86,13 @@ impl<S: Sink> Runtime<S> {
             signals: None,
             eof_after_done: false,
             client_gone: false,
+            notices: None,
         }
+    }
+
+    /// Forward these notices to the core as harness notes while the loop runs.
+    pub fn forward_notices(&mut self, rx: mpsc::UnboundedReceiver<String>) {
+        self.notices = Some(rx);
     }
 
     /// Feed end of input right after the first `done` (`-p`).
@@ -116,6 +125,8 @@ impl<S: Sink> Runtime<S> {
                 }
                 seen += 1;
                 if seen > 1 {
+                    // The terminal UI's raw mode must not outlive the process.
+                    crate::tui::restore();
                     std::process::exit(130);
                 }
                 if policy == SignalPolicy::CancelTurn {
@@ -155,6 +166,16 @@ impl<S: Sink> Runtime<S> {
         if let Some(policy) = self.signals {
             self.spawn_signal_task(policy);
         }
+        if let Some(mut rx) = self.notices.take() {
+            let tx = self.tx.clone();
+            tokio::spawn(async move {
+                while let Some(text) = rx.recv().await {
+                    if tx.send(Input::Notice { text }).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
         loop {
             let input = match self.ready.pop_front() {
                 Some(i) => i,
@@ -169,6 +190,7 @@ impl<S: Sink> Runtime<S> {
                 Input::HookDone { hook_run, .. } => {
                     self.hook_cancels.remove(hook_run);
                 }
+                Input::Frozen { .. } => self.backend.install_refreeze(),
                 _ => {}
             }
             let now = self.now();
@@ -349,8 +371,14 @@ impl<S: Sink> Runtime<S> {
                 }
             }
             Effect::Refreeze => {
-                let snapshot = Box::new(self.backend.refreeze());
-                self.ready.push_back(Input::Frozen { snapshot });
+                // MCP servers start and list asynchronously; the core holds client input until
+                // `Frozen` arrives, and the backend installs the new freeze just before it.
+                let job = self.backend.refreeze_job();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let snapshot = Box::new(job.await);
+                    let _ = tx.send(Input::Frozen { snapshot });
+                });
             }
             Effect::Exit { code } => return Some(code),
         }

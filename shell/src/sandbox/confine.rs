@@ -11,6 +11,7 @@
 //! - `$OPENMAX_HOME` is never writable: [`ConfineSpec::new`] refuses a layout where a writable
 //!   root contains it (or it contains the project), and leaves out the system temp directory
 //!   when `$OPENMAX_HOME` lies inside it.
+//! - `ioctl(TIOCSTI)` fails with `EACCES` (a process cannot type into the user's terminal).
 //! - With `network` off, `socket(2)` for IPv4, IPv6 and packet sockets fails with `EACCES`
 //!   (seccomp), TCP bind and connect are refused by Landlock where the kernel offers it (ABI 4),
 //!   and `io_uring_setup` is refused (io_uring can open sockets without `socket(2)`). Unix
@@ -76,7 +77,7 @@ impl ConfineSpec {
     /// Writes allowed under `project`, `private_tmp` (a directory of this session's own) and
     /// the system temp directory `system_tmp` unless it holds `home`. Refuses a layout the
     /// sandbox cannot protect `home` in (`home` inside the project or a private temp directory,
-    /// or the project inside `home`).
+    /// or the project inside `home`). [`ConfineSpec::allow_write`] adds the user's directories.
     pub fn new(
         project: &Path,
         home: &Path,
@@ -120,6 +121,32 @@ impl ConfineSpec {
     }
 }
 
+impl ConfineSpec {
+    /// Also allow writes beneath `dir` (`[sandbox] writable` in the user config). Refused, naming
+    /// the directory, when it is not absolute or when `home` lies inside it (or it inside `home`).
+    pub fn allow_write(&mut self, dir: &str, home: &Path) -> Result<(), String> {
+        let path = Path::new(dir);
+        if !path.is_absolute() {
+            return Err(format!(
+                "[sandbox] writable: {dir:?} must be an absolute path"
+            ));
+        }
+        let canon =
+            std::fs::canonicalize(path).map_err(|e| format!("[sandbox] writable: {dir}: {e}"))?;
+        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+        if home.starts_with(&canon) || canon.starts_with(&home) {
+            return Err(format!(
+                "[sandbox] writable: {dir} would let agent processes write $OPENMAX_HOME ({})",
+                home.display()
+            ));
+        }
+        if !self.writable.contains(&canon) {
+            self.writable.push(canon);
+        }
+        Ok(())
+    }
+}
+
 /// [`WANTED_ABI`], or unsupported when [`SIMULATE_ENV`] says `no-landlock`.
 pub fn abi_from_env() -> ABI {
     match std::env::var(SIMULATE_ENV).as_deref() {
@@ -138,7 +165,7 @@ pub struct Confinement {
 struct Prepared {
     /// The Landlock ruleset, built and populated in the parent.
     ruleset: OwnedFd,
-    /// The seccomp program (`None` with network on: nothing to filter).
+    /// The seccomp program.
     seccomp: Option<BpfProgram>,
     abi: i32,
     /// The session's private temp directory (`TMPDIR` of agent processes), removed on drop.
@@ -211,11 +238,7 @@ impl Confinement {
         let Some(ruleset) = fd else {
             return Err(unavailable());
         };
-        let seccomp = if spec.network {
-            None
-        } else {
-            Some(network_filter().map_err(|e| err(&e))?)
-        };
+        let seccomp = Some(syscall_filter(spec.network).map_err(|e| err(&e))?);
         Ok(Confinement {
             inner: Arc::new(Prepared {
                 ruleset,
@@ -290,9 +313,10 @@ pub fn kernel_abi() -> i32 {
     i32::try_from(v).unwrap_or(0).max(0)
 }
 
-/// seccomp: `socket(2)` for IPv4, IPv6 and packet sockets, and `io_uring_setup`, fail with
-/// `EACCES`; everything else is allowed.
-fn network_filter() -> Result<BpfProgram, seccompiler::BackendError> {
+/// seccomp: `ioctl(TIOCSTI)` (pushing input into a terminal, which the user's shell would run
+/// after openmax exits) always fails with `EACCES`; with the network off, so do `socket(2)` for
+/// IPv4, IPv6 and packet sockets, and `io_uring_setup`. Everything else is allowed.
+fn syscall_filter(network: bool) -> Result<BpfProgram, seccompiler::BackendError> {
     let arch = if cfg!(target_arch = "aarch64") {
         TargetArch::aarch64
     } else if cfg!(target_arch = "riscv64") {
@@ -300,22 +324,27 @@ fn network_filter() -> Result<BpfProgram, seccompiler::BackendError> {
     } else {
         TargetArch::x86_64
     };
-    let domain_is = |family: i32| {
+    // Argument `index` equal to `value`; compared on the low 32 bits, which is what the kernel
+    // reads for a socket family and an ioctl request.
+    let arg_is = |index: u8, value: u64| {
         SeccompRule::new(vec![SeccompCondition::new(
-            0,
+            index,
             SeccompCmpArgLen::Dword,
             SeccompCmpOp::Eq,
-            family as u64,
+            value,
         )?])
     };
-    let socket_rules = vec![
-        domain_is(libc::AF_INET)?,
-        domain_is(libc::AF_INET6)?,
-        domain_is(libc::AF_PACKET)?,
-    ];
     let mut rules = std::collections::BTreeMap::new();
-    rules.insert(libc::SYS_socket, socket_rules);
-    rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    rules.insert(libc::SYS_ioctl, vec![arg_is(1, libc::TIOCSTI)?]);
+    if !network {
+        let families = [libc::AF_INET, libc::AF_INET6, libc::AF_PACKET];
+        let socket_rules = families
+            .iter()
+            .map(|&f| arg_is(0, f as u64))
+            .collect::<Result<Vec<_>, _>>()?;
+        rules.insert(libc::SYS_socket, socket_rules);
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -353,11 +382,13 @@ impl Eq for Confine {}
 
 impl Confine {
     /// The sandbox for a session in `project` with state under `home`, from `[sandbox] mode`
-    /// (`"on"`, the default, or `"off"`) and `network`. An unknown mode is an error (a start-up
-    /// failure); a sandbox the kernel or the layout cannot give is [`Confine::Unavailable`].
+    /// (`"on"`, the default, or `"off"`), `network` and `writable` (more directories). An unknown
+    /// mode or a bad `writable` entry is an error (a start-up failure); a sandbox the kernel or
+    /// the layout cannot give is [`Confine::Unavailable`].
     pub fn for_session(
         mode: Option<&str>,
         network: bool,
+        writable: &[String],
         project: &Path,
         home: &Path,
     ) -> Result<Confine, String> {
@@ -380,8 +411,21 @@ impl Confine {
                 )))
             }
         };
-        let prepared = ConfineSpec::new(project, home, &tmp, &system_tmp, network)
-            .and_then(|spec| Confinement::prepare(&spec));
+        let mut spec = match ConfineSpec::new(project, home, &tmp, &system_tmp, network) {
+            Ok(spec) => spec,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Ok(Confine::Unavailable(e));
+            }
+        };
+        // The user's own configuration: a bad entry is a start-up error naming it.
+        for dir in writable {
+            if let Err(e) = spec.allow_write(dir, home) {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+        }
+        let prepared = Confinement::prepare(&spec);
         match prepared {
             Ok(mut sandbox) => {
                 if let Some(inner) = Arc::get_mut(&mut sandbox.inner) {
@@ -523,6 +567,57 @@ mod tests {
     }
 
     #[test]
+    fn the_ruleset_descriptor_does_not_leak_into_the_process() {
+        if kernel_abi() < 1 {
+            return;
+        }
+        let (_d, project, home, tmp) = layout("fd");
+        let spec = ConfineSpec::new(&project, &home, &tmp, &std::env::temp_dir(), false).unwrap();
+        let (ok, out) = run(
+            &Confinement::prepare(&spec).unwrap(),
+            &project,
+            "ls -l /proc/$$/fd",
+        );
+        assert!(ok && !out.contains("landlock"), "{out}");
+    }
+
+    #[test]
+    fn a_confined_process_cannot_type_into_a_terminal() {
+        if kernel_abi() < 1 {
+            return;
+        }
+        let (_d, project, home, tmp) = layout("tty");
+        // A pseudo-terminal to push a character into.
+        // SAFETY: plain libc calls; the descriptor is closed at the end.
+        let (master, pts) = unsafe {
+            let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+            assert!(m >= 0);
+            assert_eq!(libc::grantpt(m), 0);
+            assert_eq!(libc::unlockpt(m), 0);
+            let name = std::ffi::CStr::from_ptr(libc::ptsname(m));
+            (m, name.to_string_lossy().into_owned())
+        };
+        let push = format!(
+            "python3 -c \"import fcntl,termios,os; fd=os.open('{pts}', os.O_RDWR|os.O_NOCTTY); \
+             fcntl.ioctl(fd, termios.TIOCSTI, b'x'); print('pushed')\""
+        );
+        let plain = Command::new("bash").arg("-c").arg(&push).output().unwrap();
+        let spec = ConfineSpec::new(&project, &home, &tmp, &std::env::temp_dir(), true).unwrap();
+        let (ok, out) = run(&Confinement::prepare(&spec).unwrap(), &project, &push);
+        // SAFETY: closing our own descriptor.
+        unsafe { libc::close(master) };
+        if !String::from_utf8_lossy(&plain.stdout).contains("pushed") {
+            eprintln!(
+                "TIOCSTI is refused here even unconfined; only the confined refusal is checked"
+            );
+        }
+        assert!(
+            !ok && !out.contains("pushed") && out.contains("Permission denied"),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn network_sockets_follow_the_switch() {
         if kernel_abi() < 1 {
             return;
@@ -556,6 +651,30 @@ mod tests {
             e.starts_with(UNAVAILABLE) && e.contains("mode = \"off\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_user_can_add_writable_directories_but_never_home() {
+        if kernel_abi() < 1 {
+            return;
+        }
+        let (d, project, home, tmp) = layout("extra");
+        let cache = d.root.join("cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        let mut spec = ConfineSpec::new(&project, &home, &tmp, &d.root, false).unwrap();
+        let e = spec.allow_write("relative/dir", &home).unwrap_err();
+        assert!(e.contains("absolute"), "{e}");
+        let e = spec
+            .allow_write(&d.root.display().to_string(), &home)
+            .unwrap_err();
+        assert!(e.contains("$OPENMAX_HOME"), "{e}");
+        spec.allow_write(&cache.display().to_string(), &home)
+            .unwrap();
+        let c = Confinement::prepare(&spec).unwrap();
+        let (ok, out) = run(&c, &project, &format!("echo x > {}/f", cache.display()));
+        assert!(ok, "{out}");
+        let (ok, _) = run(&c, &project, &format!("echo x > {}/f", home.display()));
+        assert!(!ok);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //!   reachable as a descendant.
 //! - Each running call's process group is [`track`]ed; [`sweep`] (run when a call ends, and on
 //!   exit) SIGKILLs every descendant that is not inside a tracked group's subtree, and reaps
-//!   the orphans that were re-parented to openmax.
+//!   the orphans that were re-parented to openmax. Any other child openmax starts and means
+//!   to keep (a project MCP server, an editor the TUI opens) must hold a [`Tracked`] guard for
+//!   its life ([`crate::sandbox::Policy::track`]), or the next sweep kills it.
 //! - A tracked group is also recorded on disk (`<project state>/running/`), with openmax's own
 //!   pid and start time and the group's start time, and removed when the call ends. When
 //!   openmax is SIGKILLed the record stays; the next openmax in that project kills what is
@@ -22,6 +24,18 @@ use std::time::{Duration, Instant};
 
 /// Process groups of the calls running now.
 static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// Held from just before a call's process is spawned until it is [`track`]ed, and by a sweep
+/// while it picks and kills strays: a sweep never mistakes a process being spawned (by a call
+/// running beside the one that ended) for a stray.
+static SPAWNING: Mutex<()> = Mutex::new(());
+
+/// Hold the returned guard from before spawning a call's process until it is tracked.
+pub fn spawning() -> std::sync::MutexGuard<'static, ()> {
+    SPAWNING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// How long a sweep waits for the processes it killed to be reaped.
 const REAP_WAIT: Duration = Duration::from_millis(500);
@@ -129,10 +143,11 @@ fn subtree(pid: i32, out: &mut Vec<i32>) {
 /// among openmax's own children. Returns how many processes were killed.
 pub fn sweep() -> usize {
     let me = std::process::id() as i32;
-    let live = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
     let mut killed = 0;
     let deadline = Instant::now() + REAP_WAIT;
     loop {
+        let spawning = spawning();
+        let live = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
         let mut pending = Vec::new();
         for child in children(me) {
             let Some(s) = stat(child) else { continue };
@@ -154,6 +169,7 @@ pub fn sweep() -> usize {
             }
             pending.push(child);
         }
+        drop(spawning);
         pending.retain(|&pid| {
             let mut status = 0;
             // SAFETY: waitpid on our own child, non-blocking.

@@ -27,7 +27,6 @@ use tokio::sync::oneshot;
 
 use super::args::Args;
 use super::cap::cut_chars;
-use super::split::parts;
 use super::{fail, invalid_plan, ToolContext};
 
 /// Longest `timeout_s` accepted.
@@ -63,7 +62,7 @@ fn parse(ctx: &ToolContext, args: &Value) -> Result<Call, String> {
     })
 }
 
-/// Inspect a `shell` call: each part of a compound command is a target.
+/// Inspect a `shell` call: the command line is the target; the core's rules judge what it runs.
 pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
     match parse(ctx, args) {
         Ok(c) => {
@@ -75,7 +74,7 @@ pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
             };
             ToolPlan {
                 mutating: true,
-                targets: parts(&c.command),
+                targets: vec![c.command.clone()],
                 summary: format!("{NAME}: {}{more}", cut_chars(first, 120)),
                 detail: c.command,
                 source: None,
@@ -122,6 +121,9 @@ pub async fn run(
         .stdout(writer)
         .stderr(writer2)
         .process_group(0);
+    // Until the group is tracked, a sweep (after a call running beside this one) must not take
+    // the new process for a stray.
+    let spawning = crate::sandbox::reaper::spawning();
     let spawned = cmd.spawn();
     // The command holds our copies of the write end: drop it so EOF can arrive.
     drop(cmd);
@@ -131,6 +133,7 @@ pub async fn run(
     };
     let mut group = Group::new(child);
     let tracked = ctx.sandbox.track(group.pid);
+    drop(spawning);
     let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(p) => p,
         Err(e) => return fail(format!("{NAME}: cannot read the command's output: {e}")),

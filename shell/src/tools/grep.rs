@@ -1,20 +1,30 @@
-//! `grep`: lines matching a regex in the project's files, as `path:line:text`.
+//! `grep`: lines matching a regex in the project's files, as `path:line:text`, searched with
+//! ripgrep's own libraries (`grep-regex`, `grep-searcher`) over an `ignore` walk.
 //!
-//! Invariants: files come from a parallel `ignore` walk (ripgrep's rules) or are the one file
-//! named by `path`; a file with a NUL byte is binary and skipped; matching is per line (line
-//! endings removed, `^`/`$` anchor at line bounds); results are sorted by path then line; a
-//! shown line is cut at [`MAX_LINE_CHARS`]; the output holds at most `output_cap_bytes` bytes
-//! with a notice giving the totals when cut. At most [`MAX_STORED_BYTES`] of matched text is
-//! kept in memory (the counts stay exact beyond it); files over 8 MiB are read in line-aligned
-//! chunks rather than whole.
+//! Invariants:
+//! - Files come from a parallel `ignore` walk (ripgrep's rules) or are the one file named by
+//!   `path`. Matching is per line (`^`/`$` anchor at line bounds, a `\r` before `\n` is not part
+//!   of the line); the search time does not depend on line length.
+//! - A file with a NUL byte is binary: the search of it stops there and it reports nothing.
+//! - Caps, each reported in a notice at the end of the output: a file over [`MAX_FILE_BYTES`]
+//!   is not searched; a line over [`MAX_LINE_BYTES`] stops the search of its file (the file
+//!   reports nothing); the search stops at [`MAX_MATCHES`] matching lines. At most
+//!   [`MAX_STORED_BYTES`] of matched text is kept in memory (the counts stay exact beyond it).
+//! - Results are sorted by path then line; a shown line is cut at [`MAX_LINE_CHARS`]; the
+//!   output holds at most `output_cap_bytes` bytes with a notice giving the totals when cut.
+//! - The stop flag (cancel, timeout) is checked before each file and before every read of a
+//!   file (at most 64 KiB apart), so a stopped search frees its threads promptly.
 
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use grep_matcher::LineTerminator;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::WalkState;
 use openmax_core::tool::{ToolOutcome, ToolPlan};
-use regex::bytes::{Regex, RegexBuilder};
 use serde_json::Value;
 
 use super::args::Args;
@@ -27,12 +37,20 @@ use super::{fail, invalid_plan, ok, read_plan, ToolContext};
 pub const MAX_LINE_CHARS: usize = 500;
 /// Matched text kept in memory across all files.
 pub const MAX_STORED_BYTES: usize = 16 << 20;
+/// Files larger than this are not searched (named in a notice).
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// A line longer than this stops the search of its file (named in a notice).
+pub const MAX_LINE_BYTES: usize = 128 << 20;
+/// The search stops after this many matching lines.
+pub const MAX_MATCHES: usize = 10_000;
 
 const NAME: &str = "grep";
+/// Files named in one notice.
+const NAMED_IN_NOTICE: usize = 5;
 
 struct Call {
     pattern: String,
-    regex: Regex,
+    matcher: RegexMatcher,
     base: Resolved,
     filter: Option<GlobFilter>,
 }
@@ -51,11 +69,14 @@ fn parse(ctx: &ToolContext, args: &Value) -> Result<Call, String> {
     if pattern.is_empty() {
         return Err(format!("{NAME}: the pattern is empty"));
     }
-    let regex = RegexBuilder::new(pattern)
+    let matcher = RegexMatcherBuilder::new()
         .case_insensitive(a.flag("case_insensitive")?)
         .multi_line(true)
+        .line_terminator(Some(b'\n'))
+        .crlf(true)
         .size_limit(64 << 20)
-        .build()
+        .dfa_size_limit(64 << 20)
+        .build(pattern)
         .map_err(|e| format!("{NAME}: invalid regex {pattern:?}: {e}"))?;
     let filter = match a.opt_string("glob")? {
         Some(g) => Some(GlobFilter::new(NAME, g)?),
@@ -65,7 +86,7 @@ fn parse(ctx: &ToolContext, args: &Value) -> Result<Call, String> {
         .map_err(|e| format!("{NAME}: {e}"))?;
     Ok(Call {
         pattern: pattern.to_string(),
-        regex,
+        matcher,
         base,
         filter,
     })
@@ -81,6 +102,43 @@ pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
         ),
         Err(e) => invalid_plan(false, e),
     }
+}
+
+/// What the searching threads share.
+struct Shared<'a> {
+    ctx: &'a ToolContext,
+    call: &'a Call,
+    stop: &'a AtomicBool,
+    /// Matched text kept so far.
+    stored: AtomicUsize,
+    /// Matching lines found so far (all files).
+    matches: AtomicUsize,
+    /// The match cap was reached.
+    capped: AtomicBool,
+    /// Files not searched for their size.
+    too_big: Mutex<Vec<String>>,
+    /// Files whose search stopped at an over-long line.
+    long_line: Mutex<Vec<String>>,
+}
+
+impl Shared<'_> {
+    fn halted(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.capped.load(Ordering::Relaxed)
+    }
+
+    fn note(&self, list: &Mutex<Vec<String>>, path: &Path) {
+        let rel = display_rel(&self.ctx.project, &PathBuf::from(path));
+        list.lock().unwrap_or_else(|p| p.into_inner()).push(rel);
+    }
+}
+
+fn searcher() -> Searcher {
+    SearcherBuilder::new()
+        .line_terminator(LineTerminator::crlf())
+        .binary_detection(BinaryDetection::quit(0))
+        .line_number(true)
+        .heap_limit(Some(MAX_LINE_BYTES))
+        .build()
 }
 
 /// Run a `grep` call.
@@ -99,26 +157,35 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
             ))
         }
     };
-    let stored = AtomicUsize::new(0);
+    let shared = Shared {
+        ctx,
+        call: &call,
+        stop,
+        stored: AtomicUsize::new(0),
+        matches: AtomicUsize::new(0),
+        capped: AtomicBool::new(false),
+        too_big: Mutex::new(Vec::new()),
+        long_line: Mutex::new(Vec::new()),
+    };
     let hits = Mutex::new(Vec::new());
     if meta.is_file() {
-        if is_binary(&call.base.abs) {
+        let mut batch = Batch::new(&hits);
+        let found = search_file(&shared, &mut searcher(), &call.base.abs, &mut batch);
+        if found == Found::Binary {
             return ok(format!(
                 "{} is a binary file (it contains NUL bytes); not searched\n",
                 call.base.rel
             ));
         }
-        let mut batch = Batch::new(&hits);
-        search_file(ctx, &call, &call.base.abs, &stored, &mut batch);
     } else if meta.is_dir() {
         let base = call.base.abs.as_path();
         let hidden = call.filter.as_ref().is_some_and(|f| f.wants_hidden);
         walk::builder(base, hidden).build_parallel().run(|| {
             let mut batch = Batch::new(&hits);
-            let call = &call;
-            let stored = &stored;
+            let mut searcher = searcher();
+            let shared = &shared;
             Box::new(move |entry| {
-                if stop.load(Ordering::Relaxed) {
+                if shared.halted() {
                     return WalkState::Quit;
                 }
                 let Ok(entry) = entry else {
@@ -127,13 +194,13 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return WalkState::Continue;
                 }
-                if let Some(f) = &call.filter {
+                if let Some(f) = &shared.call.filter {
                     let rel = entry.path().strip_prefix(base).unwrap_or(Path::new(""));
                     if !f.is_match(rel) {
                         return WalkState::Continue;
                     }
                 }
-                search_file(ctx, call, entry.path(), stored, &mut batch);
+                search_file(shared, &mut searcher, entry.path(), &mut batch);
                 WalkState::Continue
             })
         });
@@ -146,140 +213,189 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
     if stop.load(Ordering::Relaxed) {
         return fail(format!("{NAME}: cancelled"));
     }
-    let mut hits = hits.into_inner().unwrap_or_else(|p| p.into_inner());
+    let hits = hits.into_inner().unwrap_or_else(|p| p.into_inner());
+    ok(render(&shared, hits))
+}
+
+/// The output: the matching lines under the cap, then the notices.
+fn render(shared: &Shared<'_>, mut hits: Vec<FileHits>) -> String {
+    let call = shared.call;
     hits.sort_by(|a, b| a.path.cmp(&b.path));
     let total: usize = hits.iter().map(|h| h.count).sum();
+    let mut text = String::new();
     if total == 0 {
-        return ok(format!(
+        text.push_str(&format!(
             "no matches for {:?} in {}\n",
             call.pattern, call.base.rel
         ));
+    } else {
+        let kept: usize = hits.iter().map(|h| h.lines.len()).sum();
+        let lines = hits.iter().flat_map(|h| {
+            h.lines
+                .iter()
+                .map(move |(n, text)| format!("{}:{n}:{text}", h.path))
+        });
+        let capped = take_lines(lines, shared.ctx.output_cap_bytes, usize::MAX);
+        text = capped.text;
+        if capped.cut || kept < total {
+            text.push_str(&format!(
+                "[{total} matching lines in {} files; showing the first {}; narrow the pattern, path or glob]\n",
+                hits.len(),
+                capped.shown
+            ));
+        }
     }
-    let kept: usize = hits.iter().map(|h| h.lines.len()).sum();
-    let lines = hits.iter().flat_map(|h| {
-        h.lines
-            .iter()
-            .map(move |(n, text)| format!("{}:{n}:{text}", h.path))
-    });
-    let capped = take_lines(lines, ctx.output_cap_bytes, usize::MAX);
-    let mut text = capped.text;
-    if capped.cut || kept < total {
+    if shared.capped.load(Ordering::Relaxed) {
         text.push_str(&format!(
-            "[{total} matching lines in {} files; showing the first {}; narrow the pattern, path or glob]\n",
-            hits.len(),
-            capped.shown
+            "[the search stopped at {MAX_MATCHES} matching lines (the match cap); narrow the pattern, path or glob]\n"
         ));
     }
-    ok(text)
+    let lists = [
+        (
+            &shared.too_big,
+            format!("larger than the {} MiB file cap", MAX_FILE_BYTES >> 20),
+        ),
+        (
+            &shared.long_line,
+            format!(
+                "a line longer than the {} MiB line cap",
+                MAX_LINE_BYTES >> 20
+            ),
+        ),
+    ];
+    for (list, why) in lists {
+        let mut names = list.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if names.is_empty() {
+            continue;
+        }
+        names.sort();
+        let more = names.len().saturating_sub(NAMED_IN_NOTICE);
+        names.truncate(NAMED_IN_NOTICE);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        text.push_str(&format!(
+            "[not searched ({why}): {}{more}]\n",
+            names.join(", ")
+        ));
+    }
+    text
 }
 
-fn is_binary(path: &Path) -> bool {
-    std::fs::read(path).is_ok_and(|b| b.contains(&0))
+/// How the search of one file ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Found {
+    /// Searched to the end (or to the match cap); its hits are in the batch.
+    Searched,
+    Binary,
+    /// Too big, an over-long line, unreadable, or stopped: it reports nothing.
+    Nothing,
 }
 
 fn search_file(
-    ctx: &ToolContext,
-    call: &Call,
+    shared: &Shared<'_>,
+    searcher: &mut Searcher,
     path: &Path,
-    stored: &AtomicUsize,
     batch: &mut Batch<'_, FileHits>,
-) {
-    let mut scan = Scan {
-        call,
-        stored,
+) -> Found {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_FILE_BYTES => {
+            shared.note(&shared.too_big, path);
+            return Found::Nothing;
+        }
+        Ok(_) => {}
+        Err(_) => return Found::Nothing,
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return Found::Nothing;
+    };
+    let reader = Stoppable {
+        inner: file,
+        stop: shared.stop,
+    };
+    let mut sink = Collect {
+        shared,
         lines: Vec::new(),
         count: 0,
-        next_line: 1,
+        binary: false,
     };
-    let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= CHUNK_BYTES as u64);
-    let complete = if small {
-        match std::fs::read(path) {
-            Ok(bytes) => scan.chunk(&bytes, true),
-            Err(_) => false,
+    let result = searcher.search_reader(&shared.call.matcher, reader, &mut sink);
+    let found = match result {
+        _ if shared.stop.load(Ordering::Relaxed) => Found::Nothing,
+        Err(e) if e.to_string().contains("allocation limit") => {
+            shared.note(&shared.long_line, path);
+            Found::Nothing
         }
-    } else {
-        scan_large(path, &mut scan)
+        Err(_) => Found::Nothing,
+        Ok(()) if sink.binary => Found::Binary,
+        Ok(()) => Found::Searched,
     };
-    if complete && scan.count > 0 {
+    if found != Found::Searched {
+        shared.matches.fetch_sub(sink.count, Ordering::Relaxed);
+    } else if sink.count > 0 {
         batch.push(FileHits {
-            path: display_rel(&ctx.project, &PathBuf::from(path)),
-            lines: scan.lines,
-            count: scan.count,
+            path: display_rel(&shared.ctx.project, &PathBuf::from(path)),
+            lines: sink.lines,
+            count: sink.count,
         });
     }
+    found
 }
 
-/// Files over this size are read in chunks of about this size (cut at line ends).
-const CHUNK_BYTES: usize = 8 << 20;
+/// A file reader that fails once the stop flag is set, so a search in a long file (or a long
+/// line) ends within one read.
+struct Stoppable<'a> {
+    inner: std::fs::File,
+    stop: &'a AtomicBool,
+}
 
-/// Read a large file chunk by chunk; false when it is binary or unreadable.
-fn scan_large(path: &Path, scan: &mut Scan<'_>) -> bool {
-    use std::io::Read;
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut file = std::io::BufReader::new(file);
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_BYTES + 4096);
-    loop {
-        let have = buf.len();
-        let Ok(n) = (&mut file)
-            .take((CHUNK_BYTES.saturating_sub(have)).max(4096) as u64)
-            .read_to_end(&mut buf)
-        else {
-            return false;
-        };
-        let eof = n == 0;
-        if eof {
-            return scan.chunk(&buf, true);
+impl Read for Stoppable<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(io::Error::other("grep stopped"));
         }
-        // Scan up to the last complete line; carry the rest.
-        let Some(cut) = buf.iter().rposition(|&b| b == b'\n') else {
-            continue;
-        };
-        if !scan.chunk(&buf[..=cut], false) {
-            return false;
-        }
-        buf.drain(..=cut);
+        self.inner.read(buf)
     }
 }
 
-/// Matching state of one file.
-struct Scan<'a> {
-    call: &'a Call,
-    stored: &'a AtomicUsize,
+/// Collects one file's matching lines.
+struct Collect<'a, 'b> {
+    shared: &'a Shared<'b>,
     lines: Vec<(u64, String)>,
     count: usize,
-    /// Number of the first line of the next chunk.
-    next_line: u64,
+    binary: bool,
 }
 
-impl Scan<'_> {
-    /// Scan whole lines (`last`: the file's final chunk); false when the chunk is binary.
-    fn chunk(&mut self, bytes: &[u8], last: bool) -> bool {
-        if bytes.contains(&0) {
-            return false;
+impl Sink for Collect<'_, '_> {
+    type Error = io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        if self.shared.halted() {
+            return Ok(false);
         }
-        // A final line ending does not start another (empty) line.
-        let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-        let first = self.next_line;
-        if !last || !body.is_empty() {
-            self.next_line += body.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+        if self.shared.matches.fetch_add(1, Ordering::Relaxed) >= MAX_MATCHES {
+            self.shared.matches.fetch_sub(1, Ordering::Relaxed);
+            self.shared.capped.store(true, Ordering::Relaxed);
+            return Ok(false);
         }
-        if bytes.is_empty() || !self.call.regex.is_match(bytes) {
-            return true;
+        self.count += 1;
+        let line = m.bytes();
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        // Only the shown head is decoded (a line can be many megabytes).
+        let head = &line[..line.len().min(MAX_LINE_CHARS * 4 + 4)];
+        let text = cut_chars(&String::from_utf8_lossy(head), MAX_LINE_CHARS);
+        if self.shared.stored.fetch_add(text.len(), Ordering::Relaxed) < MAX_STORED_BYTES {
+            self.lines.push((m.line_number().unwrap_or(0), text));
         }
-        for (i, line) in body.split(|&b| b == b'\n').enumerate() {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if !self.call.regex.is_match(line) {
-                continue;
-            }
-            self.count += 1;
-            let text = cut_chars(&String::from_utf8_lossy(line), MAX_LINE_CHARS);
-            if self.stored.fetch_add(text.len(), Ordering::Relaxed) < MAX_STORED_BYTES {
-                self.lines.push((first + i as u64, text));
-            }
-        }
-        true
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _offset: u64) -> Result<bool, io::Error> {
+        self.binary = true;
+        Ok(false)
     }
 }
 

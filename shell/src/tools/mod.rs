@@ -9,9 +9,12 @@
 //! - Every failed outcome's output starts with the tool's name and says why.
 //! - `write_file`/`edit_file` outcomes carry their diff; `plan` carries the diff as computed
 //!   from the file at plan time in `detail`.
+//! - With [`client_files`], the file tools' text comes from and goes to the client (an
+//!   editor's buffers); paths are confined here first.
 
 mod args;
 mod cap;
+pub mod client_files;
 pub(crate) mod command;
 pub(crate) mod diff;
 mod edit;
@@ -21,7 +24,6 @@ mod list;
 pub mod path;
 mod read;
 mod schema;
-mod split;
 mod walk;
 mod write;
 
@@ -33,8 +35,6 @@ use openmax_core::conversation::ToolSchema;
 pub use openmax_core::tool::{FileDiff, ToolOutcome, ToolPlan};
 use serde_json::Value;
 use tokio::sync::oneshot;
-
-pub use split::parts as command_parts;
 
 /// Names of the built-in tools, in schema order.
 pub const BUILTIN_NAMES: [&str; 7] = [
@@ -60,6 +60,8 @@ pub struct ToolContext {
     pub output_cap_bytes: usize,
     /// How processes started for the agent are prepared (environment, containment).
     pub sandbox: Arc<crate::sandbox::Policy>,
+    /// The client's text files (ACP `fs`), which the file tools read and write through.
+    pub client_files: client_files::ClientFilesRef,
 }
 
 impl ToolContext {
@@ -79,6 +81,7 @@ impl ToolContext {
             shell_timeout_ms: Self::DEFAULT_SHELL_TIMEOUT_MS,
             output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
             sandbox: Arc::default(),
+            client_files: Default::default(),
         })
     }
 }

@@ -8,7 +8,8 @@
 //! A write never goes through the existing file: the new bytes go to a temporary file in the
 //! same directory (flushed to disk, with the old file's permission bits), which is then renamed
 //! over the path. A hard link to a file outside the project is therefore replaced, never
-//! written through, and a crash mid-write leaves the old file whole.
+//! written through, and a crash mid-write leaves the old file whole. With client files, the
+//! current text is the client's and the new text goes to the client (which writes it).
 
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -34,8 +35,14 @@ struct Change {
     replaced: usize,
 }
 
-/// Read the current text of a file: `None` when it does not exist.
-fn current(tool: &str, target: &Resolved, lossy: bool) -> Result<Option<String>, String> {
+/// Read the current text of a file (the client's, with client files): `None` when it does
+/// not exist.
+fn current(
+    ctx: &ToolContext,
+    tool: &str,
+    target: &Resolved,
+    lossy: bool,
+) -> Result<Option<String>, String> {
     let rel = &target.rel;
     match std::fs::metadata(&target.abs) {
         Ok(m) if m.is_dir() => return Err(format!("{tool}: {rel} is a directory")),
@@ -43,6 +50,11 @@ fn current(tool: &str, target: &Resolved, lossy: bool) -> Result<Option<String>,
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{tool}: cannot read {rel}: {}", io_reason(&e))),
+    }
+    if let Some(text) = ctx.client_files.read(&target.abs) {
+        return text
+            .map(Some)
+            .map_err(|e| format!("{tool}: the client could not read {rel}: {e}"));
     }
     let bytes = std::fs::read(&target.abs)
         .map_err(|e| format!("{tool}: cannot read {rel}: {}", io_reason(&e)))?;
@@ -64,7 +76,7 @@ fn prepare_write(ctx: &ToolContext, args: &Value) -> Result<Change, String> {
     if target.rel == "." {
         return Err(format!("{NAME}: the project root is a directory"));
     }
-    let old = current(NAME, &target, true)?;
+    let old = current(ctx, NAME, &target, true)?;
     let diff = unified(&target.rel, old.as_deref().unwrap_or(""), content);
     Ok(Change {
         created: old.is_none(),
@@ -98,7 +110,7 @@ fn prepare_edit(ctx: &ToolContext, args: &Value) -> Result<Change, String> {
     }
     let target = resolve(&ctx.project, path).map_err(|e| format!("{NAME}: {e}"))?;
     let rel = target.rel.clone();
-    let Some(old) = current(NAME, &target, false)? else {
+    let Some(old) = current(ctx, NAME, &target, false)? else {
         return Err(format!(
             "{NAME}: file not found: {rel} (use write_file to create a file)"
         ));
@@ -161,7 +173,7 @@ pub fn plan_edit(ctx: &ToolContext, args: &Value) -> ToolPlan {
 /// Run a `write_file` call.
 pub fn run_write(ctx: &ToolContext, args: &Value) -> ToolOutcome {
     match prepare_write(ctx, args) {
-        Ok(c) => commit("write_file", c),
+        Ok(c) => commit(ctx, "write_file", c),
         Err(e) => fail(e),
     }
 }
@@ -169,12 +181,12 @@ pub fn run_write(ctx: &ToolContext, args: &Value) -> ToolOutcome {
 /// Run an `edit_file` call.
 pub fn run_edit(ctx: &ToolContext, args: &Value) -> ToolOutcome {
     match prepare_edit(ctx, args) {
-        Ok(c) => commit("edit_file", c),
+        Ok(c) => commit(ctx, "edit_file", c),
         Err(e) => fail(e),
     }
 }
 
-fn commit(tool: &str, c: Change) -> ToolOutcome {
+fn commit(ctx: &ToolContext, tool: &str, c: Change) -> ToolOutcome {
     let rel = &c.target.rel;
     if let Some(parent) = c.target.abs.parent() {
         if let Err(e) = std::fs::create_dir_all(parent) {
@@ -184,8 +196,14 @@ fn commit(tool: &str, c: Change) -> ToolOutcome {
             ));
         }
     }
-    if let Err(e) = replace(&c.target.abs, c.new.as_bytes()) {
-        return fail(format!("{tool}: cannot write {rel}: {}", io_reason(&e)));
+    match ctx.client_files.write(&c.target.abs, &c.new) {
+        Some(Err(e)) => return fail(format!("{tool}: the client could not write {rel}: {e}")),
+        Some(Ok(())) => {}
+        None => {
+            if let Err(e) = replace(&c.target.abs, c.new.as_bytes()) {
+                return fail(format!("{tool}: cannot write {rel}: {}", io_reason(&e)));
+            }
+        }
     }
     let counts = format!("+{} -{}", c.diff.added, c.diff.removed);
     let output = if tool == "edit_file" {

@@ -93,6 +93,8 @@ impl super::encode::Encoder for Encoder {
                 }
             }
             StreamItem::Usage { .. } => {}
+            // Damaged by `damage::step` after rendering `of`.
+            StreamItem::Corrupt { of, .. } => return self.item(of),
         }
         out
     }

@@ -72,17 +72,21 @@ pub fn usage_for(items: &[StreamItem], body_len: usize) -> TokenUsage {
             output: *completion_tokens,
             cached: cached_tokens.unwrap_or(0),
         }),
-        StreamItem::Text { .. } | StreamItem::Thinking { .. } | StreamItem::ToolCall { .. } => None,
+        StreamItem::Text { .. }
+        | StreamItem::Thinking { .. }
+        | StreamItem::ToolCall { .. }
+        | StreamItem::Corrupt { .. } => None,
     });
+    fn generated(item: &StreamItem) -> usize {
+        match item {
+            StreamItem::Text { text } | StreamItem::Thinking { text } => text.len(),
+            StreamItem::ToolCall { name, args, .. } => name.len() + args.to_string().len(),
+            StreamItem::Usage { .. } => 0,
+            StreamItem::Corrupt { of, .. } => generated(of),
+        }
+    }
     scripted.unwrap_or_else(|| {
-        let generated: usize = items
-            .iter()
-            .map(|item| match item {
-                StreamItem::Text { text } | StreamItem::Thinking { text } => text.len(),
-                StreamItem::ToolCall { name, args, .. } => name.len() + args.to_string().len(),
-                StreamItem::Usage { .. } => 0,
-            })
-            .sum();
+        let generated: usize = items.iter().map(generated).sum();
         TokenUsage {
             input: (body_len as u64 / 4).max(1),
             output: (generated as u64 / 4).max(1),

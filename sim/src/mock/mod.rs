@@ -10,6 +10,7 @@
 //! How each reply is realized:
 //! - `Status`: that status, `Retry-After` verbatim, the flavor's JSON error body with the
 //!   script's type/code (or the status's usual one, see [`errors`]).
+//! - `RawStatus`: that status with the script's body verbatim (`application/json`).
 //! - `Stream`: 200 with `text/event-stream`; the prelude at once, then one script item every
 //!   `delay_ms`, then the end (see [`render`] and the flavor modules for the exact events):
 //!   `Complete` sends the flavor's completion (finish reason = script's or
@@ -31,6 +32,7 @@
 mod anthropic;
 mod body;
 mod chat;
+mod damage;
 pub mod encode;
 pub mod errors;
 pub mod render;

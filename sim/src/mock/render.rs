@@ -15,7 +15,7 @@
 use bytes::Bytes;
 
 use super::encode::{usage_for, Encoder, RequestFacts};
-use super::{anthropic, chat, responses};
+use super::{anthropic, chat, damage, responses};
 use crate::script::{Flavor, StreamEnd, StreamItem};
 
 /// The bytes of one scripted stream, in sending order.
@@ -72,7 +72,7 @@ pub fn render_stream(
     let prelude = Bytes::from(enc.prelude());
     let steps = items
         .iter()
-        .map(|item| Bytes::from(enc.item(item)))
+        .map(|item| Bytes::from(damage::step(enc.as_mut(), item)))
         .collect();
     let tail = match end {
         StreamEnd::Complete { finish } => {

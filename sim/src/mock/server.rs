@@ -289,6 +289,15 @@ async fn handle(
             error.as_deref(),
             message.as_deref(),
         )),
+        Reply::RawStatus { status, body } => {
+            let mut response = Response::new(MockBody::full(body));
+            *response.status_mut() =
+                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let h = response.headers_mut();
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            insert_request_id(h, flavor, seq);
+            Ok(response)
+        }
         Reply::Stream {
             items,
             end,

@@ -43,7 +43,7 @@ fn cancel_during_backoff_never_sends_the_attempt() {
     h.user("hi");
     h.fail(http(503, None, FailureKind::Server));
     h.cmd(json!({"cmd":"cancel"}));
-    assert_eq!(h.take(), s(&["retry 2/5 HTTP 503", "done cancelled"]));
+    assert_eq!(h.take(), s(&["retry 2/5 HTTP 503: busy", "done cancelled"]));
     assert_eq!(h.core.poll_timeout(), None);
     h.advance(100_000);
     h.input(Input::Timeout);

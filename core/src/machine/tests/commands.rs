@@ -165,3 +165,21 @@ fn commands_after_approval_mode_wait_for_the_save() {
     );
     assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 0 }));
 }
+
+#[test]
+fn a_notice_is_a_note_for_the_client_and_the_next_prompt() {
+    let mut h = H::new();
+    h.input(Input::Notice {
+        text: "MCP server x says its tools changed".into(),
+    });
+    assert_eq!(h.take(), s(&["harness_note"]));
+    h.user("hi");
+    let body = h.last_body();
+    assert!(body
+        .messages
+        .last()
+        .unwrap()
+        .plain_text()
+        .contains("tools changed"));
+    h.reply("ok");
+}

@@ -457,7 +457,7 @@ fn the_recovery_resend_is_not_a_retry_and_goes_out_after_the_last_attempt() {
     let mut h = H::with(c);
     h.user("next");
     h.fail(http(503, None, FailureKind::Server));
-    assert_eq!(h.take(), s(&["retry 2/2 HTTP 503"]));
+    assert_eq!(h.take(), s(&["retry 2/2 HTTP 503: busy"]));
     h.fire_timer();
     h.fail(http(400, None, FailureKind::ContextLength));
     assert_eq!(h.take(), s(&["compacted"]));

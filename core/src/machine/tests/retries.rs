@@ -8,11 +8,11 @@ fn retry_with_backoff_then_success() {
     h.user("hi");
     h.advance(100);
     h.fail(http(503, None, FailureKind::Server));
-    assert_eq!(h.take(), s(&["retry 2/5 HTTP 503"]));
+    assert_eq!(h.take(), s(&["retry 2/5 HTTP 503: busy"]));
     let (at, reason) = h.core.poll_timeout().unwrap();
     assert_eq!(reason, TimerReason::RetryBackoff);
-    // backoff = 1000 ms + jitter up to 25%.
-    assert!((1_100..=1_350).contains(&at.0), "deadline {at:?}");
+    // backoff = 200 ms less jitter of up to 25%.
+    assert!((250..=300).contains(&at.0), "deadline {at:?}");
     h.now = Millis(at.0 - 1);
     h.input(Input::Timeout);
     assert_eq!(h.sends(), 1, "an early timeout sends nothing");
@@ -38,7 +38,7 @@ fn retry_after_longer_than_backoff_is_honored() {
     h.user("hi");
     h.advance(50);
     h.fail(http(429, Some(10), FailureKind::RateLimit));
-    assert_eq!(h.take(), s(&["retry 2/5 HTTP 429"]));
+    assert_eq!(h.take(), s(&["retry 2/5 HTTP 429: busy"]));
     assert_eq!(
         h.core.poll_timeout(),
         Some((Millis(10_050), TimerReason::RetryBackoff))
@@ -57,15 +57,15 @@ fn backoff_grows_per_attempt() {
     let t = h.now;
     h.fail(http(502, None, FailureKind::Server));
     let (d2, _) = h.core.poll_timeout().unwrap();
-    assert!((1_000..=1_250).contains(&d1.0));
-    assert!((2_000..=2_500).contains(&d2.since(t)));
+    assert!((150..=200).contains(&d1.0));
+    assert!((300..=400).contains(&d2.since(t)));
     h.fire_timer();
     h.reply("ok");
     assert_eq!(
         h.take(),
         s(&[
-            "retry 2/5 HTTP 500",
-            "retry 3/5 HTTP 502",
+            "retry 2/5 HTTP 500: busy",
+            "retry 3/5 HTTP 502: busy",
             "token ok",
             "message_done ok",
             "budget",
@@ -159,8 +159,15 @@ fn attempt_budget_exhausted_is_an_error() {
     h.fail(http(503, None, FailureKind::Server));
     h.fire_timer();
     h.fail(http(503, None, FailureKind::Server));
-    assert_eq!(h.take(), s(&["retry 2/2 HTTP 503", "error", "done error"]));
+    assert_eq!(
+        h.take(),
+        s(&["retry 2/2 HTTP 503: busy", "error", "done error"])
+    );
     assert!(h.messages("error")[0].contains("after 2 attempts"));
+    assert!(
+        h.messages("error")[0].ends_with("HTTP 503: busy"),
+        "the final error carries the last response's status and message"
+    );
 }
 
 #[test]
@@ -214,7 +221,7 @@ fn retryable_stream_failure_before_text_is_retried_and_thinking_is_void() {
         h.take(),
         s(&[
             "thinking a",
-            "retry 2/5 the provider reported overloaded before any reply text",
+            "retry 2/5 the provider reported overloaded before any reply text: overloaded",
             "thinking b",
             "token hi",
             "message_done hi",

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod errors;
+
 /// Identifies one model request of the session (all attempts of it share the id).
 pub type RequestId = u64;
 
@@ -90,13 +92,23 @@ pub enum FailureKind {
     /// The prompt does not fit the model's window (`context_length_exceeded`,
     /// Anthropic's "prompt is too long"): one compaction and one retry.
     ContextLength,
+    /// The stream itself is damaged: an event whose data is not valid JSON or not valid
+    /// Unicode (a chunk cut mid-JSON, a lone surrogate). Nothing the provider said is lost
+    /// silently: before any reply text it is retried like a dead stream, after reply text it
+    /// fails the turn. Never produced by [`FailureKind::classify`].
+    Corrupt,
     /// Anything else (invalid request, auth, refusal): not retried.
     Other,
 }
 
 impl FailureKind {
-    /// Classify a provider error `type` or `code` string.
+    /// Classify a provider error `type` or `code` string and its message. A context-window
+    /// refusal is recognised first, by the patterns of [`errors::CONTEXT_WINDOW_PATTERNS`]
+    /// (a server may wrap it in a generic type such as `api_error` or a code such as `"400"`).
     pub fn classify(type_or_code: &str, message: &str) -> FailureKind {
+        if errors::is_context_window_refusal(type_or_code, message) {
+            return FailureKind::ContextLength;
+        }
         match type_or_code {
             "rate_limit_error" | "rate_limit_exceeded" | "rate_limited" => FailureKind::RateLimit,
             "overloaded_error" | "overloaded" => FailureKind::Overloaded,
@@ -104,10 +116,6 @@ impl FailureKind {
                 FailureKind::Server
             }
             "insufficient_quota" => FailureKind::InsufficientQuota,
-            "context_length_exceeded" | "string_above_max_length" => FailureKind::ContextLength,
-            _ if message.contains("prompt is too long") || message.contains("context length") => {
-                FailureKind::ContextLength
-            }
             _ => FailureKind::Other,
         }
     }
@@ -116,7 +124,10 @@ impl FailureKind {
     pub fn retryable(self) -> bool {
         matches!(
             self,
-            FailureKind::RateLimit | FailureKind::Overloaded | FailureKind::Server
+            FailureKind::RateLimit
+                | FailureKind::Overloaded
+                | FailureKind::Server
+                | FailureKind::Corrupt
         )
     }
 }

@@ -1,0 +1,353 @@
+//! Parsing a shell command line with the bash grammar (tree-sitter-bash) into the simple
+//! commands it contains, wherever they are.
+//!
+//! Invariants:
+//! - Every `command` node of the syntax tree is reported, in source order, however deeply it
+//!   sits: in pipelines and lists, subshells, `{ …; }` groups, `if`/`while`/`until`/`for`/`case`
+//!   bodies, function definitions, `$( … )`, backticks, `<( … )`, `!`, redirection targets,
+//!   assignments and double-quoted strings. The walk is iterative, so nesting depth cannot
+//!   overflow the stack.
+//! - Prefix assignments (`FOO=1 rm`) and redirections (`>f`, `2>&1`, `<<EOF`) are not words of
+//!   the command; the commands inside them are still found.
+//! - A word's value is what bash passes after quote removal (`'r'm`, `"rm"`, `\rm` and `r""m`
+//!   are all `rm`, `$'\x72m'` too). A word whose value depends on the run time (a variable, a
+//!   substitution, an arithmetic or brace expansion, an unquoted glob) is [`Word::dynamic`],
+//!   carrying its source text.
+//! - A command line that does not parse (an `ERROR` or missing node) is reported as
+//!   [`Parsed::broken`]; the commands that were recognised are still reported.
+//! - No I/O: the grammar is a pure function of the text.
+
+use tree_sitter::{Node, Parser};
+
+/// One word of a simple command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// The value after quote removal, or the source text when [`Word::dynamic`].
+    pub text: String,
+    /// The value is only known when the command runs.
+    pub dynamic: bool,
+}
+
+/// The simple commands of a command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parsed {
+    /// Each simple command's words, the command name first.
+    pub commands: Vec<Vec<Word>>,
+    /// The text did not parse as bash.
+    pub broken: bool,
+}
+
+/// Parse `src` as bash.
+pub fn parse(src: &str) -> Parsed {
+    let mut parser = Parser::new();
+    if parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .is_err()
+    {
+        return Parsed {
+            commands: Vec::new(),
+            broken: true,
+        };
+    }
+    let Some(tree) = parser.parse(src, None) else {
+        return Parsed {
+            commands: Vec::new(),
+            broken: true,
+        };
+    };
+    let bytes = src.as_bytes();
+    let mut out = Parsed::default();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            out.broken = true;
+        }
+        if node.kind() == "command" {
+            out.commands.push(command_words(node, bytes));
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+/// The name and arguments of a `command` node.
+fn command_words(node: Node, src: &[u8]) -> Vec<Word> {
+    let mut words = Vec::new();
+    if let Some(name) = node.child_by_field_name("name") {
+        // `command_name` wraps exactly one word-like node.
+        let inner = name.named_child(0).unwrap_or(name);
+        words.push(word(inner, src));
+    }
+    let mut cursor = node.walk();
+    for arg in node.children_by_field_name("argument", &mut cursor) {
+        words.push(word(arg, src));
+    }
+    words
+}
+
+fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
+    node.utf8_text(src).unwrap_or("")
+}
+
+fn dynamic(node: Node, src: &[u8]) -> Word {
+    Word {
+        text: text(node, src).to_string(),
+        dynamic: true,
+    }
+}
+
+fn literal(text: String) -> Word {
+    Word {
+        text,
+        dynamic: false,
+    }
+}
+
+/// The value of one word node.
+fn word(node: Node, src: &[u8]) -> Word {
+    let raw = text(node, src);
+    match node.kind() {
+        "word" | "number" => {
+            if has_unquoted_glob(raw) {
+                dynamic(node, src)
+            } else {
+                literal(unescape_unquoted(raw))
+            }
+        }
+        "raw_string" => literal(strip_quotes(raw, 1, 1).to_string()),
+        "ansi_c_string" => match decode_ansi_c(strip_quotes(raw, 2, 1)) {
+            Some(s) => literal(s),
+            None => dynamic(node, src),
+        },
+        "string" => double_quoted(node, src),
+        "translated_string" => match node.named_child(0) {
+            Some(s) => {
+                let w = double_quoted(s, src);
+                if w.dynamic {
+                    dynamic(node, src)
+                } else {
+                    w
+                }
+            }
+            None => dynamic(node, src),
+        },
+        "concatenation" => {
+            let mut value = String::new();
+            let mut cursor = node.walk();
+            let mut end = node.start_byte();
+            for child in node.children(&mut cursor) {
+                // Text between children (none in practice) is taken literally.
+                value.push_str(std::str::from_utf8(&src[end..child.start_byte()]).unwrap_or(""));
+                end = child.end_byte();
+                let w = word(child, src);
+                if w.dynamic {
+                    return dynamic(node, src);
+                }
+                value.push_str(&w.text);
+            }
+            literal(value)
+        }
+        _ => dynamic(node, src),
+    }
+}
+
+/// A `"…"` string: literal when it holds only text.
+fn double_quoted(node: Node, src: &[u8]) -> Word {
+    let mut cursor = node.walk();
+    if node
+        .named_children(&mut cursor)
+        .any(|c| c.kind() != "string_content")
+    {
+        return dynamic(node, src);
+    }
+    literal(unescape_double(strip_quotes(text(node, src), 1, 1)))
+}
+
+fn strip_quotes(s: &str, open: usize, close: usize) -> &str {
+    if s.len() >= open + close {
+        &s[open..s.len() - close]
+    } else {
+        ""
+    }
+}
+
+/// Whether an unquoted word holds a pathname-expansion character not escaped by `\`.
+fn has_unquoted_glob(s: &str) -> bool {
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '*' | '?' | '[' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Quote removal outside quotes: `\x` is `x`, `\<newline>` disappears.
+fn unescape_unquoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') | None => {}
+                Some(n) => out.push(n),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Quote removal inside `"…"`: a backslash escapes only `$`, `` ` ``, `"`, `\` and newline.
+fn unescape_double(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('$' | '`' | '"' | '\\') => out.push(chars.next().unwrap_or('\\')),
+                Some('\n') => {
+                    chars.next();
+                }
+                _ => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The value of the inside of `$'…'`; `None` for an escape it does not know.
+fn decode_ansi_c(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let e = chars.next()?;
+        let simple = match e {
+            'n' => Some('\n'),
+            't' => Some('\t'),
+            'r' => Some('\r'),
+            'a' => Some('\x07'),
+            'b' => Some('\x08'),
+            'e' | 'E' => Some('\x1b'),
+            'f' => Some('\x0c'),
+            'v' => Some('\x0b'),
+            '\\' | '\'' | '"' | '?' => Some(e),
+            _ => None,
+        };
+        if let Some(ch) = simple {
+            out.push(ch);
+            continue;
+        }
+        let (radix, max) = match e {
+            'x' => (16, 2),
+            'u' => (16, 4),
+            'U' => (16, 8),
+            '0'..='7' => (8, 3),
+            _ => return None,
+        };
+        let mut digits = String::new();
+        if radix == 8 {
+            digits.push(e);
+        }
+        while digits.len() < max {
+            match chars.peek() {
+                Some(d) if d.is_digit(radix) => {
+                    digits.push(*d);
+                    chars.next();
+                }
+                _ => break,
+            }
+        }
+        let code = u32::from_str_radix(&digits, radix).ok()?;
+        out.push(char::from_u32(code)?);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(src: &str) -> Vec<String> {
+        parse(src)
+            .commands
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .map(|w| {
+                        if w.dynamic {
+                            format!("<{}>", w.text)
+                        } else {
+                            w.text.clone()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_commands_everywhere() {
+        assert_eq!(names("a && b; c | d & e"), vec!["a", "b", "c", "d", "e"]);
+        assert_eq!(
+            names("echo $(rm -rf x)"),
+            vec!["echo <$(rm -rf x)>", "rm -rf x"]
+        );
+        assert_eq!(
+            names("echo `rm -rf x`"),
+            vec!["echo <`rm -rf x`>", "rm -rf x"]
+        );
+        assert_eq!(names("( rm -rf x )"), vec!["rm -rf x"]);
+        assert_eq!(names("{ rm -rf x; }"), vec!["rm -rf x"]);
+        assert_eq!(
+            names("if true; then rm -rf x; fi"),
+            vec!["true", "rm -rf x"]
+        );
+        assert_eq!(names("while rm -rf x; do :; done"), vec!["rm -rf x", ":"]);
+        assert_eq!(names("for f in a; do rm -rf $f; done"), vec!["rm -rf <$f>"]);
+        assert_eq!(names("f() { rm -rf x; }"), vec!["rm -rf x"]);
+        assert_eq!(names("! rm -rf x"), vec!["rm -rf x"]);
+        assert_eq!(names("X=$(rm -rf x)"), vec!["rm -rf x"]);
+        assert_eq!(
+            names("echo \"a $(rm -rf x) b\""),
+            vec!["echo <\"a $(rm -rf x) b\">", "rm -rf x"]
+        );
+        assert_eq!(
+            names("cat <(rm -rf x) > $(rm y)"),
+            vec!["cat <<(rm -rf x)>", "rm -rf x", "rm y"]
+        );
+        assert_eq!(names("case a in a) rm -rf x;; esac"), vec!["rm -rf x"]);
+    }
+
+    #[test]
+    fn quote_removal() {
+        assert_eq!(names("'r'm \"-rf\" \\x r\"\"m"), vec!["rm -rf x rm"]);
+        assert_eq!(names("$'\\x72\\155' -rf"), vec!["rm -rf"]);
+        assert_eq!(names("FOO=1 rm -rf x 2>&1 >/dev/null"), vec!["rm -rf x"]);
+        assert_eq!(names("echo 'rm -rf x'"), vec!["echo rm -rf x"]);
+        assert_eq!(names("rm -rf *"), vec!["rm -rf <*>"]);
+        assert_eq!(names("$CMD -rf x"), vec!["<$CMD> -rf x"]);
+    }
+
+    #[test]
+    fn broken_input_still_reports_what_it_found() {
+        let p = parse("rm -rf x; if then");
+        assert!(p.broken);
+        assert!(!parse("rm -rf x").broken);
+        assert!(parse("echo 'unterminated").broken);
+    }
+}

@@ -1,0 +1,311 @@
+//! Permission rules: `Tool` or `Tool(glob)` in `deny` and `ask` lists.
+//!
+//! A rule with no glob matches every call of the tool; with a glob it matches when any of the
+//! call's targets (see [`crate::tool::ToolPlan::targets`]) matches. The glob language is `*`
+//! (any run of characters, `/` included), `?` (one character) and literal text; it is matched
+//! against the whole target.
+//!
+//! For the [`SHELL_TOOL`], each target is a command line and rules judge what it runs: the
+//! line is parsed as bash ([`bash`]), wrappers and nested shells are seen through
+//! ([`unwrap`]), and each program run is matched with canonical flags ([`shell_rule`]). A line
+//! with a part that cannot be judged statically matches every `ask` rule of the tool (never a
+//! `deny` rule by that alone). Deny rules are a guard rail against mistakes; the sandbox is the
+//! boundary.
+
+pub mod bash;
+pub mod shell_rule;
+pub mod unwrap;
+
+use serde::{Deserialize, Serialize};
+
+/// The built-in tool whose targets are command lines.
+pub const SHELL_TOOL: &str = "shell";
+
+/// One parsed rule.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Rule {
+    /// The tool the rule applies to.
+    pub tool: String,
+    /// The argument pattern (a command glob for `shell`, a path glob for file tools); `None`
+    /// matches every call.
+    pub pattern: Option<String>,
+}
+
+impl Rule {
+    /// Parse `Tool` or `Tool(glob)`.
+    pub fn parse(s: &str) -> Result<Rule, String> {
+        let s = s.trim();
+        match s.find('(') {
+            None => {
+                if s.is_empty() || s.contains(')') {
+                    return Err(format!(
+                        "bad permission rule {s:?}: expected Tool or Tool(glob)"
+                    ));
+                }
+                Ok(Rule {
+                    tool: s.to_string(),
+                    pattern: None,
+                })
+            }
+            Some(open) => {
+                if !s.ends_with(')') || open == 0 {
+                    return Err(format!(
+                        "bad permission rule {s:?}: expected Tool or Tool(glob)"
+                    ));
+                }
+                Ok(Rule {
+                    tool: s[..open].trim().to_string(),
+                    pattern: Some(s[open + 1..s.len() - 1].to_string()),
+                })
+            }
+        }
+    }
+
+    /// Whether the rule matches a call of `tool` with these targets (for the shell tool, what
+    /// the command lines run; unjudgeable parts do not count here, see [`Permissions::ask_by`]).
+    pub fn matches(&self, tool: &str, targets: &[String]) -> bool {
+        if tool == SHELL_TOOL {
+            return self.matches_shell(&analyse_all(targets));
+        }
+        // The tool part is itself a glob, so `mcp__everything__*` covers every tool of one MCP
+        // server.
+        if !glob_match(&self.tool, tool) {
+            return false;
+        }
+        match &self.pattern {
+            None => true,
+            Some(p) => targets.iter().any(|t| glob_match(p, t)),
+        }
+    }
+
+    fn matches_shell(&self, lines: &[unwrap::Analysis]) -> bool {
+        if self.tool != SHELL_TOOL {
+            return false;
+        }
+        match &self.pattern {
+            None => true,
+            Some(p) => lines
+                .iter()
+                .flat_map(|a| &a.commands)
+                .any(|c| shell_rule::matches(p, c)),
+        }
+    }
+}
+
+fn analyse_all(targets: &[String]) -> Vec<unwrap::Analysis> {
+    targets.iter().map(|t| unwrap::analyse(t)).collect()
+}
+
+/// The layered `[permissions]` lists (user config first, then project).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Permissions {
+    /// Rules that refuse a call outright.
+    pub deny: Vec<Rule>,
+    /// Rules that put a call through the approval gate in `ask` mode.
+    pub ask: Vec<Rule>,
+}
+
+impl Permissions {
+    /// The first deny rule matching the call.
+    pub fn denied_by(&self, tool: &str, targets: &[String]) -> Option<&Rule> {
+        if tool == SHELL_TOOL && self.deny.iter().any(|r| r.tool == SHELL_TOOL) {
+            let lines = analyse_all(targets);
+            return self.deny.iter().find(|r| r.matches_shell(&lines));
+        }
+        self.deny.iter().find(|r| r.matches(tool, targets))
+    }
+
+    /// The first ask rule matching the call. For the shell tool, a command line with a part
+    /// that cannot be judged statically matches the first `ask` rule of the tool.
+    pub fn ask_by(&self, tool: &str, targets: &[String]) -> Option<&Rule> {
+        if tool == SHELL_TOOL && self.ask.iter().any(|r| r.tool == SHELL_TOOL) {
+            let lines = analyse_all(targets);
+            if lines.iter().any(|a| !a.unjudgeable.is_empty()) {
+                return self.ask.iter().find(|r| r.tool == SHELL_TOOL);
+            }
+            return self.ask.iter().find(|r| r.matches_shell(&lines));
+        }
+        self.ask.iter().find(|r| r.matches(tool, targets))
+    }
+
+    /// Why the shell tool's command lines cannot be fully judged (empty when they can).
+    pub fn unjudgeable(targets: &[String]) -> Vec<String> {
+        analyse_all(targets)
+            .into_iter()
+            .flat_map(|a| a.unjudgeable)
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.pattern {
+            None => write!(f, "{}", self.tool),
+            Some(p) => write!(f, "{}({})", self.tool, p),
+        }
+    }
+}
+
+/// Match `text` against a glob of `*`, `?` and literals (iterative, linear backtracking).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_matches() {
+        let r = Rule::parse("shell(rm -rf *)").unwrap();
+        assert!(r.matches("shell", &["rm -rf /tmp/x".into()]));
+        assert!(!r.matches("shell", &["ls".into()]));
+        assert!(!r.matches("read_file", &["rm -rf x".into()]));
+        let r = Rule::parse("read_file(.env)").unwrap();
+        assert!(r.matches("read_file", &[".env".into()]));
+        assert!(!r.matches("read_file", &["a/.env".into()]));
+        assert!(Rule::parse("write_file")
+            .unwrap()
+            .matches("write_file", &[]));
+        assert!(Rule::parse("(x)").is_err());
+        assert!(Rule::parse("a(b").is_err());
+    }
+
+    fn perms(deny: &[&str], ask: &[&str]) -> Permissions {
+        Permissions {
+            deny: deny.iter().map(|r| Rule::parse(r).unwrap()).collect(),
+            ask: ask.iter().map(|r| Rule::parse(r).unwrap()).collect(),
+        }
+    }
+
+    #[test]
+    fn deny_sees_through_shell_syntax() {
+        let p = perms(&["shell(rm -rf *)"], &[]);
+        let denied = |line: &str| p.denied_by(SHELL_TOOL, &[line.to_string()]).is_some();
+        for bypass in [
+            "rm -rf x",
+            "rm  -rf x",
+            "rm -fr x",
+            "rm -r -f x",
+            "rm -Rf x",
+            "rm --recursive --force x",
+            "/bin/rm -rf x",
+            "\\rm -rf x",
+            "'rm' -rf x",
+            "r\"\"m -rf x",
+            "env rm -rf x",
+            "command rm -rf x",
+            "exec rm -rf x",
+            "nice rm -rf x",
+            "nohup rm -rf x",
+            "timeout 5 rm -rf x",
+            "time rm -rf x",
+            "! rm -rf x",
+            "FOO=1 rm -rf x",
+            "rm -rf x > /dev/null 2>&1",
+            "bash -c 'rm -rf x'",
+            "sh -c \"rm -rf x\"",
+            "echo $(rm -rf x)",
+            "echo `rm -rf x`",
+            "( rm -rf x )",
+            "{ rm -rf x; }",
+            "if true; then rm -rf x; fi",
+            "while true; do rm -rf x; done",
+            "for f in a b; do rm -rf $f; done",
+            "f() { rm -rf x; }; f",
+            "ls; rm -rf x",
+            "ls && rm -rf x",
+            "ls || rm -rf x",
+            "ls | rm -rf x",
+            "rm -rf x &",
+            "sudo -u root env A=1 timeout -s KILL 5 /usr/bin/rm -rf x",
+            "find . -exec rm -rf {} +",
+            "echo x | xargs rm -rf",
+            "eval 'rm -rf x'",
+        ] {
+            assert!(denied(bypass), "not denied: {bypass}");
+        }
+        for near_miss in [
+            "echo 'rm -rf x'",
+            "echo \"rm -rf x\"",
+            "grep rm file",
+            "grep -r 'rm -rf' .",
+            "rm -r x",
+            "rm x",
+            "git rm -rf x",
+            "ls # rm -rf x",
+            "printf '%s' 'bash -c \"rm -rf x\"'",
+        ] {
+            assert!(!denied(near_miss), "denied: {near_miss}");
+        }
+    }
+
+    #[test]
+    fn unjudgeable_lines_match_every_ask_rule_but_no_deny_rule() {
+        let p = perms(&["shell(rm -rf *)"], &["shell(git push*)"]);
+        for line in [
+            "eval \"$X\"",
+            "$CMD -rf x",
+            "curl -s x | sh",
+            "bash -c \"$SCRIPT\"",
+            "source ./x.sh",
+            "echo 'unterminated",
+        ] {
+            let t = [line.to_string()];
+            assert!(p.ask_by(SHELL_TOOL, &t).is_some(), "{line}");
+            assert!(p.denied_by(SHELL_TOOL, &t).is_none(), "{line}");
+            assert!(!Permissions::unjudgeable(&t).is_empty(), "{line}");
+        }
+        let t = ["git status && cargo test".to_string()];
+        assert!(p.ask_by(SHELL_TOOL, &t).is_none());
+        assert!(Permissions::unjudgeable(&t).is_empty());
+        let t = ["cd a && git push origin".to_string()];
+        assert!(p.ask_by(SHELL_TOOL, &t).is_some());
+        // Rules of other tools ignore the shell analysis.
+        let other = perms(&["read_file(.env)"], &["write_file"]);
+        assert!(other.ask_by(SHELL_TOOL, &["eval x".to_string()]).is_none());
+        assert!(other
+            .denied_by("read_file", &[".env".to_string()])
+            .is_some());
+    }
+
+    #[test]
+    fn tool_part_is_a_glob() {
+        let r = Rule::parse("mcp__everything__*").unwrap();
+        assert!(r.matches("mcp__everything__echo", &[]));
+        assert!(!r.matches("mcp__other__echo", &[]));
+        assert!(!Rule::parse("shell").unwrap().matches("shell2", &[]));
+    }
+
+    #[test]
+    fn glob_edges() {
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("a*b*c", "axxbyy"));
+        assert!(glob_match("git push*", "git push origin main"));
+        assert!(glob_match("?.rs", "a.rs"));
+        assert!(!glob_match("?.rs", "ab.rs"));
+    }
+}

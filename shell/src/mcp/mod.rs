@@ -1,0 +1,483 @@
+//! MCP servers as a tool source of the frozen set: every configured server ([`config`]) is
+//! started concurrently at freeze ([`McpSet::start`]), its tools join the frozen tools as
+//! `mcp__<server>__<tool>`, and calls go to it through `rmcp` ([`server`]).
+//!
+//! Invariants:
+//! - One broken server never stops the others: a bad definition, a failed start, a missed
+//!   startup timeout or a failed `initialize` is one note (`harness_note`, and stderr) and the
+//!   session goes on without that server.
+//! - A project-defined server is external code ([`gate`]): it is not started until a human
+//!   approved its exact bytes (or the mode is `auto`); its calls carry a [`SourceGate`].
+//! - The frozen set never changes under the model: a server's `tools/list_changed` becomes a
+//!   note, and only `reload` (a new [`McpSet`]) re-lists.
+//! - A call in `ask` is gated unless the server marks the tool `readOnlyHint: true` and not
+//!   `destructiveHint: true`; the plan's `mutating` carries exactly that to the core.
+//!
+//! Frontends that bring their own server list (ACP's `mcpServers`) build [`ServerDef`]s and
+//! call [`McpSet::start`]; the set then plans and runs calls like the configured ones.
+
+pub mod config;
+pub mod gate;
+pub mod http;
+pub mod list;
+pub mod result;
+pub mod server;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use openmax_core::conversation::ToolSchema;
+use openmax_core::tool::{SourceGate, ToolOutcome, ToolPlan};
+
+pub use config::{ServerDef, Transport};
+pub use server::StartContext;
+
+use crate::hooks::Origin;
+use server::{CallFailure, Conn};
+
+/// The prefix of every MCP tool name.
+pub const PREFIX: &str = "mcp__";
+/// Longest tool name the providers accept.
+pub const MAX_TOOL_NAME: usize = 64;
+
+/// One tool of one server, as frozen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpTool {
+    /// `mcp__<server>__<tool>`.
+    pub name: String,
+    pub server: String,
+    /// The server's own name for it.
+    pub tool: String,
+    pub description: String,
+    pub input_schema: serde_json::Value,
+    /// `readOnlyHint: true` and not `destructiveHint: true`.
+    pub read_only: bool,
+}
+
+impl McpTool {
+    pub fn schema(&self) -> ToolSchema {
+        ToolSchema {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.input_schema.clone(),
+        }
+    }
+}
+
+/// Where a server stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    Started,
+    Failed(String),
+    /// A project server whose bytes no human approved (and the mode is not `auto`).
+    AwaitingApproval,
+}
+
+/// One configured server and its connection.
+pub struct Server {
+    pub def: ServerDef,
+    pub state: State,
+    pub tools: Vec<McpTool>,
+    conn: tokio::sync::Mutex<Slot>,
+}
+
+struct Slot {
+    conn: Option<Conn>,
+    /// The server was restarted once after it died (it is not restarted again).
+    restarted: bool,
+    /// Why the last start failed, for a later call.
+    failed: Option<String>,
+}
+
+/// The MCP servers of one freeze.
+#[derive(Default)]
+pub struct McpSet {
+    pub servers: Vec<Arc<Server>>,
+    /// Bad definitions and failed servers, worded for a note.
+    pub problems: Vec<String>,
+    ctx: Option<StartContext>,
+}
+
+impl McpSet {
+    /// Start every server `may_start` allows, concurrently, each within its startup timeout,
+    /// and list its tools. `problems` are the definition errors found while loading.
+    pub fn start(
+        defs: Vec<ServerDef>,
+        problems: Vec<String>,
+        ctx: StartContext,
+        may_start: &dyn Fn(&ServerDef) -> bool,
+    ) -> impl std::future::Future<Output = McpSet> + Send + 'static {
+        let allowed: Vec<bool> = defs.iter().map(may_start).collect();
+        Self::start_allowed(defs.into_iter().zip(allowed).collect(), problems, ctx)
+    }
+
+    async fn start_allowed(
+        defs: Vec<(ServerDef, bool)>,
+        mut problems: Vec<String>,
+        ctx: StartContext,
+    ) -> McpSet {
+        let jobs = defs.into_iter().map(|(def, allowed)| {
+            let ctx = ctx.clone();
+            async move {
+                if !allowed {
+                    return (def, State::AwaitingApproval, Vec::new(), None);
+                }
+                match start_one(&def, &ctx).await {
+                    Ok((conn, tools)) => (def, State::Started, tools, Some(conn)),
+                    Err(e) => (def, State::Failed(e), Vec::new(), None),
+                }
+            }
+        });
+        let started = futures::future::join_all(jobs).await;
+        let mut servers = Vec::new();
+        for (def, state, tools, conn) in started {
+            let (tools, skipped) = name_tools(&def.name, tools);
+            problems.extend(skipped);
+            match &state {
+                State::Failed(why) => problems.push(format!(
+                    "MCP server {} ({}) did not start: {why}; the session goes on without it",
+                    def.name, def.file
+                )),
+                State::AwaitingApproval => problems.push(format!(
+                    "MCP server {} is defined by the project ({}) and not approved: it was not \
+                     started. A human can run `openmax --approve {}`; calling one of its tools \
+                     (mcp__{}__<tool>) asks for approval",
+                    def.name, def.file, def.file, def.name
+                )),
+                State::Started => {}
+            }
+            let failed = match &state {
+                State::Failed(w) => Some(w.clone()),
+                _ => None,
+            };
+            servers.push(Arc::new(Server {
+                def,
+                state,
+                tools,
+                conn: tokio::sync::Mutex::new(Slot {
+                    conn,
+                    restarted: false,
+                    failed,
+                }),
+            }));
+        }
+        McpSet {
+            servers,
+            problems,
+            ctx: Some(ctx),
+        }
+    }
+
+    /// Every frozen tool, in server then tool order.
+    pub fn tools(&self) -> impl Iterator<Item = &McpTool> {
+        self.servers.iter().flat_map(|s| s.tools.iter())
+    }
+
+    /// The schemas for the freeze.
+    pub fn schemas(&self) -> Vec<ToolSchema> {
+        self.tools().map(McpTool::schema).collect()
+    }
+
+    /// The server a tool name belongs to (`mcp__<server>__...`), if configured.
+    pub fn server_of<'a>(&'a self, name: &'a str) -> Option<(&'a Arc<Server>, &'a str)> {
+        let rest = name.strip_prefix(PREFIX)?;
+        let (server, tool) = rest.split_once("__")?;
+        let s = self.servers.iter().find(|s| s.def.name == server)?;
+        Some((s, tool))
+    }
+
+    /// Whether `name` is this set's to plan and run.
+    pub fn owns(&self, name: &str) -> bool {
+        self.server_of(name).is_some()
+    }
+
+    /// Inspect a call. `approved(source_path, full_sha)` asks the approval store (and may
+    /// remember the sha for a wire approval).
+    pub fn plan(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+        project: &std::path::Path,
+        approved: &dyn Fn(&str, &str) -> bool,
+    ) -> ToolPlan {
+        let mut plan = ToolPlan {
+            mutating: true,
+            targets: vec![args.to_string()],
+            summary: one_line(&format!("{name} {args}")),
+            detail: String::new(),
+            source: None,
+            invalid: None,
+        };
+        let Some((server, tool)) = self.server_of(name) else {
+            plan.invalid = Some(format!("no MCP server for {name}"));
+            return plan;
+        };
+        if !args.is_object() {
+            plan.invalid = Some(format!("arguments to {name} must be a JSON object"));
+            return plan;
+        }
+        let frozen = server.tools.iter().find(|t| t.tool == tool);
+        match &server.state {
+            State::Failed(why) => {
+                plan.invalid = Some(format!(
+                    "MCP server {} is not running (it did not start: {why})",
+                    server.def.name
+                ));
+                return plan;
+            }
+            State::Started if frozen.is_none() => {
+                plan.invalid = Some(format!(
+                    "MCP server {} has no tool {tool:?}; its tools: {}",
+                    server.def.name,
+                    tool_list(server)
+                ));
+                return plan;
+            }
+            _ => {}
+        }
+        plan.mutating = !frozen.is_some_and(|t| t.read_only);
+        plan.detail = format!(
+            "MCP tool {tool} of server {} ({}, {})\narguments: {args}{}",
+            server.def.name,
+            server.def.transport_name(),
+            server.def.file,
+            if plan.mutating {
+                ""
+            } else {
+                "\nread-only (the server's readOnlyHint)"
+            }
+        );
+        if server.def.origin == Origin::Project {
+            match gate::source_sha256(&server.def, project) {
+                Ok(sha) => {
+                    plan.source = Some(SourceGate {
+                        source_path: server.def.file.clone(),
+                        source_sha: crate::extensions::source::short(&sha),
+                        env: server.def.env_grant(),
+                        approved: approved(&server.def.file, &sha),
+                    });
+                }
+                Err(e) => plan.invalid = Some(format!("MCP server {}: {e}", server.def.name)),
+            }
+        }
+        plan
+    }
+
+    /// Run a call (already planned and allowed). A project server's bytes are hashed again and
+    /// must still be `planned_sha`.
+    pub fn call(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+        planned_sha: Option<String>,
+        output_cap: usize,
+        cancel: tokio::sync::oneshot::Receiver<()>,
+    ) -> impl std::future::Future<Output = ToolOutcome> + Send + 'static {
+        let found = self
+            .server_of(name)
+            .map(|(s, t)| (Arc::clone(s), t.to_string()));
+        let ctx = self.ctx.clone();
+        let name = name.to_string();
+        async move {
+            let Some((server, tool)) = found else {
+                return failed(format!("no MCP server for {name}"));
+            };
+            let Some(ctx) = ctx else {
+                return failed("MCP servers were not started".to_string());
+            };
+            call(&server, &tool, args, planned_sha, output_cap, &ctx, cancel).await
+        }
+    }
+}
+
+async fn call(
+    server: &Server,
+    tool: &str,
+    args: serde_json::Value,
+    planned_sha: Option<String>,
+    output_cap: usize,
+    ctx: &StartContext,
+    mut cancel: tokio::sync::oneshot::Receiver<()>,
+) -> ToolOutcome {
+    let def = &server.def;
+    if def.origin == Origin::Project {
+        let now =
+            gate::source_sha256(def, &ctx.project).map(|s| crate::extensions::source::short(&s));
+        match (now, planned_sha) {
+            (Ok(now), Some(planned)) if now == planned => {}
+            (Ok(now), Some(planned)) => {
+                return failed(format!(
+                    "{} changed since it was approved (sha {planned} is now {now}); call the \
+                     tool again to review it",
+                    def.file
+                ))
+            }
+            (Ok(_), None) => {
+                return failed(format!(
+                    "MCP tool of {} was not inspected before running",
+                    def.name
+                ))
+            }
+            (Err(e), _) => return failed(format!("MCP server {}: {e}", def.name)),
+        }
+    }
+    let serde_json::Value::Object(args) = args else {
+        return failed("arguments must be a JSON object".to_string());
+    };
+    let mut slot = server.conn.lock().await;
+    // Start an approved server on its first call; restart a dead one once.
+    let dead = slot.conn.as_ref().is_none_or(Conn::is_closed);
+    if dead {
+        let first_start = slot.conn.is_none() && server.state == State::AwaitingApproval;
+        if !first_start && slot.restarted {
+            return failed(format!(
+                "MCP server {} died and was already restarted once; run `reload` to start it \
+                 again{}",
+                def.name,
+                slot.failed
+                    .as_ref()
+                    .map(|w| format!(" (last start: {w})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if !first_start {
+            slot.restarted = true;
+        }
+        slot.conn = None;
+        match start_one(def, ctx).await {
+            Ok((conn, tools)) => {
+                if first_start && !tools.iter().any(|t| t.name == tool) {
+                    let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+                    slot.conn = Some(conn);
+                    return failed(format!(
+                        "MCP server {} started; it has no tool {tool:?}; its tools: {} (they \
+                         join the tool set at the next `reload`)",
+                        def.name,
+                        names.join(", ")
+                    ));
+                }
+                slot.conn = Some(conn);
+            }
+            Err(e) => {
+                slot.failed = Some(e.clone());
+                return failed(format!("MCP server {} could not be started: {e}", def.name));
+            }
+        }
+    }
+    let Some(conn) = slot.conn.as_ref() else {
+        return failed(format!("MCP server {} is not running", def.name));
+    };
+    match conn
+        .call(tool, args, def.tool_timeout_ms, &mut cancel)
+        .await
+    {
+        Ok(result) => result::outcome(&result, output_cap),
+        Err(CallFailure::TimedOut(ms)) => failed(format!(
+            "MCP tool {tool} of {} timed out after {ms} ms (tool_timeout_s); the call was \
+             cancelled",
+            def.name
+        )),
+        Err(CallFailure::Cancelled) => failed(format!(
+            "cancelled; notifications/cancelled was sent to MCP server {}",
+            def.name
+        )),
+        Err(CallFailure::Rpc(e)) => {
+            failed(format!("MCP server {} refused the call: {e}", def.name))
+        }
+        Err(CallFailure::Protocol(e)) => failed(format!("MCP server {}: {e}", def.name)),
+        Err(CallFailure::Transport(e)) => failed(format!(
+            "MCP server {} died during the call ({e}); it is restarted once on its next call",
+            def.name
+        )),
+    }
+}
+
+/// Connect and list every page of tools, all within the startup timeout.
+async fn start_one(
+    def: &ServerDef,
+    ctx: &StartContext,
+) -> Result<(Conn, Vec<rmcp::model::Tool>), String> {
+    let started = std::time::Instant::now();
+    let conn = server::connect(def, ctx).await?;
+    let left = def
+        .startup_timeout_ms
+        .saturating_sub(started.elapsed().as_millis() as u64)
+        .max(1);
+    let tools = conn.list_tools(left).await?;
+    Ok((conn, tools))
+}
+
+/// The frozen tools of one server, and a problem line for each tool whose name cannot be used.
+fn name_tools(server: &str, tools: Vec<rmcp::model::Tool>) -> (Vec<McpTool>, Vec<String>) {
+    let mut out: BTreeMap<String, McpTool> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for t in tools {
+        let full = format!("{PREFIX}{server}__{}", t.name);
+        let ok_chars = t
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if t.name.is_empty() || !ok_chars || full.len() > MAX_TOOL_NAME {
+            problems.push(format!(
+                "MCP server {server}: tool {:?} skipped: {full} must be at most {MAX_TOOL_NAME} \
+                 letters, digits, '_' or '-'",
+                t.name
+            ));
+            continue;
+        }
+        let read_only = t
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.read_only_hint == Some(true) && a.destructive_hint != Some(true));
+        let mut schema = serde_json::Value::Object((*t.input_schema).clone());
+        if schema.get("type").is_none() {
+            schema["type"] = "object".into();
+        }
+        out.insert(
+            full.clone(),
+            McpTool {
+                name: full,
+                server: server.to_string(),
+                tool: t.name.to_string(),
+                description: t
+                    .description
+                    .map(|d| d.to_string())
+                    .or(t.title)
+                    .unwrap_or_else(|| format!("{} (MCP server {server})", t.name)),
+                input_schema: schema,
+                read_only,
+            },
+        );
+    }
+    (out.into_values().collect(), problems)
+}
+
+fn tool_list(server: &Server) -> String {
+    if server.tools.is_empty() {
+        return "none".to_string();
+    }
+    server
+        .tools
+        .iter()
+        .map(|t| t.tool.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn failed(output: String) -> ToolOutcome {
+    ToolOutcome {
+        ok: false,
+        output,
+        diffs: Vec::new(),
+    }
+}
+
+fn one_line(s: &str) -> String {
+    let flat: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+    if flat.chars().count() > 120 {
+        let cut: String = flat.chars().take(117).collect();
+        format!("{cut}...")
+    } else {
+        flat
+    }
+}

@@ -1,0 +1,289 @@
+//! One connection to one MCP server through `rmcp`: start it (a stdio child in its own process
+//! group, or streamable HTTP), `initialize` within the startup timeout, list every page of its
+//! tools, call a tool with cancel and timeout, and restart it once after it died.
+//!
+//! Invariants:
+//! - A stdio server gets PATH, HOME, LANG, the variables its definition names and
+//!   `OPENMAX_AGENT_SESSION`, nothing else of openmax's environment; its stderr goes to the
+//!   session's MCP log; its whole process group is killed when the connection is dropped, and
+//!   is tracked by the reaper meanwhile, so the sweep after another tool's call spares it.
+//! - A cancelled or timed-out call sends `notifications/cancelled` for its request id.
+//! - A server whose transport closed fails the call in flight; the next call restarts it once.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult, Tool as RmcpTool,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio::sync::mpsc;
+
+use super::config::{expand, EnvValue, ServerDef, Transport};
+use crate::extensions::external::BASE_ENV;
+use crate::extensions::process::kill_group;
+
+/// Where a server runs and reports.
+#[derive(Debug, Clone)]
+pub struct StartContext {
+    pub project: PathBuf,
+    /// The session's MCP log: every stdio server's stderr is appended there.
+    pub log_path: Option<PathBuf>,
+    /// Exported as `OPENMAX_AGENT_SESSION`.
+    pub agent_session: String,
+    /// Notices (a server's `tools/list_changed`) for the session, as note text.
+    pub notices: Option<mpsc::UnboundedSender<String>>,
+}
+
+/// The client side's handler: it only turns `tools/list_changed` into a notice.
+#[derive(Clone)]
+pub struct Handler {
+    server: String,
+    notices: Option<mpsc::UnboundedSender<String>>,
+}
+
+impl ClientHandler for Handler {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        if let Some(tx) = &self.notices {
+            let _ = tx.send(format!(
+                "MCP server {} says its tools changed; the tool set stays frozen until `reload`, \
+                 which will pick the change up",
+                self.server
+            ));
+        }
+        std::future::ready(())
+    }
+}
+
+/// A live connection.
+pub struct Conn {
+    service: RunningService<RoleClient, Handler>,
+    /// The stdio child's process group (killed on drop).
+    pgid: Option<i32>,
+    _child: Option<tokio::process::Child>,
+    /// Keeps the group out of the reaper's sweep after other tools' calls: a server lives as
+    /// long as its connection, not one call.
+    _tracked: Option<crate::sandbox::reaper::Tracked>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        kill_group(self.pgid);
+    }
+}
+
+impl Conn {
+    /// Whether the server is gone (its transport closed).
+    pub fn is_closed(&self) -> bool {
+        self.service.is_closed() || self.service.peer().is_transport_closed()
+    }
+
+    /// Every page of `tools/list`.
+    pub async fn list_tools(&self, timeout_ms: u64) -> Result<Vec<RmcpTool>, String> {
+        match tokio::time::timeout(
+            Duration::from_millis(timeout_ms),
+            self.service.peer().list_all_tools(),
+        )
+        .await
+        {
+            Ok(Ok(t)) => Ok(t),
+            Ok(Err(e)) => Err(format!("tools/list failed: {e}")),
+            Err(_) => Err(format!("tools/list took longer than {timeout_ms} ms")),
+        }
+    }
+
+    /// `tools/call`: the result as JSON, or why there is none.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+        timeout_ms: u64,
+        cancel: &mut tokio::sync::oneshot::Receiver<()>,
+    ) -> Result<serde_json::Value, CallFailure> {
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = Some(args);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut handle = self
+            .service
+            .peer()
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| CallFailure::Transport(e.to_string()))?;
+        let timeout = tokio::time::sleep(Duration::from_millis(timeout_ms));
+        tokio::pin!(timeout);
+        let reason = tokio::select! {
+            r = &mut handle.rx => {
+                return match r {
+                    Ok(Ok(ServerResult::CallToolResult(result))) => serde_json::to_value(result)
+                        .map_err(|e| CallFailure::Protocol(e.to_string())),
+                    Ok(Ok(other)) => Err(CallFailure::Protocol(format!(
+                        "the server answered tools/call with something else: {other:?}"
+                    ))),
+                    Ok(Err(e)) => Err(classify(e)),
+                    Err(_) => Err(CallFailure::Transport("the connection closed".into())),
+                };
+            }
+            _ = &mut timeout => CallFailure::TimedOut(timeout_ms),
+            _ = cancel => CallFailure::Cancelled,
+        };
+        let why = match &reason {
+            CallFailure::TimedOut(ms) => format!("timed out after {ms} ms"),
+            _ => "cancelled by the user".to_string(),
+        };
+        let _ = handle.cancel(Some(why)).await;
+        Err(reason)
+    }
+}
+
+/// Why a call has no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallFailure {
+    /// The server is gone (died, closed its pipes, the HTTP session ended).
+    Transport(String),
+    /// The server answered with a JSON-RPC error (bad arguments, unknown tool).
+    Rpc(String),
+    /// The answer made no sense.
+    Protocol(String),
+    TimedOut(u64),
+    Cancelled,
+}
+
+fn classify(e: rmcp::ServiceError) -> CallFailure {
+    match e {
+        rmcp::ServiceError::McpError(err) => {
+            CallFailure::Rpc(format!("{} (code {})", err.message, err.code.0))
+        }
+        other => CallFailure::Transport(other.to_string()),
+    }
+}
+
+/// Start a server and run `initialize` within its startup timeout.
+pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String> {
+    let handler = Handler {
+        server: def.name.clone(),
+        notices: ctx.notices.clone(),
+    };
+    let budget = Duration::from_millis(def.startup_timeout_ms);
+    match &def.transport {
+        Transport::Stdio { command, args } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args)
+                .current_dir(&ctx.project)
+                .env_clear()
+                .envs(environment(def))
+                .env("OPENMAX_AGENT_SESSION", &ctx.agent_session)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(log_stdio(ctx, &def.name))
+                .process_group(0)
+                .kill_on_drop(true);
+            let mut child = cmd
+                .spawn()
+                .map_err(|e| format!("could not start {command}: {e}"))?;
+            let pgid = child.id().map(|p| p as i32);
+            let tracked = pgid.map(|g| crate::sandbox::reaper::track(g, None));
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                kill_group(pgid);
+                return Err("could not open the server's stdin/stdout".into());
+            };
+            match tokio::time::timeout(budget, handler.serve((stdout, stdin))).await {
+                Ok(Ok(service)) => Ok(Conn {
+                    service,
+                    pgid,
+                    _child: Some(child),
+                    _tracked: tracked,
+                }),
+                Ok(Err(e)) => {
+                    kill_group(pgid);
+                    let status = child.try_wait().ok().flatten();
+                    Err(match status {
+                        Some(s) => format!("initialize failed ({e}); the server exited: {s}"),
+                        None => format!("initialize failed: {e}"),
+                    })
+                }
+                Err(_) => {
+                    kill_group(pgid);
+                    Err(format!(
+                        "no answer to initialize within the startup timeout ({} ms)",
+                        def.startup_timeout_ms
+                    ))
+                }
+            }
+        }
+        Transport::Http {
+            url,
+            bearer_token_env,
+            headers,
+        } => {
+            let get = |k: &str| std::env::var(k).ok();
+            let bearer = bearer_token_env.as_deref().and_then(get);
+            let headers: Vec<(String, String)> = headers
+                .iter()
+                .map(|(k, v)| (k.clone(), expand(v, &get)))
+                .collect();
+            let transport = super::http::transport(url, bearer, &headers)?;
+            match tokio::time::timeout(budget, handler.serve(transport)).await {
+                Ok(Ok(service)) => Ok(Conn {
+                    service,
+                    pgid: None,
+                    _child: None,
+                    _tracked: None,
+                }),
+                Ok(Err(e)) => Err(format!("initialize failed: {e}")),
+                Err(_) => Err(format!(
+                    "no answer to initialize within the startup timeout ({} ms)",
+                    def.startup_timeout_ms
+                )),
+            }
+        }
+    }
+}
+
+/// The stdio server's environment: PATH, HOME, LANG when set, then its definition's variables.
+pub fn environment(def: &ServerDef) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = BASE_ENV
+        .iter()
+        .filter_map(|n| std::env::var(n).ok().map(|v| (n.to_string(), v)))
+        .collect();
+    for (name, value) in &def.env {
+        match value {
+            EnvValue::Literal(v) => env.push((name.clone(), v.clone())),
+            EnvValue::Forward(from) => {
+                if let Ok(v) = std::env::var(from) {
+                    env.push((name.clone(), v));
+                }
+            }
+        }
+    }
+    env
+}
+
+fn log_stdio(ctx: &StartContext, server: &str) -> Stdio {
+    let Some(path) = &ctx.log_path else {
+        return Stdio::null();
+    };
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        Ok(mut f) => {
+            use std::io::Write;
+            let _ = writeln!(f, "--- mcp server {server} started");
+            Stdio::from(f)
+        }
+        Err(_) => Stdio::null(),
+    }
+}
+
+/// A shared, restartable connection.
+pub type Shared = Arc<tokio::sync::Mutex<Option<Conn>>>;

@@ -1,0 +1,207 @@
+//! The interactive terminal UI, `openmax` on a terminal: a third frontend of the same runtime
+//! and core as `--stdio` and `-p`. It consumes the core's wire events and sends the same
+//! commands (`user`, `approve`, `approval_mode`, `reload`, `cancel`, `quit`), so every turn
+//! guarantee holds here by construction, and it decides no policy.
+//!
+//! - [`view`] and [`keys`]: the pure view model (events and keys in; finished blocks, the live
+//!   region's state and commands out), with [`editor`] for the prompt being typed.
+//! - [`blocks`], [`card`], [`markdown`], [`live`], [`wrap`], [`theme`]: drawing the model as
+//!   styled rows at a width (pure, tested with ratatui's test backend).
+//! - [`term`]: the terminal itself (raw mode, inline viewport, restore on every exit).
+//! - [`history`]: this project's earlier prompts.
+//!
+//! Threads: the runtime runs on the calling thread as for `--stdio`; its sink forwards each
+//! event over a channel to the UI thread, which owns the terminal, reads keys, draws at most
+//! one frame per [`FRAME`] for events (a key's echo is drawn at once) and sends commands into the runtime's input channel, exactly where
+//! the `--stdio` reader would put a command line.
+
+pub mod blocks;
+pub mod card;
+pub mod editor;
+pub mod history;
+pub mod keys;
+pub mod live;
+pub mod markdown;
+pub mod term;
+pub mod theme;
+pub mod view;
+pub mod wrap;
+
+#[cfg(test)]
+mod card_tests;
+#[cfg(test)]
+mod view_tests;
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self as cev, Event as TermEvent};
+use openmax_core::machine::Input;
+use openmax_core::wire::{Command, Event, Mode, Transcript};
+use openmax_core::Core;
+
+use crate::frontend::Sink;
+use crate::run::{Backend, InputTx, Runtime, SignalPolicy};
+
+pub use term::restore;
+
+/// The shortest time between two frames: at most 60 frames a second, however fast events come.
+pub const FRAME: Duration = Duration::from_millis(16);
+/// How long the UI waits for a key before looking at the core's events again.
+const POLL: Duration = Duration::from_millis(8);
+/// How often the working indicator and a retry's wait are redrawn.
+const ANIMATE: Duration = Duration::from_millis(100);
+
+/// What the TUI needs to know of the session it shows.
+pub struct Launch {
+    pub model: String,
+    pub mode: Mode,
+    /// The `transcript` of a continued session.
+    pub transcript: Option<Transcript>,
+    /// This project's prompt history file.
+    pub history: PathBuf,
+}
+
+enum Msg {
+    Event(Event),
+    /// The runtime finished: draw what is left and give the terminal back.
+    Exit,
+}
+
+/// The runtime's sink: every event to the UI thread.
+struct ChannelSink {
+    tx: mpsc::Sender<Msg>,
+    gone: bool,
+}
+
+impl Sink for ChannelSink {
+    fn event(&mut self, event: Event) {
+        if self.tx.send(Msg::Event(event)).is_err() {
+            self.gone = true;
+        }
+    }
+    fn flush(&mut self) {}
+    fn client_gone(&self) -> bool {
+        self.gone
+    }
+}
+
+/// Run the session under the TUI until the core exits; returns the exit code.
+pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, launch: Launch) -> i32 {
+    let (tx, rx) = mpsc::channel();
+    let sink = ChannelSink {
+        tx: tx.clone(),
+        gone: false,
+    };
+    let mut runtime = Runtime::new(core, backend, sink);
+    runtime.handle_signals(SignalPolicy::EndInput);
+    let input = runtime.sender();
+    if let Err(e) = term::enter() {
+        restore();
+        eprintln!("openmax: could not take the terminal: {e}");
+        return 1;
+    }
+    let ui = std::thread::spawn(move || {
+        let r = ui_loop(rx, &input, launch);
+        if r.is_err() {
+            // The UI is gone: end input as a closed stdin would, so the session drains.
+            let _ = input.send(Input::EndOfInput);
+        }
+        r
+    });
+    let (code, _sink) = rt.block_on(runtime.run());
+    let _ = tx.send(Msg::Exit);
+    let ui = ui.join();
+    restore();
+    match ui {
+        Ok(Ok(())) => code,
+        Ok(Err(e)) => {
+            eprintln!("openmax: the terminal failed: {e}");
+            if code == 0 {
+                1
+            } else {
+                code
+            }
+        }
+        Err(_) => 101,
+    }
+}
+
+fn ui_loop(rx: mpsc::Receiver<Msg>, input: &InputTx, launch: Launch) -> std::io::Result<()> {
+    let theme = theme::Theme::from_env();
+    let start = Instant::now();
+    let ms = |at: Instant| at.duration_since(start).as_millis() as u64;
+    let mut view = view::View::new(&launch.model, launch.mode, history::load(&launch.history));
+    if let Some(t) = &launch.transcript {
+        view.transcript(&t.messages, t.truncated);
+    }
+    let mut screen = term::Screen::new(theme)?;
+    let mut dirty = true;
+    // A key or paste was read since the last frame: its echo is drawn at once, not held to
+    // the frame budget (keys are rare, so the rate stays bounded by the typist).
+    let mut typed = false;
+    let mut last_draw: Option<Instant> = None;
+    loop {
+        let mut exit = false;
+        loop {
+            match rx.try_recv() {
+                Ok(Msg::Event(ev)) => {
+                    view.event(ms(Instant::now()), ev);
+                    dirty = true;
+                }
+                Ok(Msg::Exit) | Err(mpsc::TryRecvError::Disconnected) => {
+                    exit = true;
+                    break;
+                }
+                Err(mpsc::TryRecvError::Empty) => break,
+            }
+        }
+        if exit {
+            screen.draw(&mut view, ms(Instant::now()))?;
+            return screen.leave(&mut view);
+        }
+        for cmd in view.take_commands() {
+            if let Command::User { text } = &cmd {
+                history::append(&launch.history, text);
+            }
+            let _ = input.send(Input::Line(cmd.to_line()));
+        }
+        let now = Instant::now();
+        let since = last_draw.map(|t| now - t);
+        let animating = view.running.is_some() || view.retry.is_some();
+        if animating && since.is_some_and(|s| s >= ANIMATE) {
+            dirty = true;
+        }
+        let due = typed || since.is_none_or(|s| s >= FRAME);
+        if dirty && due {
+            screen.draw(&mut view, ms(now))?;
+            last_draw = Some(now);
+            dirty = false;
+            typed = false;
+        }
+        let wait = match since {
+            Some(s) if dirty && s < FRAME => (FRAME - s).min(POLL),
+            _ => POLL,
+        };
+        if cev::poll(wait)? {
+            loop {
+                match cev::read()? {
+                    TermEvent::Key(k) => {
+                        view.key(ms(Instant::now()), k);
+                        typed = true;
+                    }
+                    TermEvent::Paste(s) => {
+                        view.paste(&s);
+                        typed = true;
+                    }
+                    _ => {}
+                }
+                dirty = true;
+                if !cev::poll(Duration::ZERO)? {
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! The terminal: raw mode and bracketed paste on entry, restored on every way out (normal
+//! exit, a panic, a forced exit on a second signal); an inline viewport at the bottom of the
+//! screen whose height follows the live region, with finished blocks inserted above it into
+//! the terminal's own scrollback; each frame wrapped in a synchronized update.
+
+use std::collections::BTreeSet;
+use std::io::{self, Stdout, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::terminal::{self, BeginSynchronizedUpdate, EndSynchronizedUpdate};
+use crossterm::{cursor, execute, queue};
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Widget};
+use ratatui::{Terminal, TerminalOptions, Viewport};
+
+use super::blocks::{self, Block};
+use super::card;
+use super::live::live;
+use super::theme::Theme;
+use super::view::View;
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Put the terminal back as it was: raw mode off, paste mode off, cursor shown. Safe to call
+/// from any thread, any number of times; does nothing when the TUI never took the terminal.
+pub fn restore() {
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        let mut out = io::stdout();
+        let _ = execute!(
+            out,
+            EndSynchronizedUpdate,
+            DisableBracketedPaste,
+            cursor::Show
+        );
+        let _ = terminal::disable_raw_mode();
+        let _ = out.flush();
+    }
+}
+
+/// Take the terminal; a panic anywhere restores it before the panic message is printed.
+pub fn enter() -> io::Result<()> {
+    terminal::enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    execute!(io::stdout(), EnableBracketedPaste)?;
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        prev(info);
+    }));
+    Ok(())
+}
+
+/// The drawn screen.
+pub struct Screen {
+    term: Terminal<CrosstermBackend<Stdout>>,
+    height: u16,
+    theme: Theme,
+    /// Frames drawn (for the benchmark's figures).
+    pub frames: u64,
+    /// Approval cards already printed whole into the scrollback.
+    spilled: BTreeSet<String>,
+    /// The width the viewport was drawn at.
+    cols: u16,
+    /// The widest content drawn on each row of the viewport since it was made: what the
+    /// terminal reflows when it is narrowed.
+    drawn: Vec<u16>,
+    /// The cursor within the viewport in the last frame.
+    cursor: (u16, u16),
+}
+
+/// Clear the screen from row `top` down, one row at a time, and leave the cursor at the start
+/// of `top`. Row by row, because a terminal may take a clear from the top-left corner for a
+/// whole-screen clear and first scroll the screen into its scrollback (tmux's
+/// `scroll-on-clear`), which would leave a copy of the live region there.
+fn clear_from(top: u16) -> io::Result<()> {
+    let (_, rows) = terminal::size()?;
+    let mut out = io::stdout();
+    for y in top..rows.max(top + 1) {
+        queue!(
+            out,
+            cursor::MoveTo(0, y),
+            terminal::Clear(terminal::ClearType::CurrentLine)
+        )?;
+    }
+    queue!(out, cursor::MoveTo(0, top))?;
+    out.flush()
+}
+
+/// The rows a row of `width` cells takes once a reflowing terminal is `cols` wide.
+fn reflowed(width: u16, cols: u16) -> u16 {
+    width.div_ceil(cols.max(1)).max(1)
+}
+
+/// Where the viewport's top row is after a resize to `cols`: the cursor is where the terminal
+/// kept it (`cursor_y`), and the rows of the viewport above it took as many rows as the
+/// terminal's reflow made of them. Never above the screen.
+pub fn top_after_resize(drawn: &[u16], cursor: (u16, u16), cursor_y: u16, cols: u16) -> u16 {
+    let above: u16 = drawn
+        .iter()
+        .take(cursor.1 as usize)
+        .map(|&w| reflowed(w, cols))
+        .sum();
+    let within = cursor.0 / cols.max(1);
+    cursor_y.saturating_sub(above + within)
+}
+
+fn inline(height: u16) -> io::Result<Terminal<CrosstermBackend<Stdout>>> {
+    Terminal::with_options(
+        CrosstermBackend::new(io::stdout()),
+        TerminalOptions {
+            viewport: Viewport::Inline(height.max(1)),
+        },
+    )
+}
+
+impl Screen {
+    pub fn new(theme: Theme) -> io::Result<Screen> {
+        Ok(Screen {
+            term: inline(1)?,
+            height: 1,
+            theme,
+            frames: 0,
+            spilled: BTreeSet::new(),
+            cols: terminal::size()?.0,
+            drawn: Vec::new(),
+            cursor: (0, 0),
+        })
+    }
+
+    /// Give the viewport a new height: clear it, put the cursor at its top, start anew there.
+    fn reheight(&mut self, height: u16) -> io::Result<()> {
+        let area = self.term.get_frame().area();
+        clear_from(area.top())?;
+        self.term = inline(height)?;
+        self.height = height;
+        self.drawn.clear();
+        Ok(())
+    }
+
+    /// After the terminal changed width: find where its reflow left the viewport, clear from
+    /// there down, and start a viewport there at the new width.
+    fn relocate(&mut self, cols: u16) -> io::Result<()> {
+        let (_, y) = cursor::position()?;
+        let top = top_after_resize(&self.drawn, self.cursor, y, cols);
+        clear_from(top)?;
+        self.term = inline(self.height)?;
+        self.drawn.clear();
+        self.cols = cols;
+        Ok(())
+    }
+
+    fn insert(&mut self, rows: Vec<Line<'static>>) -> io::Result<()> {
+        for chunk in rows.chunks(500) {
+            let lines = chunk.to_vec();
+            self.term
+                .insert_before(lines.len() as u16, |buf: &mut ratatui::buffer::Buffer| {
+                    Paragraph::new(lines).render(buf.area, buf);
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Draw one frame of `view` at `now`.
+    pub fn draw(&mut self, view: &mut View, now: u64) -> io::Result<()> {
+        let (cols, rows) = terminal::size()?;
+        queue!(io::stdout(), BeginSynchronizedUpdate)?;
+        if cols != self.cols {
+            self.relocate(cols)?;
+        }
+        let finished = view.take_finished();
+        if !finished.is_empty() {
+            let lines: Vec<Line<'static>> = finished
+                .iter()
+                .flat_map(|b: &Block| blocks::lines(b, cols as usize, self.theme))
+                .collect();
+            self.insert(lines)?;
+        }
+        let l = live(view, now, cols as usize, rows as usize, self.theme);
+        // A card too tall for the screen goes whole into the scrollback, once.
+        let mut spilled = Vec::new();
+        for id in &l.spill {
+            if self.spilled.insert(id.clone()) {
+                if let Some(c) = view.approvals.iter().find(|c| &c.approval_id == id) {
+                    spilled.extend(card::lines(c, cols as usize, self.theme));
+                }
+            }
+        }
+        if !spilled.is_empty() {
+            self.insert(spilled)?;
+        }
+        let want = (l.rows.len() as u16).clamp(1, rows.max(1));
+        if want != self.height || self.term.size()?.width != cols {
+            self.reheight(want)?;
+        }
+        let cursor = l.cursor;
+        self.cursor = cursor;
+        if self.drawn.len() < l.rows.len() {
+            self.drawn.resize(l.rows.len(), 0);
+        }
+        for (d, row) in self.drawn.iter_mut().zip(&l.rows) {
+            *d = (*d).max(row.width() as u16);
+        }
+        self.term.draw(|f| {
+            let area = f.area();
+            Paragraph::new(l.rows).render(area, f.buffer_mut());
+            f.set_cursor_position((area.x + cursor.0, area.y + cursor.1));
+        })?;
+        execute!(io::stdout(), EndSynchronizedUpdate)?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Leave the screen for the shell: the live region is cleared and the cursor put where it
+    /// began, under the scrollback.
+    pub fn leave(&mut self, view: &mut View) -> io::Result<()> {
+        let (cols, _) = terminal::size()?;
+        let finished = view.take_finished();
+        let lines: Vec<Line<'static>> = finished
+            .iter()
+            .flat_map(|b| blocks::lines(b, cols as usize, self.theme))
+            .collect();
+        self.insert(lines)?;
+        let area: Rect = self.term.get_frame().area();
+        clear_from(area.top())?;
+        self.term.show_cursor()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::top_after_resize;
+
+    #[test]
+    fn the_viewport_top_after_a_resize_counts_the_reflowed_rows_above_the_cursor() {
+        // Rows: a 60-cell reply row, a 100-cell rule, the prompt (cursor at column 5), status.
+        let drawn = [60, 100, 7, 100];
+        // Narrowed to 30: 2 + 4 rows above the prompt; the cursor stayed on row 20.
+        assert_eq!(top_after_resize(&drawn, (5, 2), 20, 30), 14);
+        // Widened: nothing reflows, every row is still one row.
+        assert_eq!(top_after_resize(&drawn, (5, 2), 20, 200), 18);
+        // A cursor pushed onto a second row of the prompt by the reflow.
+        assert_eq!(top_after_resize(&[10, 40], (45, 1), 20, 30), 18);
+        // Never above the screen.
+        assert_eq!(top_after_resize(&drawn, (5, 2), 3, 10), 0);
+    }
+}

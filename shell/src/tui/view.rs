@@ -1,0 +1,369 @@
+//! The TUI's state, pure: the core's wire events and the person's keys go in
+//! ([`View::event`], [`View::key`] in [`super::keys`]); the screen model (finished blocks for
+//! the scrollback, the live region) and the commands to send come out ([`View::take_finished`],
+//! [`View::take_commands`]). No terminal, no clock: time is passed in as milliseconds.
+//!
+//! The view decides nothing the core decides: a command is sent as typed and the screen
+//! changes when the core's event says so (the mode changes on the `approval_mode`
+//! acknowledgement, a card closes on `approval_settled`).
+
+use std::collections::BTreeMap;
+
+use openmax_core::wire::{Command, Event, Mode, TranscriptMessage};
+
+use super::blocks::{args_summary, Block, DiffView, Level, ToolCard};
+use super::card::ApprovalCard;
+use super::editor::Editor;
+
+/// Within this many milliseconds a second Ctrl-C on an idle prompt quits.
+pub const QUIT_WINDOW_MS: u64 = 2000;
+
+/// A `retry` being waited out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryView {
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub reason: String,
+    /// When the retry was announced.
+    pub since: u64,
+}
+
+/// The status line's facts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Status {
+    pub model: String,
+    pub mode: Option<Mode>,
+    /// `budget`: used and context tokens.
+    pub budget: Option<(u64, u64)>,
+    /// The last `usage`: prompt, completion, cached.
+    pub usage: Option<(u64, u64, Option<u64>)>,
+}
+
+/// The view model.
+#[derive(Debug, Clone)]
+pub struct View {
+    pub(super) finished: Vec<Block>,
+    pub(super) commands: Vec<Command>,
+    /// The reply streaming now (Markdown source).
+    pub reply: String,
+    /// Thinking streaming now.
+    pub thinking: String,
+    /// Tool calls started and not ended.
+    pub tools: BTreeMap<String, ToolCard>,
+    /// Approval cards not yet settled, oldest first.
+    pub approvals: Vec<ApprovalCard>,
+    pub retry: Option<RetryView>,
+    pub editor: Editor,
+    pub status: Status,
+    /// A turn is in flight (from the submitted prompt to its `done`).
+    pub running: Option<u64>,
+    /// When an idle Ctrl-C armed quitting.
+    pub(super) ctrl_c_at: Option<u64>,
+    /// A `quit` was sent.
+    pub quitting: bool,
+    /// A short hint under the prompt (e.g. "press Ctrl-C again to quit").
+    pub hint: Option<String>,
+}
+
+impl View {
+    /// A view for a session on `model` in `mode`, with this project's earlier prompts.
+    pub fn new(model: &str, mode: Mode, prompts: Vec<String>) -> View {
+        View {
+            finished: Vec::new(),
+            commands: Vec::new(),
+            reply: String::new(),
+            thinking: String::new(),
+            tools: BTreeMap::new(),
+            approvals: Vec::new(),
+            retry: None,
+            editor: Editor::new(prompts),
+            status: Status {
+                model: model.to_string(),
+                mode: Some(mode),
+                ..Status::default()
+            },
+            running: None,
+            ctrl_c_at: None,
+            quitting: false,
+            hint: None,
+        }
+    }
+
+    /// The history of a continued session (the `transcript` line's messages).
+    pub fn transcript(&mut self, messages: &[TranscriptMessage], truncated: bool) {
+        if truncated {
+            self.notice(
+                Level::Info,
+                "… earlier messages of this session are not shown",
+            );
+        }
+        for m in messages {
+            let block = if m.role == "user" {
+                Block::User(m.content.clone())
+            } else {
+                Block::Reply(m.content.clone())
+            };
+            self.finished.push(block);
+        }
+        self.notice(
+            Level::Info,
+            &format!("continued a session of {} messages", messages.len()),
+        );
+    }
+
+    /// Blocks finished since the last call, for the scrollback, in order.
+    pub fn take_finished(&mut self) -> Vec<Block> {
+        std::mem::take(&mut self.finished)
+    }
+
+    /// Commands to send to the core since the last call, in order.
+    pub fn take_commands(&mut self) -> Vec<Command> {
+        std::mem::take(&mut self.commands)
+    }
+
+    pub(super) fn notice(&mut self, level: Level, text: &str) {
+        self.finished.push(Block::Notice(level, text.to_string()));
+    }
+
+    pub(super) fn send(&mut self, cmd: Command) {
+        self.commands.push(cmd);
+    }
+
+    /// Collapse thinking to its first line once the reply (or anything else) follows it.
+    fn close_thinking(&mut self) {
+        if !self.thinking.trim().is_empty() {
+            let t = std::mem::take(&mut self.thinking);
+            let mut first = t.trim().lines().next().unwrap_or("").to_string();
+            if t.trim().lines().count() > 1 {
+                first.push_str(" …");
+            }
+            self.finished.push(Block::Thinking(first));
+        }
+        self.thinking.clear();
+    }
+
+    fn close_reply(&mut self) {
+        if !self.reply.trim().is_empty() {
+            let r = std::mem::take(&mut self.reply);
+            self.finished.push(Block::Reply(r));
+        }
+        self.reply.clear();
+    }
+
+    /// One core event at time `now` (ms).
+    pub fn event(&mut self, now: u64, ev: Event) {
+        if !matches!(
+            ev,
+            Event::Budget { .. } | Event::Usage { .. } | Event::Retry { .. }
+        ) {
+            self.retry = None;
+        }
+        match ev {
+            Event::Token { text } => {
+                self.close_thinking();
+                self.reply.push_str(&text);
+            }
+            Event::Thinking { text } => self.thinking.push_str(&text),
+            Event::MessageDone { text } => {
+                self.close_thinking();
+                // The message's full text is authoritative over the streamed pieces.
+                self.reply = text;
+                self.close_reply();
+            }
+            Event::Budget {
+                used_tokens,
+                context_tokens,
+            } => self.status.budget = Some((used_tokens, context_tokens)),
+            Event::Usage {
+                prompt_tokens,
+                completion_tokens,
+                cached_tokens,
+            } => self.status.usage = Some((prompt_tokens, completion_tokens, cached_tokens)),
+            Event::ToolStart {
+                call_id,
+                name,
+                args,
+            } => {
+                self.close_thinking();
+                self.close_reply();
+                let summary = args_summary(&args, 200);
+                self.tools.insert(
+                    call_id.clone(),
+                    ToolCard {
+                        call_id,
+                        name,
+                        summary,
+                        ok: None,
+                        output: String::new(),
+                        diffs: Vec::new(),
+                    },
+                );
+            }
+            Event::ToolEnd {
+                call_id,
+                ok,
+                output,
+            } => {
+                let mut card = self.tools.remove(&call_id).unwrap_or(ToolCard {
+                    call_id: call_id.clone(),
+                    name: "tool".into(),
+                    summary: String::new(),
+                    ok: None,
+                    output: String::new(),
+                    diffs: Vec::new(),
+                });
+                card.ok = Some(ok);
+                card.output = output;
+                self.finished.push(Block::Tool(card));
+            }
+            Event::Diff {
+                call_id,
+                path,
+                diff,
+                added,
+                removed,
+            } => {
+                let d = DiffView {
+                    path,
+                    diff,
+                    added,
+                    removed,
+                };
+                match self.tools.get_mut(&call_id) {
+                    Some(card) => card.diffs.push(d),
+                    None => self.finished.push(Block::Diff(d)),
+                }
+            }
+            Event::HarnessNote { text, .. } => self.notice(Level::Info, &format!("note: {text}")),
+            Event::Retry {
+                attempt,
+                max_attempts,
+                reason,
+            } => {
+                // Thinking of the failed attempt is void; the reply starts over.
+                self.thinking.clear();
+                self.retry = Some(RetryView {
+                    attempt,
+                    max_attempts,
+                    reason: reason.clone(),
+                    since: now,
+                });
+                self.notice(
+                    Level::Warn,
+                    &format!("retrying (attempt {attempt}/{max_attempts}): {reason}"),
+                );
+            }
+            Event::ApprovalRequest {
+                approval_id,
+                name,
+                summary,
+                detail,
+                reason,
+                source_path,
+                source_sha,
+                env,
+            } => {
+                self.close_thinking();
+                self.close_reply();
+                self.approvals.push(ApprovalCard {
+                    approval_id,
+                    name,
+                    summary,
+                    detail,
+                    reason,
+                    source_path,
+                    source_sha,
+                    env,
+                    answered: None,
+                    outcome: None,
+                });
+            }
+            Event::ApprovalSettled {
+                approval_id,
+                outcome,
+            } => {
+                if let Some(i) = self.approvals.iter().position(|c| c.approval_id == approval_id) {
+                    let mut card = self.approvals.remove(i);
+                    card.outcome = Some(outcome);
+                    self.finished.push(Block::Approval(card));
+                }
+            }
+            Event::Refrozen {
+                tools,
+                skills,
+                changes,
+            } => {
+                let mut text = format!(
+                    "reloaded: {} tool{}, {} skill{}",
+                    tools.len(),
+                    if tools.len() == 1 { "" } else { "s" },
+                    skills.len(),
+                    if skills.len() == 1 { "" } else { "s" }
+                );
+                for c in &changes {
+                    text.push_str(&format!(
+                        "; {} {} {} ({}, by {})",
+                        c.kind, c.name, c.change, c.path, c.by
+                    ));
+                }
+                self.notice(Level::Info, &text);
+            }
+            Event::SchemasOverBudget {
+                schema_tokens,
+                budget_tokens,
+            } => self.notice(
+                Level::Warn,
+                &format!(
+                    "warning: tool schemas take {schema_tokens} of {budget_tokens} usable tokens"
+                ),
+            ),
+            Event::Compacted {
+                tokens_before,
+                tokens_after,
+                compacted_messages,
+            } => self.notice(
+                Level::Info,
+                &format!(
+                    "compacted {compacted_messages} messages: {tokens_before} → {tokens_after} tokens"
+                ),
+            ),
+            Event::HookFailed {
+                hook,
+                event,
+                detail,
+            } => self.notice(
+                Level::Warn,
+                &format!("hook {hook} ({event}) failed: {detail}"),
+            ),
+            Event::TurnRefused { hook, reason, .. } => {
+                // The hook's reason goes back to the model as a user message: show it as one.
+                self.close_reply();
+                self.finished.push(Block::User(reason));
+                self.notice(Level::Info, &format!("(sent by hook {hook}, which refused the reply)"));
+            }
+            Event::Done { stop_reason } => {
+                self.close_thinking();
+                self.close_reply();
+                self.running = None;
+                // Cards of this turn that never ended (the turn was cut short) are closed.
+                for (_, mut card) in std::mem::take(&mut self.tools) {
+                    card.ok = Some(false);
+                    self.finished.push(Block::Tool(card));
+                }
+                match stop_reason.as_str() {
+                    "end_turn" | "tool_use" | "stop" => {}
+                    "cancelled" => self.notice(Level::Warn, "cancelled"),
+                    other => self.notice(Level::Warn, &format!("turn ended: {other}")),
+                }
+            }
+            Event::Error { message } => self.notice(Level::Error, &format!("error: {message}")),
+            Event::ProtocolError { message } => {
+                self.notice(Level::Error, &format!("refused: {message}"))
+            }
+            Event::ApprovalMode { mode } => {
+                self.status.mode = Some(mode);
+                self.notice(Level::Info, &format!("mode: {}", mode.as_str()));
+            }
+        }
+    }
+}

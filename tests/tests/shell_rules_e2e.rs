@@ -1,0 +1,91 @@
+//! Deny rules for `shell` judge what the command line runs, through the real `openmax --stdio`
+//! against the loopback mock: every way of spelling `rm -rf` that bash would run is refused by
+//! one rule `shell(rm -rf *)` in `auto` mode (nothing is deleted), and the harmless near-misses
+//! (`rm -rf` inside a quoted argument, `grep rm`) run. Every stream is validated.
+
+use openmax_tests::*;
+use serde_json::{json, Value};
+
+const BYPASSES: &[&str] = &[
+    "rm  -rf victim",
+    "rm -fr victim",
+    "rm -r -f victim",
+    "rm -Rf victim",
+    "rm --recursive --force victim",
+    "/bin/rm -rf victim",
+    "\\rm -rf victim",
+    "'rm' \"-rf\" victim",
+    "env rm -rf victim",
+    "command rm -rf victim",
+    "exec rm -rf victim",
+    "nice -n 5 rm -rf victim",
+    "nohup rm -rf victim",
+    "timeout 5 rm -rf victim",
+    "time rm -rf victim",
+    "! rm -rf victim",
+    "FOO=1 rm -rf victim",
+    "bash -c 'rm -rf victim'",
+    "sh -c \"cd . && rm -rf victim\"",
+    "echo $(rm -rf victim)",
+    "echo `rm -rf victim`",
+    "( rm -rf victim )",
+    "{ rm -rf victim; }",
+    "if true; then rm -rf victim; fi",
+    "while true; do rm -rf victim; break; done",
+    "for d in victim; do rm -rf \"$d\"; done",
+    "f() { rm -rf victim; }; f",
+    "echo ok && rm -rf victim",
+    "find . -maxdepth 1 -name victim -exec rm -rf {} +",
+];
+
+const NEAR_MISSES: &[&str] = &[
+    "echo 'rm -rf victim'",
+    "echo \"bash -c 'rm -rf victim'\"",
+    "grep -r rm notes.txt",
+    "ls victim",
+];
+
+#[test]
+fn one_deny_rule_catches_every_spelling_and_lets_near_misses_run() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![]);
+    env.mock_config(
+        Flavor::Anthropic,
+        &mock.base_url(),
+        "[permissions]\ndeny = [\"shell(rm -rf *)\"]\n",
+    );
+    env.trust();
+    env.write("victim/keep.txt", "keep\n");
+    env.write("notes.txt", "rm is a command\n");
+    let lines: Vec<&str> = BYPASSES.iter().chain(NEAR_MISSES).copied().collect();
+    for (i, line) in lines.iter().enumerate() {
+        mock.push(tool_reply(
+            &format!("c{i}"),
+            "shell",
+            json!({ "command": line }),
+        ));
+    }
+    mock.push(text_reply("all done"));
+    env.set_mode("auto");
+    let mut s = env.stdio(&[]);
+    s.user("clean up");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
+    assert_eq!(s.finish().0, Some(0));
+    let end = |i: usize| -> &Value {
+        evs.iter()
+            .find(|e| e["type"] == "tool_end" && e["call_id"] == format!("c{i}"))
+            .unwrap_or_else(|| panic!("no tool_end for {}", lines[i]))
+    };
+    for (i, line) in BYPASSES.iter().enumerate() {
+        let e = end(i);
+        assert_eq!(e["ok"], false, "{line}: {e}");
+        assert_eq!(e["output"], "denied by rule shell(rm -rf *)", "{line}");
+    }
+    for (k, line) in NEAR_MISSES.iter().enumerate() {
+        let e = end(BYPASSES.len() + k);
+        assert_eq!(e["ok"], true, "{line}: {e}");
+    }
+    assert_eq!(env.read("victim/keep.txt").as_deref(), Some("keep\n"));
+    assert!(!types(&evs).contains(&"approval_request".to_string()));
+}
