@@ -604,3 +604,98 @@ fn a_server_survives_the_sweep_after_another_tools_call() {
     );
     s.finish();
 }
+
+/// Runs one turn, approving every request, and returns its events.
+fn turn_approving_all(s: &mut Session) -> Vec<Value> {
+    let mut evs = Vec::new();
+    loop {
+        let ev = s.event();
+        evs.push(ev.clone());
+        match ev["type"].as_str() {
+            Some("approval_request") => s.approve(&ev["approval_id"], true),
+            Some("done") => return evs,
+            _ => {}
+        }
+    }
+}
+
+fn tool_ends(evs: &[Value]) -> Vec<&Value> {
+    evs.iter().filter(|e| e["type"] == "tool_end").collect()
+}
+
+#[test]
+fn a_project_server_runs_in_the_sandbox_and_a_user_server_does_not() {
+    let env = TestEnv::new();
+    let fs_bin = deps::npm_bin(FILESYSTEM, "mcp-server-filesystem");
+    let write = |id: &str, path: &Path| {
+        tool_reply(
+            id,
+            "mcp__fs__write_file",
+            json!({"path": path.display().to_string(), "content": "written by the server"}),
+        )
+    };
+    let inside = env.project.join("inside.txt");
+    let forged = env.home.join("forged.txt");
+    let mock = MockServer::start(vec![
+        write("c1", &inside),
+        write("c2", &forged),
+        text_reply("tried both"),
+        write("c3", &env.home.join("user.txt")),
+        text_reply("wrote"),
+    ]);
+    // The project's server may write to the project and to $OPENMAX_HOME as far as the server
+    // itself is concerned; only the kernel sandbox stands between it and openmax's state.
+    let entry = json!({
+        "command": fs_bin.display().to_string(),
+        "args": [env.project.display().to_string(), env.home.display().to_string()],
+    });
+    std::fs::write(
+        env.project.join(".mcp.json"),
+        json!({"mcpServers": {"fs": entry}}).to_string(),
+    )
+    .unwrap();
+    config(&env, &mock, "");
+    env.trust();
+    let mut s = env.stdio(&[]);
+    s.user("write both files");
+    let evs = turn_approving_all(&mut s);
+    let ends = tool_ends(&evs);
+    assert_eq!(ends.len(), 2, "{evs:?}");
+    assert_eq!(
+        ends[0]["ok"], true,
+        "a write in the project works: {}",
+        ends[0]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&inside).unwrap(),
+        "written by the server"
+    );
+    assert_eq!(ends[1]["ok"], false, "{}", ends[1]);
+    eprintln!(
+        "the sandboxed write under $OPENMAX_HOME: {}",
+        ends[1]["output"]
+    );
+    assert!(
+        !forged.exists(),
+        "a project server wrote under $OPENMAX_HOME"
+    );
+    s.finish();
+
+    // The same server from the user's own config is the user's code: no sandbox.
+    std::fs::remove_file(env.project.join(".mcp.json")).unwrap();
+    let user_entry = format!(
+        "[mcp_servers.fs]\ncommand = {}\nargs = [{}, {}]\nstartup_timeout_s = 60\n",
+        toml_str(&fs_bin),
+        toml_str(&env.project),
+        toml_str(&env.home)
+    );
+    config(&env, &mock, &user_entry);
+    let mut s = env.stdio(&[]);
+    s.user("write as the user's server");
+    let evs = turn_approving_all(&mut s);
+    let ends = tool_ends(&evs);
+    assert_eq!(ends.len(), 1, "{evs:?}");
+    assert_eq!(ends[0]["ok"], true, "{}", ends[0]);
+    assert!(env.home.join("user.txt").exists());
+    s.finish();
+}

@@ -231,7 +231,19 @@ fn through_binary(
         .unwrap_or(0);
     // The wire does not depend on the wait lengths, only on which timer fires: keep backoff
     // tiny and the idle timeout short but well above any scripted gap between items.
-    let idle_ms = c.retry.stream_idle_timeout_ms.min(500.max(4 * max_delay));
+    // A scenario in which no idle timer fires gets a long one, so a loaded machine's slow first
+    // byte is never taken for a stall (seen as an extra `retry` under a parallel test run).
+    let stalls = sc.replies.iter().any(|r| match r {
+        Reply::Stream { end, delay_ms, .. } => {
+            matches!(end, StreamEnd::Stall) || *delay_ms >= c.retry.stream_idle_timeout_ms
+        }
+        _ => false,
+    });
+    let idle_ms = if stalls {
+        c.retry.stream_idle_timeout_ms.min(500.max(4 * max_delay))
+    } else {
+        c.retry.stream_idle_timeout_ms.min(30_000)
+    };
     let base = match c.flavor {
         Flavor::Anthropic => mock.base_url(),
         Flavor::Openai | Flavor::OpenaiChat => format!("{}/v1", mock.base_url()),

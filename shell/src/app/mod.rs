@@ -116,11 +116,24 @@ fn mcp_list(cli: &Cli) -> i32 {
             .enable_all()
             .build()
             .map_err(|e| format!("could not start the runtime: {e}"))?;
+        let sandbox = &layers.merged.sandbox;
+        let policy = crate::sandbox::Policy {
+            running_dir: Some(state.dir().join("running")),
+            confine: crate::sandbox::confine::Confine::for_session(
+                sandbox.mode.as_deref(),
+                sandbox.network.unwrap_or(false),
+                &sandbox.writable,
+                state.project(),
+                home.root(),
+            )?,
+            ..Default::default()
+        };
         let ctx = StartContext {
             project: state.project().to_path_buf(),
             log_path: None,
             agent_session: format!("mcp-list-{}", std::process::id()),
             notices: None,
+            policy,
         };
         let set = rt.block_on(backend::start_mcp(&layers.mcp, &state, mode, ctx, &[]));
         let code = crate::mcp::list::print(&set, std::io::stdout().lock());
@@ -457,6 +470,7 @@ pub(crate) async fn open(
         log_path: Some(state.sessions_dir().join(format!("{session_id}.mcp.log"))),
         agent_session: session_id.clone(),
         notices: Some(notice_tx),
+        policy: sandbox.clone(),
     };
     let mcp = backend::start_mcp(
         &setup.settings.mcp,

@@ -6,7 +6,13 @@
 //! - A stdio server gets PATH, HOME, LANG, the variables its definition names and
 //!   `OPENMAX_AGENT_SESSION`, nothing else of openmax's environment; its stderr goes to the
 //!   session's MCP log; its whole process group is killed when the connection is dropped, and
-//!   is tracked by the reaper meanwhile, so the sweep after another tool's call spares it.
+//!   is tracked by the reaper meanwhile (spawned under the reaper's spawn lock), so the sweep
+//!   after another tool's call spares it and a later openmax kills it if this one was killed.
+//! - A server the project defines is code from the repository: it starts in the session's
+//!   kernel sandbox, like the `shell` tool (writes only in the project and the temp
+//!   directories, never under `$OPENMAX_HOME`; network as `[sandbox] network` says), and is not
+//!   started at all when the sandbox is unavailable. A server the user's own config defines is
+//!   the user's code and runs outside it, as user hooks do.
 //! - A cancelled or timed-out call sends `notifications/cancelled` for its request id.
 //! - A server whose transport closed fails the call in flight; the next call restarts it once.
 
@@ -25,6 +31,7 @@ use tokio::sync::mpsc;
 use super::config::{expand, EnvValue, ServerDef, Transport};
 use crate::extensions::external::BASE_ENV;
 use crate::extensions::process::kill_group;
+use crate::hooks::Origin;
 
 /// Where a server runs and reports.
 #[derive(Debug, Clone)]
@@ -36,6 +43,9 @@ pub struct StartContext {
     pub agent_session: String,
     /// Notices (a server's `tools/list_changed`) for the session, as note text.
     pub notices: Option<mpsc::UnboundedSender<String>>,
+    /// The session's policy for agent processes: project servers start in its sandbox, and
+    /// every server's process group is tracked in its running directory.
+    pub policy: crate::sandbox::Policy,
 }
 
 /// The client side's handler: it only turns `tools/list_changed` into a notice.
@@ -172,8 +182,10 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
     let budget = Duration::from_millis(def.startup_timeout_ms);
     match &def.transport {
         Transport::Stdio { command, args } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args)
+            use std::os::unix::process::CommandExt;
+            let mut std_cmd = std::process::Command::new(command);
+            std_cmd
+                .args(args)
                 .current_dir(&ctx.project)
                 .env_clear()
                 .envs(environment(def))
@@ -181,13 +193,23 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(log_stdio(ctx, &def.name))
-                .process_group(0)
-                .kill_on_drop(true);
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| format!("could not start {command}: {e}"))?;
-            let pgid = child.id().map(|p| p as i32);
-            let tracked = pgid.map(|g| crate::sandbox::reaper::track(g, None));
+                .process_group(0);
+            if def.origin == Origin::Project {
+                ctx.policy.confine.apply(&mut std_cmd).map_err(|why| {
+                    format!("not started: a project server runs only in the sandbox, and {why}")
+                })?;
+            }
+            let mut cmd = tokio::process::Command::from(std_cmd);
+            cmd.kill_on_drop(true);
+            let (mut child, pgid, tracked) = {
+                let _spawning = crate::sandbox::reaper::spawning();
+                let child = cmd
+                    .spawn()
+                    .map_err(|e| format!("could not start {command}: {e}"))?;
+                let pgid = child.id().map(|p| p as i32);
+                let tracked = pgid.map(|g| ctx.policy.track(g));
+                (child, pgid, tracked)
+            };
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 kill_group(pgid);
                 return Err("could not open the server's stdin/stdout".into());
