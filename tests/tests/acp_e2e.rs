@@ -560,3 +560,69 @@ fn sigint_and_sigterm_cancel_the_prompt_in_flight_and_exit() {
         assert_eq!(code.unwrap(), Some(0), "signal {sig}");
     }
 }
+
+/// server-everything in its streamable HTTP mode on a free loopback port; killed on drop.
+struct HttpEverything {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpEverything {
+    fn start() -> HttpEverything {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = std::process::Command::new("node")
+            .arg(everything_js())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node starts");
+        let start = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if start.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("server-everything never listened on {port}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        HttpEverything { child, port }
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_http_mcp_server_given_in_session_new_is_called() {
+    let server = HttpEverything::start();
+    let (env, mock) = setup(vec![
+        tool_reply("c1", "mcp__web__echo", json!({"message": "over http"})),
+        text_reply("echoed"),
+    ]);
+    let entry = json!({"type": "http", "name": "web",
+                       "url": format!("http://127.0.0.1:{}/mcp", server.port),
+                       "headers": [{"name": "X-Editor", "value": "test"}]});
+    let lines = client(
+        &env,
+        json!({"permission": "allow", "steps": [
+            {"op": "new", "mcpServers": [entry]},
+            {"op": "prompt", "text": "echo over http"}]}),
+    );
+    let end = *updates(&lines, "tool_call_update").last().unwrap();
+    assert_eq!(end["status"], "completed", "{lines:#?}");
+    assert!(mock.requests()[1].body.to_string().contains("over http"));
+    assert_eq!(
+        answers(&lines),
+        vec![&json!({"response": {"stopReason": "end_turn"}})]
+    );
+}

@@ -144,3 +144,44 @@ fn without_the_capability_the_file_tools_use_the_disk() {
     assert!(fs_calls(&lines, "fs_read").is_empty(), "{lines:#?}");
     assert!(mock.requests()[1].body.to_string().contains("on disk"));
 }
+
+#[test]
+fn a_client_error_is_the_tools_failure_with_the_reason() {
+    let (env, mock) = setup(vec![
+        tool_reply("c1", "read_file", json!({"path": "a.txt"})),
+        tool_reply(
+            "c2",
+            "write_file",
+            json!({"path": "b.txt", "content": "x\n"}),
+        ),
+        text_reply("done"),
+    ]);
+    std::fs::write(env.project.join("a.txt"), "on disk\n").unwrap();
+    let lines = client(
+        &env,
+        json!({"permission": "allow", "fs": {"read": true, "write": true, "fail": true},
+               "steps": [{"op": "new"}, {"op": "prompt", "text": "try"}]}),
+    );
+    assert_eq!(fs_calls(&lines, "fs_read").len(), 1, "{lines:#?}");
+    assert_eq!(fs_calls(&lines, "fs_write").len(), 1, "{lines:#?}");
+    let failed: Vec<&Value> = updates(&lines, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["status"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 2, "{lines:#?}");
+    let second = mock.requests()[1].body.to_string();
+    assert!(
+        second.contains("read_file: the client could not read a.txt"),
+        "{second}"
+    );
+    let third = mock.requests()[2].body.to_string();
+    assert!(
+        third.contains("write_file: the client could not write b.txt"),
+        "{third}"
+    );
+    assert!(!env.project.join("b.txt").exists());
+    assert_eq!(
+        answers(&lines),
+        vec![&json!({"response": {"stopReason": "end_turn"}})]
+    );
+}
