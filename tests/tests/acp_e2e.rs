@@ -476,14 +476,15 @@ fn a_bad_mcp_servers_entry_refuses_session_new_with_invalid_params() {
     assert!(lines.iter().all(|l| l.get("new").is_none()), "{lines:#?}");
 }
 
-/// `openmax --acp` on raw lines with a session whose prompt streams for minutes; returns the
-/// child, its stdin, its stdout lines and the prompt's JSON-RPC id once a first chunk is out.
+/// `openmax --acp` on raw lines with a session whose prompt (id 3) streams for minutes;
+/// returns the child, its stdin, its stdout lines and the session id once a first chunk is out.
 fn prompt_in_flight(
     env: &TestEnv,
 ) -> (
     std::process::Child,
     std::process::ChildStdin,
     std::sync::mpsc::Receiver<Value>,
+    String,
 ) {
     use std::io::{BufRead, BufReader, Write};
     let mut child = env
@@ -520,7 +521,7 @@ fn prompt_in_flight(
             break;
         }
     }
-    (child, stdin, rx)
+    (child, stdin, rx, sid)
 }
 
 /// A reply that streams for far longer than any test runs (the signal must end it).
@@ -534,7 +535,7 @@ fn endless() -> Reply {
 fn sigint_and_sigterm_cancel_the_prompt_in_flight_and_exit() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let (env, _mock) = setup(vec![endless()]);
-        let (mut child, _stdin, rx) = prompt_in_flight(&env);
+        let (mut child, _stdin, rx, _) = prompt_in_flight(&env);
         let pid = child.id() as i32;
         // SAFETY: kill with the child's pid and a signal number.
         assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
@@ -625,4 +626,45 @@ fn an_http_mcp_server_given_in_session_new_is_called() {
         answers(&lines),
         vec![&json!({"response": {"stopReason": "end_turn"}})]
     );
+}
+
+#[test]
+fn a_cancel_is_answered_while_another_session_still_starts_its_mcp_server() {
+    use std::io::Write;
+    let (env, _mock) = setup(vec![endless()]);
+    let go = env.root.join("go");
+    let (mut child, mut stdin, rx, sid) = prompt_in_flight(&env);
+    // Session B's server waits for `go`, which the test creates only after the cancel of A was
+    // answered: a loop blocked on B's start-up would never answer it.
+    let script = format!(
+        "while [ ! -e {go:?} ]; do sleep 0.05; done; exec node {:?} stdio",
+        everything_js()
+    );
+    let new = json!({"jsonrpc":"2.0","id":10,"method":"session/new",
+                     "params":{"cwd": env.project, "mcpServers": [
+                        {"name": "slow", "command": "sh", "args": ["-c", script], "env": []}]}});
+    let cancel = json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId": sid}});
+    for v in [new, cancel] {
+        stdin.write_all(format!("{v}\n").as_bytes()).unwrap();
+    }
+    stdin.flush().unwrap();
+    let answer = |want: u64| loop {
+        let v = rx.recv_timeout(DEADLINE).expect("an answer in time");
+        if v.get("id").is_some() {
+            assert_eq!(v["id"], want, "{v}");
+            break v;
+        }
+    };
+    assert_eq!(answer(3)["result"]["stopReason"], "cancelled");
+    std::fs::write(&go, "").unwrap();
+    assert!(answer(10)["result"]["sessionId"].is_string());
+    drop(stdin);
+    let (done, exited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait().map(|s| s.code()));
+    });
+    let code = exited
+        .recv_timeout(DEADLINE)
+        .expect("openmax exits in time");
+    assert_eq!(code.unwrap(), Some(0));
 }

@@ -19,7 +19,7 @@
 //!   gone, which the sessions treat as end of input.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::Write;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -37,8 +37,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use super::files::AcpFiles;
 use super::mcp_servers;
+use super::open::{self, OpenArgs, Opening};
 use super::prompt;
 use super::rpc::{self, Incoming, RpcError};
 use super::session::{self, Msg};
@@ -46,7 +46,6 @@ use super::translate::{self, Out, PromptEnd, Translator};
 use crate::app::cli::Cli;
 use crate::app::{Opened, Resume};
 use crate::run::InputTx;
-use crate::tools::client_files::ClientFilesRef;
 
 /// A live session of this connection.
 struct Live {
@@ -91,6 +90,19 @@ pub struct Connection {
     client_fs: (bool, bool),
     /// SIGINT and SIGTERM seen.
     signals: u32,
+    /// Opens in flight report here.
+    opened_tx: UnboundedSender<Opening>,
+    opened_rx: UnboundedReceiver<Opening>,
+    /// Opens in flight.
+    opening: usize,
+    /// Session ids a `session/load` in flight is opening.
+    loading: BTreeSet<String>,
+}
+
+/// What the loop handles next.
+enum Next {
+    Msg(Option<Msg>),
+    Opened(Box<Opening>),
 }
 
 fn decode<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
@@ -105,6 +117,7 @@ fn internal(message: impl Into<String>) -> RpcError {
 impl Connection {
     pub fn new(cli: Cli) -> Connection {
         let (tx, rx) = unbounded_channel();
+        let (opened_tx, opened_rx) = unbounded_channel();
         Connection {
             cli,
             tx,
@@ -117,6 +130,10 @@ impl Connection {
             eof: false,
             client_fs: (false, false),
             signals: 0,
+            opened_tx,
+            opened_rx,
+            opening: 0,
+            loading: BTreeSet::new(),
         }
     }
 
@@ -130,15 +147,20 @@ impl Connection {
         });
         self.watch_signals();
         loop {
-            if self.eof && self.sessions.is_empty() {
+            if self.eof && self.sessions.is_empty() && self.opening == 0 {
                 self.flush();
                 return 0;
             }
-            let Some(msg) = self.rx.recv().await else {
-                return 0;
+            let next = tokio::select! {
+                msg = self.rx.recv() => Next::Msg(msg),
+                Some(o) = self.opened_rx.recv() => Next::Opened(Box::new(o)),
             };
-            self.handle(msg).await;
-            if self.rx.is_empty() {
+            match next {
+                Next::Msg(Some(msg)) => self.handle(msg),
+                Next::Msg(None) => return 0,
+                Next::Opened(o) => self.opened(*o),
+            }
+            if self.rx.is_empty() && self.opened_rx.is_empty() {
                 self.flush();
             }
         }
@@ -229,11 +251,11 @@ impl Connection {
         }
     }
 
-    async fn handle(&mut self, msg: Msg) {
+    fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Stdin(Input::Line(line)) => match rpc::parse(&line) {
                 Ok(Incoming::Request { id, method, params }) => {
-                    let r = self.request(&id, &method, params).await;
+                    let r = self.request(&id, &method, params);
                     if let Some(r) = r {
                         self.answer(&id, r);
                     }
@@ -355,7 +377,7 @@ impl Connection {
     }
 
     /// A request; `None` when the answer comes later (a prompt).
-    async fn request(
+    fn request(
         &mut self,
         id: &Value,
         method: &str,
@@ -365,8 +387,8 @@ impl Connection {
         Some(to_value(match method {
             "initialize" => self.initialize(params),
             "authenticate" => Ok(serde_json::json!({})),
-            "session/new" => self.new_session(params).await,
-            "session/load" => self.load_session(params).await,
+            "session/new" => return self.new_session(id, params),
+            "session/load" => return self.load_session(id, params),
             "session/set_mode" => return self.set_mode(id, params),
             "session/prompt" => return self.prompt(id, params),
             _ => Err(RpcError::new(
@@ -438,52 +460,6 @@ impl Connection {
         serde_json::to_value(resp).map_err(|e| internal(e.to_string()))
     }
 
-    async fn open(
-        &mut self,
-        cwd: &std::path::Path,
-        resume: Resume,
-        servers: &[McpServer],
-    ) -> Result<Opened, RpcError> {
-        let client_mcp = mcp_servers::defs(servers)?;
-        if !cwd.is_absolute() {
-            return Err(RpcError::new(
-                rpc::INVALID_PARAMS,
-                format!(
-                    "invalid params: cwd must be an absolute path ({})",
-                    cwd.display()
-                ),
-            ));
-        }
-        let mut opened = crate::app::open(&self.cli, Some(cwd), resume, false, client_mcp)
-            .await
-            .map_err(|e| internal(e.message))?;
-        if !opened.trusted {
-            return Err(RpcError::new(
-                rpc::AUTH_REQUIRED,
-                format!(
-                    "the project {} is not trusted: run `openmax --trust` in it first",
-                    opened.project
-                ),
-            ));
-        }
-        if self.client_fs.0 || self.client_fs.1 {
-            let files = AcpFiles {
-                session_id: opened.session_id.clone(),
-                tx: self.tx.clone(),
-                read: self.client_fs.0,
-                write: self.client_fs.1,
-            };
-            opened
-                .backend
-                .set_client_files(ClientFilesRef(Some(std::sync::Arc::new(files))));
-        }
-        opened
-            .backend
-            .settle_session()
-            .map_err(|e| internal(format!("could not start a session: {e}")))?;
-        Ok(opened)
-    }
-
     fn start(&mut self, opened: Opened) -> (String, Mode) {
         let sid = opened.session_id.clone();
         let mode = opened.mode;
@@ -502,39 +478,106 @@ impl Connection {
         (sid, mode)
     }
 
-    async fn new_session(&mut self, params: Value) -> Result<Value, RpcError> {
-        let req: NewSessionRequest = decode(params)?;
-        let opened = self.open(&req.cwd, Resume::New, &req.mcp_servers).await?;
-        let (sid, mode) = self.start(opened);
-        let resp = NewSessionResponse::new(sid).modes(session::modes(mode));
-        serde_json::to_value(resp).map_err(|e| internal(e.to_string()))
+    /// Check a `session/new` or `session/load` and start opening it off the loop; `None` when
+    /// the answer comes with its [`Opening`].
+    fn begin_open(
+        &mut self,
+        id: &Value,
+        cwd: &std::path::Path,
+        resume: Resume,
+        servers: &[McpServer],
+        load: Option<String>,
+    ) -> Option<Result<Value, RpcError>> {
+        let client_mcp = match mcp_servers::defs(servers) {
+            Ok(d) => d,
+            Err(e) => return Some(Err(e)),
+        };
+        if !cwd.is_absolute() {
+            return Some(Err(RpcError::new(
+                rpc::INVALID_PARAMS,
+                format!(
+                    "invalid params: cwd must be an absolute path ({})",
+                    cwd.display()
+                ),
+            )));
+        }
+        if let Some(sid) = &load {
+            self.loading.insert(sid.clone());
+        }
+        let args = OpenArgs {
+            cli: self.cli.clone(),
+            cwd: cwd.to_path_buf(),
+            resume,
+            client_mcp,
+            client_fs: self.client_fs,
+            tx: self.tx.clone(),
+        };
+        let (tx, id) = (self.opened_tx.clone(), id.clone());
+        self.opening += 1;
+        tokio::task::spawn_local(async move {
+            let result = open::open(args).await;
+            let _ = tx.send(Opening { id, load, result });
+        });
+        None
     }
 
-    async fn load_session(&mut self, params: Value) -> Result<Value, RpcError> {
-        let req: LoadSessionRequest = decode(params)?;
-        let id = req.session_id.0.to_string();
-        if self.sessions.contains_key(&id) {
-            return Err(RpcError::new(
-                rpc::INVALID_REQUEST,
-                format!("session {id} is already open on this connection"),
-            ));
+    /// An open finished: start the session and answer (a load replays the history first).
+    fn opened(&mut self, o: Opening) {
+        self.opening -= 1;
+        if let Some(sid) = &o.load {
+            self.loading.remove(sid);
         }
-        let mut opened = self
-            .open(&req.cwd, Resume::Id(id), &req.mcp_servers)
-            .await?;
+        let mut opened = match o.result {
+            Ok(opened) => opened,
+            Err(e) => return self.answer(&o.id, Err(e)),
+        };
         let transcript = opened.transcript.take();
         let (sid, mode) = self.start(opened);
-        for m in transcript.map(|t| t.messages).unwrap_or_default() {
-            let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(m.content)));
-            let update = if m.role == "user" {
-                SessionUpdate::UserMessageChunk(chunk)
-            } else {
-                SessionUpdate::AgentMessageChunk(chunk)
-            };
-            self.notify(SessionNotification::new(sid.clone(), update));
+        let resp = if o.load.is_some() {
+            for m in transcript.map(|t| t.messages).unwrap_or_default() {
+                let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(m.content)));
+                let update = if m.role == "user" {
+                    SessionUpdate::UserMessageChunk(chunk)
+                } else {
+                    SessionUpdate::AgentMessageChunk(chunk)
+                };
+                self.notify(SessionNotification::new(sid.clone(), update));
+            }
+            serde_json::to_value(LoadSessionResponse::new().modes(session::modes(mode)))
+        } else {
+            serde_json::to_value(NewSessionResponse::new(sid.clone()).modes(session::modes(mode)))
+        };
+        self.answer(&o.id, resp.map_err(|e| internal(e.to_string())));
+        if self.eof {
+            // The input ended while it opened: it ends as the others did.
+            if let Some(live) = self.sessions.get(&sid) {
+                let _ = live.input.send(Input::EndOfInput);
+            }
         }
-        let resp = LoadSessionResponse::new().modes(session::modes(mode));
-        serde_json::to_value(resp).map_err(|e| internal(e.to_string()))
+    }
+
+    fn new_session(&mut self, id: &Value, params: Value) -> Option<Result<Value, RpcError>> {
+        let req: NewSessionRequest = match decode(params) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        self.begin_open(id, &req.cwd, Resume::New, &req.mcp_servers, None)
+    }
+
+    fn load_session(&mut self, id: &Value, params: Value) -> Option<Result<Value, RpcError>> {
+        let req: LoadSessionRequest = match decode(params) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let sid = req.session_id.0.to_string();
+        if self.sessions.contains_key(&sid) || self.loading.contains(&sid) {
+            return Some(Err(RpcError::new(
+                rpc::INVALID_REQUEST,
+                format!("session {sid} is already open on this connection"),
+            )));
+        }
+        let resume = Resume::Id(sid.clone());
+        self.begin_open(id, &req.cwd, resume, &req.mcp_servers, Some(sid))
     }
 
     fn live(&mut self, sid: &str) -> Result<&mut Live, RpcError> {

@@ -6,6 +6,7 @@
 //! - [`rpc`]: JSON-RPC envelopes and the error codes.
 //! - [`files`]: the client's `fs` capability as the file tools' text files.
 //! - [`mcp_servers`]: `mcpServers` as the MCP client's server definitions.
+//! - [`open`]: opening a session off the connection loop.
 //! - [`prompt`]: an ACP prompt as the text of a `user` command.
 //! - [`translate`]: a session's core events as ACP updates, permission requests and answers.
 //! - [`toolcall`]: how a tool call looks in ACP (kind, title, locations, diff blocks).
@@ -15,6 +16,7 @@
 pub mod connection;
 pub mod files;
 pub mod mcp_servers;
+pub mod open;
 pub mod prompt;
 pub mod rpc;
 pub mod session;
