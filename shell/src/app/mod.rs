@@ -523,6 +523,7 @@ pub(crate) async fn open(
     .map_err(OpenError::new)?;
     backend.set_sandbox(sandbox);
     backend.set_client_mcp(client_mcp);
+    backend.set_tool_timeouts(setup.settings.tool_timeouts);
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;
@@ -587,6 +588,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 mode,
                 transcript,
                 history: prompt_history,
+                notices: Some(notices),
             };
             let code = crate::tui::run(&rt, core, backend, launch);
             rt.shutdown_background();
