@@ -7,6 +7,7 @@
 
 pub use openmax_core as core;
 
+pub mod acp;
 pub mod app;
 pub mod config;
 pub mod extensions;

@@ -16,6 +16,10 @@ pub struct Cli {
     #[arg(long)]
     pub stdio: bool,
 
+    /// Speak the Agent Client Protocol (ACP v1, JSON-RPC) on stdin/stdout, for editors.
+    #[arg(long, conflicts_with_all = ["stdio", "prompt", "check", "spec", "approve", "trust", "continue_", "command"])]
+    pub acp: bool,
+
     /// Run one turn with PROMPT: reply text on stdout, notices on stderr.
     #[arg(short = 'p', long = "prompt", value_name = "PROMPT", conflicts_with_all = ["check", "spec", "approve", "trust"])]
     pub prompt: Option<String>,
@@ -70,6 +74,8 @@ pub struct Cli {
 pub enum Action {
     /// `--stdio [--continue]`
     Stdio { resume: bool },
+    /// `--acp`
+    Acp,
     /// `-p PROMPT [--continue]`
     Print { prompt: String, resume: bool },
     /// `--check --stdio`
@@ -101,6 +107,9 @@ impl Cli {
         }
         if self.trust {
             return Ok(Action::Trust);
+        }
+        if self.acp {
+            return Ok(Action::Acp);
         }
         match self.command.iter().map(String::as_str).collect::<Vec<_>>()[..] {
             [] => {}
@@ -160,6 +169,8 @@ mod tests {
             Ok(Action::Spec { json: true })
         );
         assert_eq!(parse(&["--trust"]), Ok(Action::Trust));
+        assert_eq!(parse(&["--acp"]), Ok(Action::Acp));
+        assert!(parse(&["--acp", "--stdio"]).is_err());
         assert_eq!(
             parse(&["--approve", "a.json"]),
             Ok(Action::Approve {

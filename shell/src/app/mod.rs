@@ -1,7 +1,8 @@
 //! What one invocation of `openmax` does, from parsed flags to an exit code: the one-shot
 //! actions (`--check`, `--spec`, `--trust`, `--approve`) and the session start-up shared by
-//! `--stdio`, `-p` and the terminal UI (project, config, trust and mode, session file, freeze,
-//! handshake), which then hands over to [`crate::run`] (and [`crate::tui`]).
+//! `--stdio`, `-p`, the terminal UI and `--acp` ([`open`]: project, config, trust and mode,
+//! MCP servers, freeze, session file, backend and core), which then hands over to
+//! [`crate::run`] (and [`crate::tui`], [`crate::acp`]).
 //!
 //! Invariants:
 //! - Every failure before the handshake is one clear stderr line and a nonzero exit, and nothing
@@ -54,6 +55,7 @@ pub fn run(cli: Cli) -> i32 {
         Action::McpList => mcp_list(&cli),
         Action::Approve { path } => approve(&cli, &path),
         Action::Stdio { resume } => session(&cli, Front::Stdio, resume),
+        Action::Acp => crate::acp::run(cli),
         Action::Print { prompt, resume } => session(&cli, Front::Print(prompt), resume),
         Action::Tui { resume } => {
             use std::io::IsTerminal;
@@ -133,7 +135,7 @@ fn mcp_list(cli: &Cli) -> i32 {
             notices: None,
             policy,
         };
-        let set = rt.block_on(backend::start_mcp(&layers.mcp, &state, mode, ctx));
+        let set = rt.block_on(backend::start_mcp(&layers.mcp, &state, mode, ctx, &[]));
         let code = crate::mcp::list::print(&set, std::io::stdout().lock());
         drop(set);
         rt.shutdown_background();
@@ -276,6 +278,28 @@ fn setup(cli: &Cli, print: bool) -> Result<Setup, String> {
     })
 }
 
+/// Settings for a session in the given project directory (ACP's `cwd`): no scratch demo
+/// project, the project discovered from `dir` as from a working directory.
+fn setup_at(cli: &Cli, dir: &Path) -> Result<Setup, String> {
+    let env = |k: &str| std::env::var(k).ok();
+    let env_over = Overrides::from_env(&env);
+    let flags = Overrides {
+        provider: cli.provider.clone(),
+        model: cli.model.clone(),
+        base_url: cli.base_url.clone(),
+    };
+    let home = Home::from_env()?;
+    let project = project::discover(dir).map_err(|e| e.to_string())?;
+    let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
+    let settings = config::resolve(layers, &env_over, &flags, &env).map_err(|e| e.0)?;
+    Ok(Setup {
+        home,
+        project,
+        settings,
+        demo: None,
+    })
+}
+
 /// The policy agent processes of this session run under.
 fn sandbox_policy(
     settings: &Settings,
@@ -326,21 +350,70 @@ fn seed_of(session_id: &str) -> u64 {
     u64::from_le_bytes(b)
 }
 
-fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
-    let print = matches!(front, Front::Print(_));
-    let setup = match setup(cli, print) {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
-    let provider = match backend::provider_from(&setup.settings.provider) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
+/// Which session a start-up opens.
+pub(crate) enum Resume {
+    /// A new session.
+    New,
+    /// The project's latest session (`--continue`).
+    Latest,
+    /// The session with this id (ACP `session/load`).
+    Id(String),
+}
+
+/// A session opened and ready to run: its core, its effect backend, and what the frontend
+/// needs to start it.
+pub(crate) struct Opened {
+    pub core: Core,
+    pub backend: Backend,
+    pub session_id: String,
+    pub project: String,
+    pub transcript: Option<openmax_core::wire::Transcript>,
+    pub mode: Mode,
+    pub trusted: bool,
+    /// The model's name (the terminal UI shows it).
+    pub model: String,
+    /// The project's prompt history file (the terminal UI's Up and Down).
+    pub prompt_history: PathBuf,
+    /// Notices of the MCP servers' start and life, for [`Runtime::forward_notices`].
+    pub notices: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+/// Why a start-up failed: the stderr message and the exit code.
+pub(crate) struct OpenError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl OpenError {
+    fn new(message: impl Into<String>) -> OpenError {
+        OpenError {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+/// Open a session: settings, provider, the sandbox set-up, the session to resume, trust and
+/// mode, the MCP servers, the freeze, the session file, the backend and the core. `project`
+/// overrides the discovered project (ACP's `cwd`); `print` marks a non-interactive `-p` turn;
+/// `client_mcp` are the client's MCP servers (ACP's `mcpServers`), started with the
+/// configured ones. Runs on the session's runtime: the MCP servers' connections live on it.
+pub(crate) async fn open(
+    cli: &Cli,
+    project: Option<&Path>,
+    resume: Resume,
+    print: bool,
+    client_mcp: Vec<crate::mcp::ServerDef>,
+) -> Result<Opened, OpenError> {
+    let setup = match project {
+        Some(p) => setup_at(cli, p),
+        None => setup(cli, print),
+    }
+    .map_err(OpenError::new)?;
+    let provider = backend::provider_from(&setup.settings.provider).map_err(OpenError::new)?;
     let state = ProjectState::open(&setup.home, &setup.project);
-    let sandbox = match sandbox_policy(&setup.settings, &state, setup.home.root()) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
+    let sandbox =
+        sandbox_policy(&setup.settings, &state, setup.home.root()).map_err(OpenError::new)?;
     // Not dumpable: no process of the same user (the agent's included) can read this
     // process's environment (the provider key) or memory through /proc or ptrace.
     // SAFETY: plain prctl with integer arguments.
@@ -360,21 +433,25 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
     let prompt_history = crate::tui::history::path_in(state.dir());
     let hook_configs = setup.settings.hooks.clone();
     let project = state.project().display().to_string();
-    let resumed = if resume {
-        match resume_latest(&state) {
-            Ok(r) => {
-                for n in &r.notices {
-                    eprintln!("openmax: {n}");
-                }
-                Some(r)
+    let resumed = match resume {
+        Resume::New => None,
+        Resume::Latest => Some(resume_latest(&state)),
+        Resume::Id(id) => Some(crate::session::resume_id(&state, &id)),
+    };
+    let resumed = match resumed {
+        Some(Ok(r)) => {
+            for n in &r.notices {
+                eprintln!("openmax: {n}");
             }
-            Err(e) => {
-                eprintln!("openmax: {e}");
-                return e.exit_code();
-            }
+            Some(r)
         }
-    } else {
-        None
+        Some(Err(e)) => {
+            return Err(OpenError {
+                code: e.exit_code(),
+                message: e.to_string(),
+            })
+        }
+        None => None,
     };
     let session_id = resumed
         .as_ref()
@@ -385,16 +462,9 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
         .or_else(|| state.mode())
         .or(resumed.as_ref().and_then(|r| r.mode))
         .unwrap_or(Mode::Ask);
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return fail(format!("could not start the runtime: {e}")),
-    };
     // MCP servers start concurrently before the freeze; their notices reach the core once the
     // runtime loop runs.
-    let (notice_tx, notice_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let (notice_tx, notices) = tokio::sync::mpsc::unbounded_channel::<String>();
     let mcp_ctx = StartContext {
         project: state.project().to_path_buf(),
         log_path: Some(state.sessions_dir().join(format!("{session_id}.mcp.log"))),
@@ -402,12 +472,14 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
         notices: Some(notice_tx),
         policy: sandbox.clone(),
     };
-    let mcp = rt.block_on(backend::start_mcp(
+    let mcp = backend::start_mcp(
         &setup.settings.mcp,
         &state,
         mode,
         mcp_ctx.clone(),
-    ));
+        &client_mcp,
+    )
+    .await;
     let (frozen, hooks) = backend::freeze_now(
         setup.home.root(),
         state.project(),
@@ -430,14 +502,13 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 system: freeze.system.clone(),
                 tools: freeze.tools.clone(),
             };
-            match SessionWriter::create_unsettled(&state, &session_id, header) {
-                Ok(w) => (w, freeze, Vec::new(), None),
-                Err(e) => return fail(format!("could not start a session: {e}")),
-            }
+            let w = SessionWriter::create_unsettled(&state, &session_id, header)
+                .map_err(|e| OpenError::new(format!("could not start a session: {e}")))?;
+            (w, freeze, Vec::new(), None)
         }
     };
     let trusted = state.trusted() || setup.settings.trusts(state.project());
-    let mut backend = match Backend::new(
+    let mut backend = Backend::new(
         setup.home.clone(),
         state,
         provider,
@@ -448,11 +519,10 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
         mcp,
         mcp_ctx,
         mode,
-    ) {
-        Ok(b) => b,
-        Err(e) => return fail(e),
-    };
+    )
+    .map_err(OpenError::new)?;
     backend.set_sandbox(sandbox);
+    backend.set_client_mcp(client_mcp);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
@@ -465,7 +535,48 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
     cfg.context_tokens = setup.settings.context_tokens;
     cfg.history = history;
     cfg.non_interactive = print;
-    let core = Core::new(cfg);
+    Ok(Opened {
+        core: Core::new(cfg),
+        backend,
+        session_id,
+        project,
+        transcript,
+        mode,
+        trusted,
+        model: setup.settings.provider.model.clone(),
+        prompt_history,
+        notices,
+    })
+}
+
+fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
+    let print = matches!(front, Front::Print(_));
+    let resume = if resume { Resume::Latest } else { Resume::New };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("could not start the runtime: {e}")),
+    };
+    let Opened {
+        core,
+        mut backend,
+        session_id,
+        project,
+        transcript,
+        mode,
+        model,
+        prompt_history,
+        notices,
+        ..
+    } = match rt.block_on(open(cli, None, resume, print, Vec::new())) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("openmax: {}", e.message);
+            return e.code;
+        }
+    };
 
     match front {
         Front::Tui => {
@@ -473,11 +584,11 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 return fail(format!("could not start a session: {e}"));
             }
             let launch = crate::tui::Launch {
-                model: setup.settings.provider.model.clone(),
+                model,
                 mode,
                 transcript,
                 history: prompt_history,
-                notices: Some(notice_rx),
+                notices: Some(notices),
             };
             let code = crate::tui::run(&rt, core, backend, launch);
             rt.shutdown_background();
@@ -490,7 +601,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
             }
             let sink = PrintSink::new(std::io::stdout(), std::io::stderr());
             let mut runtime = Runtime::new(core, backend, sink);
-            runtime.forward_notices(notice_rx);
+            runtime.forward_notices(notices);
             runtime.handle_signals(SignalPolicy::CancelTurn);
             runtime.push_input(Input::Line(Command::User { text: prompt }.to_line()));
             runtime.end_input_after_done();
@@ -519,7 +630,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 return 1;
             }
             let mut runtime = Runtime::new(core, backend, sink);
-            runtime.forward_notices(notice_rx);
+            runtime.forward_notices(notices);
             runtime.handle_signals(SignalPolicy::EndInput);
             let tx = runtime.sender();
             std::thread::spawn(move || {

@@ -460,7 +460,7 @@ fn timeout_ms(s: f64) -> Result<u64, String> {
 
 /// A server name is part of every tool name (`mcp__<server>__<tool>`): letters, digits, `_` and
 /// `-`, no `__`, at most 32 characters.
-fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= 32
         && !name.contains("__")
@@ -474,7 +474,7 @@ fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-fn check_url(url: &str) -> Result<(), String> {
+pub fn check_url(url: &str) -> Result<(), String> {
     if url.starts_with("http://") || url.starts_with("https://") {
         Ok(())
     } else {
@@ -482,7 +482,8 @@ fn check_url(url: &str) -> Result<(), String> {
     }
 }
 
-fn valid_env_name(s: &str) -> bool {
+/// A POSIX-style variable name: a letter or `_`, then letters, digits or `_`.
+pub fn valid_env_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

@@ -88,6 +88,8 @@ pub struct Backend {
     mcp_ctx: StartContext,
     /// The mode project MCP servers are started under (`auto` starts unapproved ones).
     mode: Mode,
+    /// MCP servers the client gave (ACP `mcpServers`), started again by every refreeze.
+    client_mcp: Vec<mcp::ServerDef>,
     /// Frozen MCP tools: full name → (sha of description and schema, defining file).
     mcp_tools: BTreeMap<String, (String, String)>,
     pending: Arc<Mutex<Option<PendingFreeze>>>,
@@ -141,16 +143,29 @@ pub fn freeze_now(
 }
 
 /// Start the configured MCP servers (`tables` from the config layers, plus the project's
-/// `.mcp.json`): user servers always, project servers when their bytes are approved or `mode`
-/// is `auto`.
+/// `.mcp.json`) and the client's (`client`, ACP's `mcpServers`, after them): user and client
+/// servers always, project servers when their bytes are approved or `mode` is `auto`. A client
+/// server named like a configured one is not started (the configured one stands) and a note
+/// says so.
 pub fn start_mcp(
     tables: &[(PathBuf, Origin, toml::Table)],
     state: &ProjectState,
     mode: Mode,
     ctx: StartContext,
+    client: &[mcp::ServerDef],
 ) -> impl Future<Output = McpSet> + Send + 'static {
     let project = state.project().to_path_buf();
-    let (defs, problems) = mcp::config::load(tables, &project);
+    let (mut defs, mut problems) = mcp::config::load(tables, &project);
+    for c in client {
+        if let Some(d) = defs.iter().find(|d| d.name == c.name) {
+            problems.push(format!(
+                "MCP server {} of {} was not started: the server of that name in {} stands",
+                c.name, c.file, d.file
+            ));
+        } else {
+            defs.push(c.clone());
+        }
+    }
     let may_start = |d: &mcp::ServerDef| {
         d.origin == Origin::User
             || mode == Mode::Auto
@@ -259,6 +274,7 @@ impl Backend {
             planned: BTreeMap::new(),
             shas: Arc::default(),
             mcp_ctx,
+            client_mcp: Vec::new(),
             mode,
             pending: Arc::default(),
         })
@@ -511,6 +527,7 @@ impl Backend {
         let agent_wrote = self.agent_wrote.clone();
         let ctx = self.mcp_ctx.clone();
         let mode = self.mode;
+        let client_mcp = self.client_mcp.clone();
         let pending = Arc::clone(&self.pending);
         async move {
             let mut notes = Vec::new();
@@ -524,7 +541,7 @@ impl Backend {
                     (None, Vec::new())
                 }
             };
-            let mcp = start_mcp(&tables, &state, mode, ctx).await;
+            let mcp = start_mcp(&tables, &state, mode, ctx, &client_mcp).await;
             let (frozen, hooks) = freeze_now(
                 &home,
                 &project,
@@ -567,6 +584,17 @@ impl Backend {
         });
         self.hooks = p.hooks;
         self.mcp_tools = p.mcp_tools;
+    }
+
+    /// Let the file tools read and write through the client's files (ACP `fs`).
+    pub fn set_client_files(&mut self, files: crate::tools::client_files::ClientFilesRef) {
+        self.tools.client_files = files;
+    }
+
+    /// The client's MCP servers (ACP `mcpServers`), already started at open; every refreeze
+    /// starts them again with the configured ones.
+    pub fn set_client_mcp(&mut self, defs: Vec<mcp::ServerDef>) {
+        self.client_mcp = defs;
     }
 
     /// The MCP servers of the current freeze (for `openmax mcp list` and the benchmarks).

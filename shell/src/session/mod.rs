@@ -17,6 +17,6 @@ pub mod state;
 pub mod store;
 pub mod transcript;
 
-pub use resume::{resume_latest, ResumeError, Resumed};
+pub use resume::{resume_id, resume_latest, ResumeError, Resumed};
 pub use state::{write_atomic, Home, ProjectState};
 pub use store::{SessionWriter, StoreError};

@@ -90,6 +90,21 @@ impl std::error::Error for ResumeError {}
 /// Resume the project's most recent session (the index entry last created, resumed or
 /// compacted).
 pub fn resume_latest(state: &ProjectState) -> Result<Resumed, ResumeError> {
+    resume_picked(state, |index| index.latest().cloned())
+}
+
+/// Resume the project's session `id` (ACP `session/load`); an id the index does not hold is
+/// [`ResumeError::NoSession`].
+pub fn resume_id(state: &ProjectState, id: &str) -> Result<Resumed, ResumeError> {
+    resume_picked(state, |index| {
+        index.sessions.iter().find(|e| e.id == id).cloned()
+    })
+}
+
+fn resume_picked(
+    state: &ProjectState,
+    pick: impl FnOnce(&super::index::Index) -> Option<IndexEntry>,
+) -> Result<Resumed, ResumeError> {
     let sessions_dir = state.sessions_dir();
     let index = match read_index(&sessions_dir) {
         Ok(i) => i,
@@ -113,7 +128,7 @@ pub fn resume_latest(state: &ProjectState) -> Result<Resumed, ResumeError> {
         }
         Err(IndexError::Io(m)) => return Err(ResumeError::Io(m)),
     };
-    let Some(entry) = index.latest().cloned() else {
+    let Some(entry) = pick(&index) else {
         return Err(ResumeError::NoSession);
     };
     resume_entry(&sessions_dir, &entry)

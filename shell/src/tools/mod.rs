@@ -9,11 +9,14 @@
 //! - Every failed outcome's output starts with the tool's name and says why.
 //! - `write_file`/`edit_file` outcomes carry their diff; `plan` carries the diff as computed
 //!   from the file at plan time in `detail`.
+//! - With [`client_files`], the file tools' text comes from and goes to the client (an
+//!   editor's buffers); paths are confined here first.
 
 mod args;
 mod cap;
+pub mod client_files;
 pub(crate) mod command;
-mod diff;
+pub(crate) mod diff;
 mod edit;
 mod glob;
 mod grep;
@@ -62,6 +65,8 @@ pub struct ToolContext {
     pub output_cap_bytes: usize,
     /// How processes started for the agent are prepared (environment, containment).
     pub sandbox: Arc<crate::sandbox::Policy>,
+    /// The client's text files (ACP `fs`), which the file tools read and write through.
+    pub client_files: client_files::ClientFilesRef,
 }
 
 impl ToolContext {
@@ -84,6 +89,7 @@ impl ToolContext {
             tool_timeout_ms: Self::DEFAULT_TOOL_TIMEOUT_MS,
             output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
             sandbox: Arc::default(),
+            client_files: Default::default(),
         })
     }
 }

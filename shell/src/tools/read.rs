@@ -5,7 +5,7 @@
 //! with a marker; the output holds at most `limit` (default [`DEFAULT_LIMIT`]) lines and at
 //! most `output_cap_bytes` bytes, and when the file goes on past the window a final notice
 //! names the `offset` to read on from. A NUL byte in the first 8 KiB or invalid UTF-8 in the
-//! part read refuses the file.
+//! part read refuses the file. With client files, an existing file's text is the client's.
 //! Memory and time stay bounded by the window, not the file: of a line at most
 //! [`KEEP_LINE_BYTES`] are held (the rest is validated and counted as it streams past), and the
 //! stop flag (cancel, time limit) is checked before every read of at most 64 KiB.
@@ -92,9 +92,24 @@ fn read(ctx: &ToolContext, call: &Call, stop: &Stop) -> Result<String, String> {
         // A FIFO or device would block or never end.
         return Err(format!("{NAME}: {rel} is not a regular file"));
     }
+    if let Some(text) = ctx.client_files.read(&call.target.abs) {
+        let text = text.map_err(|e| format!("{NAME}: the client could not read {rel}: {e}"))?;
+        let reader = BufReader::new(std::io::Cursor::new(text.into_bytes()));
+        return show(ctx, call, reader, stop);
+    }
     let file = File::open(&call.target.abs)
         .map_err(|e| format!("{NAME}: cannot read {rel}: {}", io_reason(&e)))?;
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    show(ctx, call, BufReader::with_capacity(64 * 1024, file), stop)
+}
+
+/// The window of the text `reader` gives, numbered, with the notices.
+fn show<R: Read>(
+    ctx: &ToolContext,
+    call: &Call,
+    mut reader: BufReader<R>,
+    stop: &Stop,
+) -> Result<String, String> {
+    let rel = &call.target.rel;
     let head = reader
         .fill_buf()
         .map_err(|e| format!("{NAME}: cannot read {rel}: {}", io_reason(&e)))?;
@@ -172,7 +187,11 @@ fn read(ctx: &ToolContext, call: &Call, stop: &Stop) -> Result<String, String> {
 
 /// Count the lines after the window: `(count, exact)`. `pending` is a consumed line that was
 /// not shown.
-fn count_rest(reader: &mut BufReader<File>, pending: bool, stop: &Stop) -> Option<(u64, bool)> {
+fn count_rest<R: Read>(
+    reader: &mut BufReader<R>,
+    pending: bool,
+    stop: &Stop,
+) -> Option<(u64, bool)> {
     let mut count = u64::from(pending);
     let mut scanned = 0u64;
     let mut buf = vec![0u8; 64 * 1024];

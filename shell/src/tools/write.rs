@@ -8,7 +8,8 @@
 //! A write never goes through the existing file: the new bytes go to a temporary file in the
 //! same directory (flushed to disk, with the old file's permission bits), which is then renamed
 //! over the path. A hard link to a file outside the project is therefore replaced, never
-//! written through, and a crash mid-write leaves the old file whole.
+//! written through, and a crash mid-write leaves the old file whole. With client files, the
+//! current text is the client's and the new text goes to the client (which writes it).
 //! A file over [`MAX_FILE_BYTES`] is neither read nor replaced. The rename is the commit point
 //! (see [`Stop`]): a call stopped (cancel, time limit) before it removes its temporary file and
 //! the directories it created, so the project is as it was; the old file is read and the new
@@ -45,8 +46,10 @@ struct Change {
     replaced: usize,
 }
 
-/// Read the current text of a file: `None` when it does not exist.
+/// Read the current text of a file (the client's, with client files): `None` when it does
+/// not exist.
 fn current(
+    ctx: &ToolContext,
     tool: &str,
     target: &Resolved,
     lossy: bool,
@@ -68,6 +71,11 @@ fn current(
     };
     if size > MAX_FILE_BYTES {
         return Err(too_big(size));
+    }
+    if let Some(text) = ctx.client_files.read(&target.abs) {
+        return text
+            .map(Some)
+            .map_err(|e| format!("{tool}: the client could not read {rel}: {e}"));
     }
     let cannot = |e: std::io::Error| format!("{tool}: cannot read {rel}: {}", io_reason(&e));
     // Non-blocking, so a FIFO swapped in since the check above cannot hang the open.
@@ -115,7 +123,7 @@ fn prepare_write(ctx: &ToolContext, args: &Value, stop: &Stop) -> Result<Change,
     if target.rel == "." {
         return Err(format!("{NAME}: the project root is a directory"));
     }
-    let old = current(NAME, &target, true, stop)?;
+    let old = current(ctx, NAME, &target, true, stop)?;
     let diff = unified(&target.rel, old.as_deref().unwrap_or(""), content);
     Ok(Change {
         created: old.is_none(),
@@ -149,7 +157,7 @@ fn prepare_edit(ctx: &ToolContext, args: &Value, stop: &Stop) -> Result<Change, 
     }
     let target = resolve(&ctx.project, path).map_err(|e| format!("{NAME}: {e}"))?;
     let rel = target.rel.clone();
-    let Some(old) = current(NAME, &target, false, stop)? else {
+    let Some(old) = current(ctx, NAME, &target, false, stop)? else {
         return Err(format!(
             "{NAME}: file not found: {rel} (use write_file to create a file)"
         ));
@@ -212,7 +220,7 @@ pub fn plan_edit(ctx: &ToolContext, args: &Value) -> ToolPlan {
 /// Run a `write_file` call.
 pub fn run_write(ctx: &ToolContext, args: &Value, stop: &Stop) -> ToolOutcome {
     match prepare_write(ctx, args, stop) {
-        Ok(c) => commit("write_file", c, stop),
+        Ok(c) => commit(ctx, "write_file", c, stop),
         Err(e) => fail(e),
     }
 }
@@ -220,12 +228,12 @@ pub fn run_write(ctx: &ToolContext, args: &Value, stop: &Stop) -> ToolOutcome {
 /// Run an `edit_file` call.
 pub fn run_edit(ctx: &ToolContext, args: &Value, stop: &Stop) -> ToolOutcome {
     match prepare_edit(ctx, args, stop) {
-        Ok(c) => commit("edit_file", c, stop),
+        Ok(c) => commit(ctx, "edit_file", c, stop),
         Err(e) => fail(e),
     }
 }
 
-fn commit(tool: &str, c: Change, stop: &Stop) -> ToolOutcome {
+fn commit(ctx: &ToolContext, tool: &str, c: Change, stop: &Stop) -> ToolOutcome {
     let rel = &c.target.rel;
     let mut created = Vec::new();
     if let Some(parent) = c.target.abs.parent() {
@@ -237,7 +245,15 @@ fn commit(tool: &str, c: Change, stop: &Stop) -> ToolOutcome {
             ));
         }
     }
-    match replace(&c.target.abs, c.new.as_bytes(), stop) {
+    let written = match ctx.client_files.write(&c.target.abs, &c.new) {
+        Some(Err(e)) => {
+            remove_dirs(&created);
+            return fail(format!("{tool}: the client could not write {rel}: {e}"));
+        }
+        Some(Ok(())) => Ok(()),
+        None => replace(&c.target.abs, c.new.as_bytes(), stop),
+    };
+    match written {
         Ok(()) => {}
         Err(Replace::Stopped) => {
             remove_dirs(&created);
@@ -427,7 +443,7 @@ mod tests {
         .expect("valid");
         // Stopped between preparing the change and committing it.
         assert!(stop.stop());
-        let out = commit("write_file", c, &stop);
+        let out = commit(&ctx, "write_file", c, &stop);
         assert_eq!(
             (out.ok, out.output.as_str()),
             (false, "write_file: cancelled; nothing was written")
