@@ -25,8 +25,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use openmax_core::machine::{Effect, Input, Output, TimerReason};
+use openmax_core::conversation::Role;
+use openmax_core::machine::{Effect, HookEvent, Input, Output, TimerReason};
 use openmax_core::provider::{FailureKind, ProviderItem, RequestFailure, RequestId};
+use openmax_core::record::Record;
 use openmax_core::tool::ToolOutcome;
 use openmax_core::wire::{Event, Hello};
 use openmax_core::{Core, Millis};
@@ -115,6 +117,7 @@ impl<'a> Driver<'a> {
             streamed_calls: BTreeSet::new(),
             final_timeout: None,
             went_quiet: false,
+            in_turn_after_done: Vec::new(),
         };
         let core = match sc.core_config() {
             Ok(cfg) => Some(Core::new(cfg)),
@@ -379,11 +382,39 @@ impl<'a> Driver<'a> {
                 Output::Effect(e) => self.answer(e),
             }
         }
+        if self.turn_left_running(&outputs) {
+            self.run.in_turn_after_done.push(self.run.trace.len());
+        }
         self.run.trace.push(Fed {
             at: now,
             input: fed,
             outputs,
         });
+    }
+
+    /// After a drain that emitted a `done`, the core must report no turn in flight, unless a
+    /// `user` held behind a `SaveMode` or `Refreeze` answer started a new turn after that
+    /// `done` (its prompt record, prompt hook or first request went out in the same drain).
+    fn turn_left_running(&mut self, outputs: &[Output]) -> bool {
+        let Some(last_done) = outputs
+            .iter()
+            .rposition(|o| matches!(o, Output::Event(Event::Done { .. })))
+        else {
+            return false;
+        };
+        let new_turn = outputs[last_done..].iter().any(|o| {
+            matches!(
+                o,
+                Output::Effect(Effect::SendRequest { attempt: 1, .. })
+                    | Output::Effect(Effect::RunHook {
+                        event: HookEvent::UserPromptSubmit,
+                        ..
+                    })
+            ) || matches!(o, Output::Effect(Effect::Persist { records, .. })
+                if records.iter().any(|r| matches!(r,
+                    Record::Message { message } if message.role == Role::User)))
+        });
+        self.core().in_turn() && !new_turn
     }
 
     /// Whether an attempt is the latest of its request and the request was not cancelled.
@@ -579,6 +610,16 @@ pub fn reply_inputs(
                 },
             },
         )],
+        Reply::Transport => vec![(
+            0,
+            Input::RequestFailed {
+                request,
+                attempt,
+                failure: RequestFailure::Transport {
+                    detail: "connection closed before the response (scripted)".into(),
+                },
+            },
+        )],
         Reply::Status {
             status,
             retry_after,
@@ -726,6 +767,17 @@ pub fn reply_inputs(
                     }),
                 )),
                 StreamEnd::Stall => {}
+                StreamEnd::Endless { delta_bytes } => {
+                    let delta = "x".repeat((*delta_bytes).max(1));
+                    for _ in 0..(8 << 20) / delta.len() + 1 {
+                        out.push((
+                            t,
+                            provider(ProviderItem::TextDelta {
+                                text: delta.clone(),
+                            }),
+                        ));
+                    }
+                }
                 StreamEnd::Error { error, message } => out.push((
                     t,
                     provider(ProviderItem::Failed {

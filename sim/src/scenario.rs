@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use openmax_core::conversation::ToolSchema;
+use openmax_core::conversation::{Message, ToolSchema};
 use openmax_core::machine::{FramingFault, Freeze, HookOutcome, HookSpec, Limits, RetrySettings};
 use openmax_core::permissions::{Permissions, Rule};
 use openmax_core::tool::{FileDiff, SourceGate, ToolPlan};
@@ -101,6 +101,8 @@ pub struct SimConfig {
     pub tools: Vec<SimTool>,
     pub skills: Vec<String>,
     pub hooks: Vec<HookSpec>,
+    /// The conversation carried over by `--continue` (what the model saw before this run).
+    pub history: Vec<Message>,
     /// Whose finish-reason vocabulary a `Complete` without `finish` uses.
     pub flavor: Flavor,
     /// Inputs fed before the driver declares that the scenario never goes quiet.
@@ -130,6 +132,7 @@ impl Default for SimConfig {
             tools: SimTool::standard_set(),
             skills: Vec::new(),
             hooks: Vec::new(),
+            history: Vec::new(),
             flavor: Flavor::Anthropic,
             step_cap: 20_000,
             deliver_after_cancel: false,
@@ -423,8 +426,10 @@ impl Scenario {
             max_iterations: c.limits.max_iterations,
             max_agent_tokens: c.limits.max_agent_tokens,
             approval_timeout_ms: c.limits.approval_timeout_ms,
+            ..Limits::default()
         };
         cfg.context_tokens = c.context_tokens;
+        cfg.history = c.history.clone();
         Ok(cfg)
     }
 

@@ -477,6 +477,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 mode,
                 transcript,
                 history: prompt_history,
+                notices: Some(notice_rx),
             };
             let code = crate::tui::run(&rt, core, backend, launch);
             rt.shutdown_background();

@@ -105,6 +105,11 @@ pub struct LimitsSection {
     pub tool_timeout_s: Option<f64>,
     /// Seconds a `shell` call runs when it names no `timeout_s`.
     pub shell_timeout_s: Option<f64>,
+    pub max_reply_bytes: Option<u64>,
+    pub max_thinking_bytes: Option<u64>,
+    pub max_tool_calls: Option<u32>,
+    /// Seconds the turn in flight at shutdown may go on; fractional values are allowed.
+    pub drain_timeout_s: Option<f64>,
 }
 
 /// `[permissions]`.
@@ -344,6 +349,13 @@ pub fn resolve(
             Some(s) => seconds_to_ms(s, "[limits] approval_timeout_s")?,
             None => ldef.approval_timeout_ms,
         },
+        max_reply_bytes: l.max_reply_bytes.unwrap_or(ldef.max_reply_bytes),
+        max_thinking_bytes: l.max_thinking_bytes.unwrap_or(ldef.max_thinking_bytes),
+        max_tool_calls: l.max_tool_calls.unwrap_or(ldef.max_tool_calls),
+        drain_timeout_ms: match l.drain_timeout_s {
+            Some(s) => seconds_to_ms(s, "[limits] drain_timeout_s")?,
+            None => ldef.drain_timeout_ms,
+        },
     };
     let tdef = ToolTimeouts::default();
     let tool_timeouts = ToolTimeouts {
@@ -519,6 +531,10 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             approval_timeout_s: ol.approval_timeout_s.or(bl.approval_timeout_s),
             tool_timeout_s: ol.tool_timeout_s.or(bl.tool_timeout_s),
             shell_timeout_s: ol.shell_timeout_s.or(bl.shell_timeout_s),
+            max_reply_bytes: ol.max_reply_bytes.or(bl.max_reply_bytes),
+            max_thinking_bytes: ol.max_thinking_bytes.or(bl.max_thinking_bytes),
+            max_tool_calls: ol.max_tool_calls.or(bl.max_tool_calls),
+            drain_timeout_s: ol.drain_timeout_s.or(bl.drain_timeout_s),
         },
         permissions: PermissionsSection { deny, ask },
         hooks,

@@ -65,6 +65,8 @@ type ShaMemo = Arc<Mutex<BTreeMap<(String, String), String>>>;
 
 /// Effects performed for one session.
 pub struct Backend {
+    /// The provider streams' backpressure window (see `provider::flow`).
+    flow: std::sync::Arc<crate::provider::flow::StreamFlow>,
     home: Home,
     project: PathBuf,
     provider: Provider,
@@ -237,6 +239,7 @@ impl Backend {
         let tools = ToolContext::new(&project, writer.session_id())
             .map_err(|e| format!("project {}: {e}", project.display()))?;
         Ok(Backend {
+            flow: std::sync::Arc::new(crate::provider::flow::StreamFlow::new()),
             home,
             project,
             provider,
@@ -280,7 +283,13 @@ impl Backend {
         body: ModelRequest,
         tx: InputTx,
     ) -> JoinHandle<()> {
-        self.provider.spawn(request, attempt, body, tx)
+        self.provider
+            .spawn_with_flow(request, attempt, body, tx, self.flow.clone())
+    }
+
+    /// The loop took one provider item off the channel (the backpressure window's count).
+    pub fn provider_item_taken(&self) {
+        self.flow.taken();
     }
 
     /// A blocking job that inspects a tool call.

@@ -15,7 +15,10 @@
 //! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
 //!   process group; only a second signal exits at once (130).
 //! - The sink is flushed when the core goes quiet: no queued input and nothing ready on the
-//!   channel. A burst of inputs therefore costs one stdout write. When a flush finds the client
+//!   channel, or when [`FLUSH_AT_BYTES`] are buffered. A burst of inputs therefore costs one
+//!   stdout write per 64 KiB, and memory stays bounded while input floods in; provider tasks
+//!   wait when [`crate::provider::flow::WINDOW_ITEMS`] of their items are still queued
+//!   (backpressure). When a flush finds the client
 //!   gone (EPIPE on stdout), end of input is queued once, exactly as if stdin had ended.
 //! - Time: `now` is milliseconds since the runtime started (monotonic `Instant`). The next
 //!   deadline comes from `core.poll_timeout()`; when it is due the core gets `Input::Timeout`.
@@ -36,6 +39,11 @@ use openmax_core::{Core, Millis};
 
 use super::backend::{Backend, InputTx};
 use crate::frontend::Sink;
+
+/// Events buffered past this are flushed even while inputs keep coming, so a provider faster
+/// than the client never piles events up in memory: the blocking write to stdout paces the loop
+/// (and, through the backpressure window, the provider).
+pub const FLUSH_AT_BYTES: usize = 64 * 1024;
 
 /// A core with its effect backends and its event sink.
 pub struct Runtime<S: Sink> {
@@ -197,6 +205,7 @@ impl<S: Sink> Runtime<S> {
                     self.hook_cancels.remove(hook_run);
                 }
                 Input::Frozen { .. } => self.backend.install_refreeze(),
+                Input::Provider { .. } => self.backend.provider_item_taken(),
                 _ => {}
             }
             let now = self.now();
@@ -224,7 +233,9 @@ impl<S: Sink> Runtime<S> {
                 self.backend.finish_persistence();
                 return (code, self.sink);
             }
-            if self.ready.is_empty() && self.rx.is_empty() {
+            if (self.ready.is_empty() && self.rx.is_empty())
+                || self.sink.buffered_bytes() >= FLUSH_AT_BYTES
+            {
                 self.sink.flush();
             }
             if !self.client_gone && self.sink.client_gone() {

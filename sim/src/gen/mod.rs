@@ -19,6 +19,9 @@ use openmax_core::wire::Mode;
 use crate::scenario::{Action, Scenario, Step, ToolScript};
 use crate::script::{Reply, StreamEnd, StreamItem};
 
+mod session;
+pub use session::EXTERNAL_TOOL;
+
 /// A generated scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenScenario(pub Scenario);
@@ -82,11 +85,11 @@ pub fn range(g: &mut Gen, lo: u64, hi: u64) -> u64 {
 }
 
 /// True with probability `num/den`.
-fn chance(g: &mut Gen, num: u64, den: u64) -> bool {
+pub(crate) fn chance(g: &mut Gen, num: u64, den: u64) -> bool {
     range(g, 1, den) <= num
 }
 
-fn pick<T: Clone>(g: &mut Gen, xs: &[T]) -> T {
+pub(crate) fn pick<T: Clone>(g: &mut Gen, xs: &[T]) -> T {
     // Every call site passes a non-empty literal slice.
     g.choose(xs).expect("non-empty choice").clone()
 }
@@ -103,8 +106,10 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
     c.retry.retry_base_ms = pick(g, &[10, 100, 1000]);
     c.retry.stream_idle_timeout_ms = pick(g, &[500, 5000, 300_000]);
     c.limits.max_iterations = range(g, 1, 4) as u32;
-    c.limits.max_agent_tokens = if may_quit && chance(g, 1, 8) {
-        pick(g, &[20, 500])
+    // Caps equal to sums of the generated usage figures (prompt 10/100/250 plus completion
+    // 10/50), so a turn often reaches its cap exactly.
+    c.limits.max_agent_tokens = if may_quit && chance(g, 1, 6) {
+        pick(g, &[20, 110, 260, 300, 500])
     } else {
         0
     };
@@ -221,6 +226,10 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
     if chance(g, 1, 3) {
         sc.persist_delay_ms = pick(g, &[1, 5, 40]);
     }
+    session::add_features(g, &mut sc, may_quit);
+    if chance(g, 1, 4) {
+        session::recipe(g, &mut sc, may_quit);
+    }
     sc
 }
 
@@ -299,8 +308,15 @@ fn gen_action(g: &mut Gen, may_quit: bool) -> Action {
 
 fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
     match range(g, 0, 99) {
-        0..=9 => Reply::Unreachable,
-        10..=24 => Reply::Status {
+        0..=6 => Reply::Unreachable,
+        7..=9 => Reply::Transport,
+        10..=11 => Reply::Status {
+            status: 400,
+            retry_after: None,
+            error: Some("invalid_request_error".to_string()),
+            message: Some("prompt is too long: 250000 tokens > 200000 maximum".to_string()),
+        },
+        12..=24 => Reply::Status {
             status: pick(g, &[429, 500, 502, 503, 504, 529, 400, 401]),
             retry_after: pick(
                 g,
@@ -309,6 +325,8 @@ fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
                     None,
                     Some("1".to_string()),
                     Some("2".to_string()),
+                    Some("60".to_string()),
+                    Some("61".to_string()),
                     Some("120".to_string()),
                 ],
             ),
@@ -346,6 +364,7 @@ fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
                                     "write_file".to_string(),
                                     "shell".to_string(),
                                     "no_such_tool".to_string(),
+                                    EXTERNAL_TOOL.to_string(),
                                 ],
                             ),
                             args: pick(
@@ -354,15 +373,22 @@ fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
                                     serde_json::json!({"path": "src/a.rs"}),
                                     serde_json::json!({"command": "rm -rf x"}),
                                     serde_json::json!({"path": "secret.txt"}),
+                                    serde_json::json!({"path": "src/b.rs"}),
+                                    serde_json::json!({"path": "src/c.rs"}),
+                                    // Malformed: arguments that are not a JSON object.
+                                    serde_json::json!("{\"path\": \"src/a.rs\""),
                                 ],
                             ),
                         }
                     }
-                    _ => StreamItem::Usage {
-                        prompt_tokens: range(g, 1, 300),
-                        completion_tokens: range(g, 1, 50),
-                        cached_tokens: pick(g, &[None, Some(0), Some(10)]),
-                    },
+                    _ => {
+                        let (any_prompt, any_completion) = (range(g, 1, 300), range(g, 1, 50));
+                        StreamItem::Usage {
+                            prompt_tokens: pick(g, &[10, 100, 250, any_prompt]),
+                            completion_tokens: pick(g, &[10, 50, any_completion]),
+                            cached_tokens: pick(g, &[None, Some(0), Some(10)]),
+                        }
+                    }
                 });
             }
             let end = match range(g, 0, 19) {
@@ -508,6 +534,26 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
     if c.seed != 0 {
         out.push(with(&|s| s.config.seed = 0));
     }
+    if !c.history.is_empty() {
+        out.push(with(&|s| s.config.history.clear()));
+    }
+    if c.context_tokens != d.context_tokens {
+        out.push(with(&|s| s.config.context_tokens = d.context_tokens));
+    }
+    if c.tools != d.tools {
+        out.push(with(&|s| s.config.tools = d.tools.clone()));
+    }
+    if c.agent_spawned {
+        out.push(with(&|s| s.config.agent_spawned = false));
+    }
+    if c.non_interactive {
+        out.push(with(&|s| s.config.non_interactive = false));
+    }
+    for i in (0..sc.refreezes.len()).rev() {
+        out.push(with(&|s| {
+            s.refreezes.remove(i);
+        }));
+    }
     if c.limits.max_agent_tokens != 0 {
         out.push(with(&|s| s.config.limits.max_agent_tokens = 0));
     }
@@ -520,7 +566,7 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
 fn shrink_reply(r: &Reply) -> Vec<Reply> {
     let mut out = Vec::new();
     match r {
-        Reply::Unreachable | Reply::RawStatus { .. } => {}
+        Reply::Unreachable | Reply::Transport | Reply::RawStatus { .. } => {}
         Reply::Status {
             status,
             retry_after,
