@@ -223,9 +223,6 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
     if chance(g, 1, 6) {
         sc.mode_save_failures.push(0);
     }
-    if chance(g, 1, 3) {
-        sc.persist_delay_ms = pick(g, &[1, 5, 40]);
-    }
     session::add_features(g, &mut sc, may_quit);
     if chance(g, 1, 4) {
         session::recipe(g, &mut sc, may_quit);
