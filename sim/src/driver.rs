@@ -6,7 +6,7 @@
 //! core's `poll_timeout`, jumping the clock there. Ties at one instant go, in this order, to
 //! local answers (persistence, mode saves, refreezes, hooks, tool plans: work on this machine
 //! that completes before the client's next line), then the timeline step, then remote answers
-//! (provider items, tool results, in scheduling order), then the timer. The run ends when nothing is due
+//! (provider items, tool results, late persistence answers, in scheduling order), then the timer. The run ends when nothing is due
 //! (the core is quiet), after the `Exit` effect, or when the step cap is hit (a violation).
 //!
 //! Defaults when a queue is dry: a model request gets one `Text "ok"` reply that completes; a
@@ -52,6 +52,8 @@ enum Owner {
     Tool(String),
     /// Local work (disk, hooks, plans): answered before the client's next line.
     Local,
+    /// A session append answered late (`persist_delay_ms`), among the remote answers.
+    Disk,
 }
 
 #[derive(Debug)]
@@ -538,7 +540,10 @@ impl<'a> Driver<'a> {
                 } else {
                     Input::Persisted { ticket }
                 };
-                self.schedule(0, Owner::Local, input);
+                match self.sc.persist_delay_ms {
+                    0 => self.schedule(0, Owner::Local, input),
+                    ms => self.schedule(ms, Owner::Disk, input),
+                }
             }
             Effect::SaveMode { mode } => {
                 let n = self.mode_count;
@@ -762,6 +767,17 @@ pub fn reply_inputs(
                     }),
                 )),
                 StreamEnd::Stall => {}
+                StreamEnd::Endless { delta_bytes } => {
+                    let delta = "x".repeat((*delta_bytes).max(1));
+                    for _ in 0..(8 << 20) / delta.len() + 1 {
+                        out.push((
+                            t,
+                            provider(ProviderItem::TextDelta {
+                                text: delta.clone(),
+                            }),
+                        ));
+                    }
+                }
                 StreamEnd::Error { error, message } => out.push((
                     t,
                     provider(ProviderItem::Failed {
@@ -871,6 +887,35 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn late_persistence_answers_come_after_what_is_due_first() {
+        let mut sc = Scenario::default();
+        sc.steps.push(crate::scenario::Step {
+            at: 0,
+            action: Action::User { text: "hi".into() },
+        });
+        let acks = |sc: &Scenario| -> Vec<(u64, usize)> {
+            let r = run(sc);
+            assert!(r.violations.is_empty(), "{:?}", r.violations);
+            assert!(r.wire().iter().any(|l| l.contains("\"end_turn\"")));
+            r.trace
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| matches!(f.input, FedInput::Core(Input::Persisted { .. })))
+                .map(|(i, f)| (f.at.0, i))
+                .collect()
+        };
+        let at_once = acks(&sc);
+        sc.persist_delay_ms = 40;
+        let late = acks(&sc);
+        assert_eq!(at_once.len(), late.len());
+        // At once, the user message's ack is fed right after the line; late, the provider's
+        // reply is fed first and the ack comes 40 ms on.
+        assert_eq!(at_once[0], (0, 1));
+        assert_eq!(late[0].0, 40);
+        assert!(late[0].1 > 2, "{late:?}");
     }
 
     #[test]

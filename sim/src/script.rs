@@ -131,4 +131,8 @@ pub enum StreamEnd {
     Stall,
     /// The provider reports an error event inside the stream.
     Error { error: String, message: String },
+    /// The stream never ends: text deltas of `delta_bytes` bytes each, as fast as the client
+    /// reads them (or one per `delay_ms`), until the client goes away (a provider faster than the client). The pure
+    /// driver feeds 8 MiB of them (past the default reply cap), then goes silent.
+    Endless { delta_bytes: usize },
 }

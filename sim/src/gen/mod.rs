@@ -34,10 +34,13 @@ pub struct LiveScenario(pub Scenario);
 pub const LIVENESS_PROMPT: &str = "after the faults";
 
 impl LiveScenario {
-    /// The prefix, then `heal`, `cancel` and the final `user`, each a little later.
+    /// The prefix, then `heal`, `cancel` and the final `user`, each a little later; the `user`
+    /// late enough for the cancelled turn's appends to be answered when persistence is slow
+    /// (`persist_delay_ms`), as a client waits for `done` before its next `user`.
     pub fn full(&self) -> Scenario {
         let mut sc = self.0.clone();
         let end = sc.steps.iter().map(|s| s.at).max().unwrap_or(0);
+        let settle = 20 * sc.persist_delay_ms;
         sc.steps.push(Step {
             at: end + 1,
             action: Action::Heal,
@@ -47,7 +50,7 @@ impl LiveScenario {
             action: Action::Cancel,
         });
         sc.steps.push(Step {
-            at: end + 3,
+            at: end + 3 + settle,
             action: Action::User {
                 text: LIVENESS_PROMPT.into(),
             },
@@ -219,6 +222,9 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
     }
     if chance(g, 1, 6) {
         sc.mode_save_failures.push(0);
+    }
+    if chance(g, 1, 3) {
+        sc.persist_delay_ms = pick(g, &[1, 5, 40]);
     }
     session::add_features(g, &mut sc, may_quit);
     if chance(g, 1, 4) {
@@ -456,6 +462,9 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
     }
     if !sc.mode_save_failures.is_empty() {
         out.push(with(&|s| s.mode_save_failures.clear()));
+    }
+    if sc.persist_delay_ms > 0 {
+        out.push(with(&|s| s.persist_delay_ms = 0));
     }
     // Simplify replies.
     for (i, r) in sc.replies.iter().enumerate() {
