@@ -571,10 +571,13 @@ impl Core {
                 self.eff(Effect::CancelTool { call_id });
                 self.force_tool_end(call, &failed);
             }
+            Phase::PersistReply { .. } | Phase::PersistPartial { .. } => {
+                // The reply gets no message_done: it is not kept, so it leaves the transcript
+                // (the next request must not carry it).
+                self.conversation.pop();
+            }
             Phase::PromptHooks { .. }
             | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
             | Phase::TurnEndHooks { .. }
             | Phase::PersistRefusal { .. }
             | Phase::PersistCompaction { .. } => {}
@@ -653,9 +656,6 @@ impl Core {
             | Phase::PersistPartial { ticket: t, .. })
                 if t == ticket =>
             {
-                // The reply never reached disk and gets no message_done: it is not kept, so it
-                // leaves the transcript too (the next request must not carry it).
-                self.conversation.pop();
                 self.phase = other;
                 self.abort_turn(error);
             }
