@@ -91,7 +91,9 @@ impl Stream {
         chunks.extend(r.steps.iter().map(|s| s.to_vec()));
         match r.tail {
             Tail::End(b) => chunks.push(b.to_vec()),
-            Tail::Abort | Tail::Stall => panic!("a completed script ends the body"),
+            Tail::Abort | Tail::Stall | Tail::Endless { .. } => {
+                panic!("a completed script ends the body")
+            }
         }
         Stream { name, chunks }
     }

@@ -204,6 +204,7 @@ fn check(f: Flavor, script: &[StreamItem], end: &StreamEnd, cuts: &[usize]) -> R
             Some(ProviderItem::EndedWithoutCompletion { .. }) => return Ok(()),
             other => return Err(format!("expected EndedWithoutCompletion, got {other:?}")),
         },
+        StreamEnd::Endless { .. } => return Err("an endless stream has no last item".into()),
     };
     if got.last() != Some(&want_last) {
         return Err(format!("last {:?} != {want_last:?}", got.last()));

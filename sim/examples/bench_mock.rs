@@ -65,7 +65,7 @@ fn main() -> ExitCode {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let tail = match &r.tail {
             Tail::End(b) => text(b),
-            Tail::Abort | Tail::Stall => String::new(),
+            Tail::Abort | Tail::Stall | Tail::Endless { .. } => String::new(),
         };
         let json = serde_json::json!({
             "prelude": text(&r.prelude),

@@ -38,6 +38,10 @@ impl Flavor {
 pub enum Reply {
     /// The connection is refused: the endpoint is never reached.
     Unreachable,
+    /// The request reached the endpoint but the connection was closed before any response
+    /// (the client reports a transport failure, which is retried but does not count toward
+    /// the three-unreachable rule).
+    Transport,
     /// A non-success HTTP status with an error body.
     Status {
         status: u16,
@@ -127,4 +131,8 @@ pub enum StreamEnd {
     Stall,
     /// The provider reports an error event inside the stream.
     Error { error: String, message: String },
+    /// The stream never ends: text deltas of `delta_bytes` bytes each, as fast as the client
+    /// reads them (or one per `delay_ms`), until the client goes away (a provider faster than the client). The pure
+    /// driver feeds 8 MiB of them (past the default reply cap), then goes silent.
+    Endless { delta_bytes: usize },
 }

@@ -184,6 +184,19 @@ impl Core {
             | Phase::PersistRefusal { .. }
             | Phase::PersistCompaction { .. }) => self.phase = p,
         }
+        if self.in_turn() {
+            match self.config.limits.drain_timeout_ms {
+                0 => self.cancel_turn(),
+                ms => self.drain_deadline = Some(self.now.plus(ms)),
+            }
+        }
+    }
+
+    /// Cancel the turn in flight, as a `cancel` command would (the drain deadline passed).
+    pub(super) fn cancel_turn(&mut self) {
+        if self.in_turn() {
+            self.on_cancel();
+        }
     }
 
     fn on_approval_mode(&mut self, mode: &str) {

@@ -234,6 +234,9 @@ pub enum TimerReason {
     StreamIdle,
     /// A pending approval reached `approval_timeout_s`.
     ApprovalTimeout,
+    /// End of input came while a turn ran, and `drain_timeout_ms` has passed: the turn is
+    /// cancelled so the session can exit.
+    ShutdownDrain,
 }
 
 /// Retry and timeout settings (`[provider]` in config).
@@ -270,6 +273,16 @@ pub struct Limits {
     pub max_agent_tokens: u64,
     /// Approval timeout in ms, 0 = wait until answered or cancelled.
     pub approval_timeout_ms: u64,
+    /// Bytes of one reply's content kept: its text plus its tool calls' ids, names and
+    /// arguments. Past it the reply ends `truncated` (what was kept is `message_done`).
+    pub max_reply_bytes: u64,
+    /// Bytes of one reply's thinking kept; past it the reply ends `truncated` likewise.
+    pub max_thinking_bytes: u64,
+    /// Tool calls in one reply; one more ends the reply `truncated`, running none of them.
+    pub max_tool_calls: u32,
+    /// How long the turn in flight at `quit`, end of input or the first signal may go on
+    /// before it is cancelled (`done cancelled`) and the session exits; 0 cancels at once.
+    pub drain_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -278,6 +291,10 @@ impl Default for Limits {
             max_iterations: 50,
             max_agent_tokens: 0,
             approval_timeout_ms: 0,
+            max_reply_bytes: 4 << 20,
+            max_thinking_bytes: 4 << 20,
+            max_tool_calls: 128,
+            drain_timeout_ms: 10_000,
         }
     }
 }

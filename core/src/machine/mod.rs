@@ -173,6 +173,8 @@ pub struct Core {
     deferred_freeze: Option<Box<Freeze>>,
     /// `quit` or end of input arrived: finish the turn, decline approvals, then exit.
     draining: bool,
+    /// When the turn in flight at end of input is cancelled (set by `quit` / end of input).
+    drain_deadline: Option<Millis>,
     /// Startup outputs (freeze notes, session_start hooks) were emitted.
     started: bool,
     /// The stop reason of the last admitted turn.
@@ -209,6 +211,7 @@ impl Core {
             held: VecDeque::new(),
             arrived_in_turn: false,
             draining: false,
+            drain_deadline: None,
             started: false,
             last_stop: None,
             exit_code: None,
@@ -354,6 +357,16 @@ impl Core {
 
     /// When the core next needs `handle(now, Input::Timeout)`, and why. `None`: no timer.
     pub fn poll_timeout(&self) -> Option<(Millis, TimerReason)> {
+        let phase = self.phase_timeout();
+        match (self.drain_deadline, phase) {
+            (Some(d), Some((p, _))) if d <= p => Some((d, TimerReason::ShutdownDrain)),
+            (Some(d), None) => Some((d, TimerReason::ShutdownDrain)),
+            _ => phase,
+        }
+    }
+
+    /// The current phase's own timer.
+    fn phase_timeout(&self) -> Option<(Millis, TimerReason)> {
         match &self.phase {
             Phase::Streaming(a) => a.idle_deadline.map(|d| (d, TimerReason::StreamIdle)),
             Phase::Backoff { deadline, .. } => Some((*deadline, TimerReason::RetryBackoff)),
@@ -548,6 +561,7 @@ impl Core {
             0
         };
         self.phase = Phase::Closed;
+        self.drain_deadline = None;
         self.exit_code = Some(code);
         self.eff(Effect::Exit { code });
     }
@@ -607,8 +621,16 @@ impl Core {
                 self.end_turn("unverified");
             }
             other @ (Phase::PersistReply { ticket: t, .. }
-            | Phase::PersistPartial { ticket: t, .. }
-            | Phase::PersistResult { ticket: t, .. }
+            | Phase::PersistPartial { ticket: t, .. })
+                if t == ticket =>
+            {
+                // The reply never reached disk and gets no message_done: it is not kept, so it
+                // leaves the transcript too (the next request must not carry it).
+                self.conversation.pop();
+                self.phase = other;
+                self.abort_turn(error);
+            }
+            other @ (Phase::PersistResult { ticket: t, .. }
             | Phase::PersistCompaction { ticket: t, .. })
                 if t == ticket =>
             {
@@ -639,6 +661,12 @@ impl Core {
 
     fn on_timeout(&mut self) {
         let now = self.now;
+        if self.drain_deadline.is_some_and(|d| d <= now) {
+            self.drain_deadline = None;
+            if self.in_turn() {
+                return self.cancel_turn();
+            }
+        }
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Backoff {
                 request,

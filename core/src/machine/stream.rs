@@ -6,7 +6,10 @@
 //! Invariants: a `token` is emitted only for the current attempt, and once one is, that
 //! request is never retried; tool calls are dispatched only from a stream that completed; a
 //! truncated reply keeps its partial text (persisted before `message_done`), a failed one
-//! does not.
+//! does not; a reply past a client limit (`max_reply_bytes`, `max_thinking_bytes`,
+//! `max_tool_calls`) keeps what fitted, cancels its request and ends `truncated`, so no
+//! provider can grow the core's memory without bound; a duplicate call id in one reply is
+//! refused with a result telling the model.
 
 use crate::conversation::{Block, Message, Role};
 use crate::provider::{ProviderItem, RequestFailure, RequestId};
@@ -104,26 +107,63 @@ impl Core {
         match item {
             ProviderItem::Opened => {}
             ProviderItem::TextDelta { text } => {
-                if !text.is_empty() {
-                    a.text.push_str(&text);
-                    self.ev(Event::Token { text });
+                let room = self.room(a.content_bytes, self.config.limits.max_reply_bytes);
+                let kept = prefix_within(&text, room);
+                a.content_bytes += kept.len() as u64;
+                if !kept.is_empty() {
+                    a.text.push_str(kept);
+                    self.ev(Event::Token {
+                        text: kept.to_string(),
+                    });
+                }
+                if kept.len() < text.len() {
+                    let cap = self.config.limits.max_reply_bytes;
+                    return self.over_limit(
+                        *a,
+                        format!("the reply exceeded the client's limit of {cap} bytes (limits.max_reply_bytes)"),
+                    );
                 }
             }
             ProviderItem::ThinkingDelta { text } => {
-                if !text.is_empty() {
-                    a.thinking.push_str(&text);
-                    self.ev(Event::Thinking { text });
+                let cap = self.config.limits.max_thinking_bytes;
+                let kept = prefix_within(&text, self.room(a.thinking.len() as u64, cap));
+                if !kept.is_empty() {
+                    a.thinking.push_str(kept);
+                    self.ev(Event::Thinking {
+                        text: kept.to_string(),
+                    });
+                }
+                if kept.len() < text.len() {
+                    return self.over_limit(
+                        *a,
+                        format!("the reply's thinking exceeded the client's limit of {cap} bytes (limits.max_thinking_bytes)"),
+                    );
                 }
             }
             ProviderItem::ThinkingSignature { signature } => {
+                if signature.len() as u64 > self.config.limits.max_thinking_bytes {
+                    let cap = self.config.limits.max_thinking_bytes;
+                    return self.over_limit(
+                        *a,
+                        format!("the reply's thinking signature exceeded the client's limit of {cap} bytes (limits.max_thinking_bytes)"),
+                    );
+                }
                 a.signature = Some(signature);
             }
             ProviderItem::ToolCallStart { index, id, name } => {
+                if let Some(message) = self.call_over_limit(&a, index, id.len() + name.len()) {
+                    return self.over_limit(*a, message);
+                }
+                a.content_bytes += (id.len() + name.len()) as u64;
                 let c = a.calls.entry(index).or_default();
                 c.id = id;
                 c.name = name;
             }
             ProviderItem::ToolCallArgs { index, json } => {
+                if let Some(message) = self.call_over_limit(&a, index, json.len()) {
+                    return self.over_limit(*a, message);
+                }
+                a.content_bytes += json.len() as u64;
                 a.calls.entry(index).or_default().args.push_str(&json);
             }
             ProviderItem::Usage {
@@ -193,6 +233,40 @@ impl Core {
             Verdict::Fail { message } => self.fail_turn(message),
             Verdict::ContextExceeded { message } => self.context_exceeded(a, message),
         }
+    }
+
+    /// What is left of a `cap` with `used` spent.
+    fn room(&self, used: u64, cap: u64) -> usize {
+        usize::try_from(cap.saturating_sub(used)).unwrap_or(usize::MAX)
+    }
+
+    /// Why a tool-call item adding `bytes` for call `index` breaks a limit, if it does.
+    fn call_over_limit(&self, a: &Attempt, index: u32, bytes: usize) -> Option<String> {
+        let limits = &self.config.limits;
+        if !a.calls.contains_key(&index) && a.calls.len() as u64 >= u64::from(limits.max_tool_calls)
+        {
+            return Some(format!(
+                "the reply made more than the client's limit of {} tool calls \
+                 (limits.max_tool_calls); none of them was run",
+                limits.max_tool_calls
+            ));
+        }
+        if a.content_bytes.saturating_add(bytes as u64) > limits.max_reply_bytes {
+            return Some(format!(
+                "the reply exceeded the client's limit of {} bytes (limits.max_reply_bytes); \
+                 its tool calls were not run",
+                limits.max_reply_bytes
+            ));
+        }
+        None
+    }
+
+    /// A reply past a client limit: the request is cancelled (nothing more is read), the text
+    /// kept so far is persisted, then `message_done`, `error`, `done truncated`; no tool call of
+    /// the reply runs.
+    fn over_limit(&mut self, a: Attempt, message: String) {
+        self.eff(Effect::CancelRequest { request: a.request });
+        self.truncate(a.text, message);
     }
 
     /// `error` then `done error` (nothing is in flight: the attempt is over).
@@ -297,6 +371,7 @@ impl Core {
             content.push(Block::text(a.text.clone()));
         }
         let mut calls = Vec::new();
+        let mut ids = std::collections::BTreeSet::new();
         for pc in a.calls.into_values() {
             let id = if pc.id.is_empty() {
                 let id = format!("call_{}", self.next_call);
@@ -305,7 +380,24 @@ impl Core {
             } else {
                 pc.id
             };
-            let args = parse_args(&pc.args);
+            let mut args = parse_args(&pc.args);
+            // A second call with an id already used in this reply is not run: it gets a fresh
+            // id (so every tool result pairs with one call) and a result telling the model.
+            let id = if ids.contains(&id) {
+                let mut n = 2;
+                while ids.contains(&format!("{id}_dup{n}")) {
+                    n += 1;
+                }
+                args = Err(format!(
+                    "refused: this reply already made a call with id {id:?}; call ids must be \
+                     unique within a reply, so this call (renamed {id}_dup{n}) was not run. \
+                     Make the call again if it is still needed."
+                ));
+                format!("{id}_dup{n}")
+            } else {
+                id
+            };
+            ids.insert(id.clone());
             content.push(Block::ToolUse {
                 id: id.clone(),
                 name: pc.name.clone(),
@@ -391,6 +483,18 @@ impl Core {
             context_tokens: self.config.context_tokens,
         });
     }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a char boundary.
+fn prefix_within(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// Parse a tool call's streamed arguments: empty means `{}`; anything but a JSON object is an

@@ -123,6 +123,9 @@ pub(super) struct Attempt {
     /// Tool calls by the provider's index, in the provider's order.
     pub calls: BTreeMap<u32, PendingCall>,
     pub usage: Option<Usage>,
+    /// Bytes of reply content so far: text plus tool calls' ids, names and arguments (the
+    /// figure `max_reply_bytes` bounds).
+    pub content_bytes: u64,
 }
 
 impl Attempt {
@@ -136,6 +139,7 @@ impl Attempt {
             signature: None,
             calls: BTreeMap::new(),
             usage: None,
+            content_bytes: 0,
         }
     }
 }

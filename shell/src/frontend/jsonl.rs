@@ -54,6 +54,10 @@ impl<W: Write> Sink for JsonlSink<W> {
         self.buf.push(b'\n');
     }
 
+    fn buffered_bytes(&self) -> usize {
+        self.buf.len()
+    }
+
     fn flush(&mut self) {
         if self.buf.is_empty() {
             return;

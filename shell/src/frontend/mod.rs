@@ -19,8 +19,13 @@ use openmax_core::wire::Event;
 pub trait Sink {
     /// One event, in emission order.
     fn event(&mut self, event: Event);
-    /// The core went quiet: make everything written so far visible.
+    /// The core went quiet (or [`Sink::buffered_bytes`] grew large): make everything written
+    /// so far visible.
     fn flush(&mut self);
+    /// Bytes of events written but not yet flushed.
+    fn buffered_bytes(&self) -> usize {
+        0
+    }
     /// Whether the client is gone: a write failed because it closed its end (EPIPE). The
     /// runtime then ends input as at EOF: the turn drains, approvals are declined, it exits.
     fn client_gone(&self) -> bool {

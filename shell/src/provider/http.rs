@@ -59,6 +59,10 @@ pub fn build_client(connect_timeout_ms: u64) -> HttpsClient {
 pub trait Sink: Send {
     fn item(&mut self, item: ProviderItem);
     fn failed(&mut self, failure: RequestFailure);
+    /// The backpressure window the items count against, if any (see [`super::flow`]).
+    fn flow(&self) -> Option<std::sync::Arc<super::flow::StreamFlow>> {
+        None
+    }
 }
 
 /// Whether the error's cause is the peer resetting the connection. A reset during connect means
@@ -124,6 +128,7 @@ pub async fn run_attempt(
     }
     let mut body = resp.into_body();
     let mut sse = SseDecoder::new();
+    let flow = sink.flow();
     loop {
         match body.frame().await {
             Some(Ok(frame)) => {
@@ -134,6 +139,9 @@ pub async fn run_attempt(
                     if emit_all(sink, mapper.on_event(&ev)) {
                         return;
                     }
+                }
+                if let Some(flow) = &flow {
+                    flow.wait_room().await;
                 }
             }
             Some(Err(e)) => {

@@ -12,11 +12,12 @@
 //!
 //! Modules: [`sse`] (the decoder), [`mapping`] (what the mappers share), [`anthropic`],
 //! [`openai`] (Responses), [`chat`] (Chat Completions), [`replay`] (history helpers),
-//! [`http`] (client and classification), [`retry_after`], [`demo`].
+//! [`http`] (client and classification), [`flow`] (backpressure), [`retry_after`], [`demo`].
 
 pub mod anthropic;
 pub mod chat;
 pub mod demo;
+pub mod flow;
 pub mod http;
 pub mod mapping;
 pub mod openai;
@@ -279,12 +280,38 @@ impl Provider {
         body: ModelRequest,
         tx: UnboundedSender<Input>,
     ) -> JoinHandle<()> {
+        self.spawn_inner(request, attempt, body, tx, None)
+    }
+
+    /// [`Provider::spawn`] under backpressure: every item is counted in `flow`, and the task
+    /// waits for room (the runtime calls [`flow::StreamFlow::taken`] per item it takes) before
+    /// reading more of the body.
+    pub fn spawn_with_flow(
+        &self,
+        request: RequestId,
+        attempt: u32,
+        body: ModelRequest,
+        tx: UnboundedSender<Input>,
+        flow: Arc<flow::StreamFlow>,
+    ) -> JoinHandle<()> {
+        self.spawn_inner(request, attempt, body, tx, Some(flow))
+    }
+
+    fn spawn_inner(
+        &self,
+        request: RequestId,
+        attempt: u32,
+        body: ModelRequest,
+        tx: UnboundedSender<Input>,
+        flow: Option<Arc<flow::StreamFlow>>,
+    ) -> JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
             let mut sink = ChannelSink {
                 request,
                 attempt,
                 tx,
+                flow,
             };
             this.run(request, attempt, &body, &mut sink).await;
         })
@@ -389,15 +416,28 @@ struct ChannelSink {
     request: RequestId,
     attempt: u32,
     tx: UnboundedSender<Input>,
+    flow: Option<Arc<flow::StreamFlow>>,
 }
 
 impl Sink for ChannelSink {
     fn item(&mut self, item: ProviderItem) {
-        let _ = self.tx.send(Input::Provider {
+        // Counted before the send: the loop may take the item before `send` returns, and its
+        // `taken` must find the item counted or the window would drift full.
+        if let Some(flow) = &self.flow {
+            flow.sent();
+        }
+        let sent = self.tx.send(Input::Provider {
             request: self.request,
             attempt: self.attempt,
             item,
         });
+        if let (Err(_), Some(flow)) = (sent, &self.flow) {
+            flow.taken();
+        }
+    }
+
+    fn flow(&self) -> Option<Arc<flow::StreamFlow>> {
+        self.flow.clone()
     }
 
     fn failed(&mut self, failure: RequestFailure) {

@@ -5,15 +5,20 @@
 //! Invariants:
 //! - Single mutation then full drain: every `handle` is followed by polling the core to empty;
 //!   events go to the [`Sink`] in emission order, effects are started in emission order.
-//! - Quick effects (persist, save mode, approve source) are performed inline and their
-//!   answer is queued locally, ahead of anything else, so e.g. a `Persisted` ack is seen before
-//!   any later provider item. Hooks run as tasks (their processes are killed at shutdown) and
+//! - Session appends go to the writer thread ([`super::persist`]) in emission order; each
+//!   `Persisted`/`PersistFailed` comes on the channel once its records are durable, so the loop
+//!   goes on emitting events that wait on nothing while an `fdatasync` runs. Other quick
+//!   effects (save mode, approve source) are performed inline and their answer is queued
+//!   locally, ahead of anything else. At exit the loop waits for the writer to finish. Hooks run as tasks (their processes are killed at shutdown) and
 //!   answer with `HookDone`. A refreeze runs as a task too (MCP servers start and list
 //!   asynchronously); the core holds client input until its `Frozen` answer.
 //! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
 //!   process group; only a second signal exits at once (130).
 //! - The sink is flushed when the core goes quiet: no queued input and nothing ready on the
-//!   channel. A burst of inputs therefore costs one stdout write. When a flush finds the client
+//!   channel, or when [`FLUSH_AT_BYTES`] are buffered. A burst of inputs therefore costs one
+//!   stdout write per 64 KiB, and memory stays bounded while input floods in; provider tasks
+//!   wait when [`crate::provider::flow::WINDOW_ITEMS`] of their items are still queued
+//!   (backpressure). When a flush finds the client
 //!   gone (EPIPE on stdout), end of input is queued once, exactly as if stdin had ended.
 //! - Time: `now` is milliseconds since the runtime started (monotonic `Instant`). The next
 //!   deadline comes from `core.poll_timeout()`; when it is due the core gets `Input::Timeout`.
@@ -34,6 +39,11 @@ use openmax_core::{Core, Millis};
 
 use super::backend::{Backend, InputTx};
 use crate::frontend::Sink;
+
+/// Events buffered past this are flushed even while inputs keep coming, so a provider faster
+/// than the client never piles events up in memory: the blocking write to stdout paces the loop
+/// (and, through the backpressure window, the provider).
+pub const FLUSH_AT_BYTES: usize = 64 * 1024;
 
 /// A core with its effect backends and its event sink.
 pub struct Runtime<S: Sink> {
@@ -166,6 +176,10 @@ impl<S: Sink> Runtime<S> {
         if let Some(policy) = self.signals {
             self.spawn_signal_task(policy);
         }
+        if let Err(e) = self.backend.start_persistence(self.tx.clone()) {
+            // Appends stay inline: slower, never lost.
+            eprintln!("openmax: {e}");
+        }
         if let Some(mut rx) = self.notices.take() {
             let tx = self.tx.clone();
             tokio::spawn(async move {
@@ -191,6 +205,7 @@ impl<S: Sink> Runtime<S> {
                     self.hook_cancels.remove(hook_run);
                 }
                 Input::Frozen { .. } => self.backend.install_refreeze(),
+                Input::Provider { .. } => self.backend.provider_item_taken(),
                 _ => {}
             }
             let now = self.now();
@@ -215,9 +230,12 @@ impl<S: Sink> Runtime<S> {
             if let Some(code) = exit {
                 self.sink.flush();
                 self.shutdown();
+                self.backend.finish_persistence();
                 return (code, self.sink);
             }
-            if self.ready.is_empty() && self.rx.is_empty() {
+            if (self.ready.is_empty() && self.rx.is_empty())
+                || self.sink.buffered_bytes() >= FLUSH_AT_BYTES
+            {
                 self.sink.flush();
             }
             if !self.client_gone && self.sink.client_gone() {
@@ -349,11 +367,10 @@ impl<S: Sink> Runtime<S> {
                 });
             }
             Effect::Persist { ticket, records } => {
-                let input = match self.backend.persist(records) {
-                    Ok(()) => Input::Persisted { ticket },
-                    Err(message) => Input::PersistFailed { ticket, message },
-                };
-                self.ready.push_back(input);
+                // On the writer thread: the answer comes on the channel once it is durable.
+                if let Some(input) = self.backend.persist(ticket, records) {
+                    self.ready.push_back(input);
+                }
             }
             Effect::SaveMode { mode } => {
                 let input = match self.backend.save_mode(mode) {

@@ -40,6 +40,9 @@ pub enum Tail {
     Abort,
     /// Keep the body open and silent until the client goes away or the server stops.
     Stall,
+    /// Send `first`, then `repeat` over and over until the client goes away or the server
+    /// stops.
+    Endless { first: Bytes, repeat: Bytes },
 }
 
 impl Rendered {
@@ -88,6 +91,15 @@ pub fn render_stream(
         StreamEnd::CleanEof => Tail::End(Bytes::new()),
         StreamEnd::Abort => Tail::Abort,
         StreamEnd::Stall => Tail::Stall,
+        StreamEnd::Endless { delta_bytes } => {
+            let delta = StreamItem::Text {
+                text: "x".repeat((*delta_bytes).max(1)),
+            };
+            // The first opens a text block when the items left none open; the rest are deltas.
+            let first = Bytes::from(enc.item(&delta));
+            let repeat = Bytes::from(enc.item(&delta));
+            Tail::Endless { first, repeat }
+        }
     };
     Rendered {
         prelude,

@@ -275,7 +275,8 @@ async fn handle(
         return Err(CloseWithoutResponse);
     };
     match reply {
-        Reply::Unreachable => Err(CloseWithoutResponse),
+        // Transport: the request was read, then the connection closes with no response.
+        Reply::Unreachable | Reply::Transport => Err(CloseWithoutResponse),
         Reply::Status {
             status,
             retry_after,
@@ -386,6 +387,20 @@ async fn produce(tx: mpsc::Sender<Chunk>, rendered: super::render::Rendered, del
         }
         // Silent until the body is dropped (client gone, or the server stopped).
         Tail::Stall => tx.closed().await,
+        Tail::Endless { first, repeat } => {
+            if send(&tx, first).await.is_err() {
+                return;
+            }
+            // The bounded channel paces this to the client's reading (and `delay`, if any).
+            loop {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                if send(&tx, repeat.clone()).await.is_err() {
+                    return;
+                }
+            }
+        }
     }
 }
 

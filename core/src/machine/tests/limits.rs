@@ -1,4 +1,4 @@
-//! `max_iterations` and `max_agent_tokens`.
+//! `max_iterations`, `max_agent_tokens`, and the per-reply bounds (text, thinking, tool calls, duplicate call ids).
 
 use super::*;
 
@@ -54,4 +54,154 @@ fn budget_exhausted_then_resubmit_continues() {
     assert_eq!(h.sends(), 2);
     h.reply("ok");
     assert_eq!(h.take().last().unwrap(), "done stop");
+}
+
+#[test]
+fn reply_text_past_the_cap_keeps_what_fitted_and_ends_truncated() {
+    let mut c = config();
+    c.limits.max_reply_bytes = 10;
+    let mut h = H::with(c);
+    h.user("hi");
+    h.item(ProviderItem::Opened);
+    h.item(text_d("12345678"));
+    h.item(text_d("é9é"));
+    assert!(h.has_effect(|e| matches!(e, Effect::CancelRequest { request: 1 })));
+    // "é" is two bytes: 8 + 2 fit, the "9" does not.
+    assert_eq!(
+        h.take(),
+        s(&[
+            "token 12345678",
+            "token é",
+            "message_done 12345678é",
+            "error",
+            "done truncated"
+        ])
+    );
+    assert!(h.messages("error")[0].contains("limits.max_reply_bytes"));
+    // Later items of the cancelled stream change nothing.
+    h.item(text_d("more"));
+    assert_eq!(h.take(), Vec::<String>::new());
+}
+
+#[test]
+fn thinking_past_the_cap_ends_truncated_with_the_text_kept() {
+    let mut c = config();
+    c.limits.max_thinking_bytes = 4;
+    let mut h = H::with(c);
+    h.user("hi");
+    h.items(vec![
+        ProviderItem::Opened,
+        ProviderItem::ThinkingDelta { text: "abc".into() },
+        ProviderItem::ThinkingDelta { text: "def".into() },
+    ]);
+    assert_eq!(
+        h.take(),
+        s(&[
+            "thinking abc",
+            "thinking d",
+            "message_done ",
+            "error",
+            "done truncated"
+        ])
+    );
+    assert!(h.messages("error")[0].contains("limits.max_thinking_bytes"));
+}
+
+#[test]
+fn one_call_over_the_tool_call_cap_runs_none() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    c.limits.max_tool_calls = 3;
+    let mut h = H::with(c);
+    h.user("go");
+    h.item(ProviderItem::Opened);
+    for i in 0..5u32 {
+        h.item(ProviderItem::ToolCallStart {
+            index: i,
+            id: format!("c{i}"),
+            name: "read_file".into(),
+        });
+    }
+    h.item(ProviderItem::Completed {
+        finish_reason: "tool_use".into(),
+    });
+    assert_eq!(h.take(), s(&["message_done ", "error", "done truncated"]));
+    assert!(h.messages("error")[0].contains("limits.max_tool_calls"));
+    assert!(!h.has_effect(|e| matches!(e, Effect::PlanTool { .. })));
+}
+
+#[test]
+fn tool_arguments_count_toward_the_reply_cap() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    c.limits.max_reply_bytes = 64;
+    let mut h = H::with(c);
+    h.user("go");
+    h.item(ProviderItem::Opened);
+    h.item(ProviderItem::ToolCallStart {
+        index: 0,
+        id: "c1".into(),
+        name: "write_file".into(),
+    });
+    h.item(ProviderItem::ToolCallArgs {
+        index: 0,
+        json: format!("{{\"content\":\"{}\"}}", "x".repeat(100)),
+    });
+    assert_eq!(h.take(), s(&["message_done ", "error", "done truncated"]));
+    assert!(!h.has_effect(|e| matches!(e, Effect::PlanTool { .. })));
+}
+
+#[test]
+fn a_duplicate_call_id_is_refused_with_a_result_telling_the_model() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    let mut h = H::with(c);
+    h.user("go");
+    h.items(vec![
+        ProviderItem::Opened,
+        ProviderItem::ToolCallStart {
+            index: 0,
+            id: "same".into(),
+            name: "read_file".into(),
+        },
+        ProviderItem::ToolCallArgs {
+            index: 0,
+            json: r#"{"path":"a"}"#.into(),
+        },
+        ProviderItem::ToolCallStart {
+            index: 1,
+            id: "same".into(),
+            name: "read_file".into(),
+        },
+        ProviderItem::ToolCallArgs {
+            index: 1,
+            json: r#"{"path":"b"}"#.into(),
+        },
+        ProviderItem::Completed {
+            finish_reason: "tool_use".into(),
+        },
+    ]);
+    h.planned("same", plan(false));
+    h.tool_done("same", true, "A");
+    let evs = h.take();
+    assert!(evs.contains(&"tool_end same true".to_string()), "{evs:?}");
+    assert!(
+        evs.contains(&"tool_end same_dup2 false".to_string()),
+        "{evs:?}"
+    );
+    let refusal = &h.messages("tool_end")[1];
+    assert!(
+        refusal.contains("unique") && refusal.contains("not run"),
+        "{refusal}"
+    );
+    let planned: Vec<_> = h
+        .effects
+        .iter()
+        .filter(|e| matches!(e, Effect::PlanTool { .. }))
+        .collect();
+    assert_eq!(planned.len(), 1, "only the first call runs");
+    // The next request pairs each call with one result.
+    let body = serde_json::to_string(&h.last_body()).unwrap();
+    assert!(body.contains("same_dup2"), "{body}");
+    h.reply("done");
 }

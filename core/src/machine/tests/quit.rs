@@ -72,3 +72,60 @@ fn exit_code_follows_the_last_turn() {
     assert_eq!(h.take(), s(&["error", "done error"]));
     assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 1 }));
 }
+
+#[test]
+fn end_of_input_during_an_endless_stream_cancels_at_the_drain_deadline() {
+    let mut c = config();
+    c.limits.drain_timeout_ms = 10_000;
+    let mut h = H::with(c);
+    h.user("hi");
+    h.item(ProviderItem::Opened);
+    h.item(text_d("part"));
+    h.advance(1_000);
+    h.input(Input::EndOfInput);
+    // The stream keeps coming: each item resets the idle timer, never the drain deadline.
+    for _ in 0..5 {
+        h.advance(1_000);
+        h.item(text_d("."));
+    }
+    assert_eq!(
+        h.core.poll_timeout(),
+        Some((Millis(11_000), TimerReason::ShutdownDrain))
+    );
+    assert_eq!(h.fire_timer(), TimerReason::ShutdownDrain);
+    assert!(h.has_effect(|e| matches!(e, Effect::CancelRequest { request: 1 })));
+    let evs = h.take();
+    assert_eq!(
+        evs[evs.len() - 2..],
+        s(&["message_done part.....", "done cancelled"])
+    );
+    assert_eq!(evs.iter().filter(|e| e.starts_with("done")).count(), 1);
+    assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 0 }));
+}
+
+#[test]
+fn a_turn_that_ends_before_the_drain_deadline_is_not_cancelled() {
+    let mut h = H::new();
+    h.user("hi");
+    h.cmd(json!({"cmd":"quit"}));
+    assert!(matches!(
+        h.core.poll_timeout(),
+        Some((_, TimerReason::ShutdownDrain))
+    ));
+    h.reply("bye");
+    assert_eq!(h.take().last().unwrap(), "done stop");
+    assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 0 }));
+    assert_eq!(h.core.poll_timeout(), None);
+}
+
+#[test]
+fn a_zero_drain_deadline_cancels_at_once() {
+    let mut c = config();
+    c.limits.drain_timeout_ms = 0;
+    let mut h = H::with(c);
+    h.user("hi");
+    h.item(ProviderItem::Opened);
+    h.input(Input::EndOfInput);
+    assert_eq!(h.take().last().unwrap(), "done cancelled");
+    assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 0 }));
+}
