@@ -15,6 +15,10 @@ fork/exec on the monotonic clock, with the kernel's rusage of the child (os.wait
                the sim's renderer makes, from `bench_mock --dump`). Median and p99 over all
                events of all runs.
   check        `openmax --stdio --check` over a file of valid token lines: MB/s
+  grep_100k    `--stdio`, one turn whose reply calls `grep` for a literal over a generated
+               100,000-file tree (100 dirs x 1,000 files, 100 of them matching): the time from
+               the `tool_start` line to the `tool_end` line, beside `rg -n` of the same pattern
+               over the same directory (wall, from fork to exit) as the floor
 
 and the same stream through `curl -N` as the floor (1-token, 2000-delta, latency). The 1-token
 and 2000-delta replies come from the sim's mock (`sim/examples/bench_mock.rs`, hyper on
@@ -52,7 +56,8 @@ DELTA_RE = re.compile(MARK.encode() + rb"(\d+) ")
 
 # Codex CLI 0.171, measured once on this machine (medians of 10 runs).
 CODEX = {"turn_1tok_wall": 0.185, "first_line": 0.083, "turn_2000_cpu": 0.255, "rss_mib": 143}
-SCENARIOS = ["hello", "turn_1tok", "print_1tok", "turn_2000", "latency_1ms", "check"]
+SCENARIOS = ["hello", "turn_1tok", "print_1tok", "turn_2000", "latency_1ms", "check",
+             "grep_100k"]
 
 
 def free_port():
@@ -159,6 +164,82 @@ class TimestampMock:
         self.stopping = True
         self.sock.close()
         self.thread.join(timeout=5)
+
+
+class ScriptMock:
+    """A loopback HTTP/1.1 server thread answering the Nth POST with `bodies[N % len]` (whole
+    SSE bodies, sent at once)."""
+
+    def __init__(self, bodies):
+        self.bodies = bodies
+        self.count = 0
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.stopping = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                buf = b""
+                while b"\r\n\r\n" not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    buf += data
+                head, _, body = buf.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    k, _, v = line.partition(b":")
+                    if k.strip().lower() == b"content-length":
+                        length = int(v.strip())
+                while len(body) < length:
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    body += data
+                out = self.bodies[self.count % len(self.bodies)]
+                self.count += 1
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                             b"content-length: %d\r\nconnection: close\r\n\r\n" % len(out)
+                             + out)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    def stop(self):
+        self.stopping = True
+        self.sock.close()
+        self.thread.join(timeout=5)
+
+
+def sse(events):
+    return b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), json.dumps(e).encode())
+                    for e in events)
+
+
+def anthropic_reply(block, deltas, stop):
+    usage = {"input_tokens": 50, "cache_creation_input_tokens": 0,
+             "cache_read_input_tokens": 0, "output_tokens": 1}
+    return sse([
+        {"type": "message_start", "message": {
+            "id": "msg_bench", "type": "message", "role": "assistant", "model": "mock-model",
+            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        *({"type": "content_block_delta", "index": 0, "delta": d} for d in deltas),
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+         "usage": {"output_tokens": 1}},
+        {"type": "message_stop"}])
 
 
 def run_child(cmd, env=None, cwd=None, stdin_bytes=b"", stdin_path=None, hold_stdin=False,
@@ -425,6 +506,47 @@ class Bench:
                            missing_events=missing)
             out[who] = lat
 
+    def grep_100k(self):
+        if self.args.flavor != "anthropic":
+            print("grep_100k: anthropic flavor only; skipped", file=sys.stderr)
+            return
+        tree = os.path.join(self.project, "tree")
+        for d in range(100):
+            sub = os.path.join(tree, f"d{d:03}")
+            os.makedirs(sub)
+            for i in range(1000):
+                with open(os.path.join(sub, f"f{i:04}.txt"), "w") as f:
+                    f.write(f"file {d} {i}\nsome ordinary text line\n"
+                            + ("the NEEDLE is here\n" if i == 500 else "nothing to see\n"))
+        call = anthropic_reply(
+            {"type": "tool_use", "id": "toolu_grep", "name": "grep", "input": {}},
+            [{"type": "input_json_delta", "partial_json": json.dumps({"pattern": "NEEDLE"})}],
+            "tool_use")
+        text = anthropic_reply({"type": "text", "text": ""},
+                               [{"type": "text_delta", "text": "ok"}], "end_turn")
+        mock = ScriptMock([call, text])
+        try:
+            self.configure(mock.port)
+            runs = self.repeat("grep_100k", lambda: run_child(
+                self.openmax("--stdio"), env=self.env, cwd=self.project,
+                stdin_bytes=self.user_line(), line_times=True))
+        finally:
+            mock.stop()
+        spans, matches = [], None
+        for r in runs:
+            start = next((t for t, l in r["_lines"] if b'"type":"tool_start"' in l), None)
+            end = next(((t, l) for t, l in r["_lines"] if b'"type":"tool_end"' in l), None)
+            if start and end:
+                spans.append((end[0] - start) / 1e9)
+                matches = json.loads(end[1])["output"].count("NEEDLE")
+        self.summarize("grep_100k", runs, span_s=median(spans), matches=matches)
+        if shutil.which("rg"):
+            rg = self.repeat("grep_100k_rg", lambda: run_child(
+                ["rg", "-n", "NEEDLE", "."], cwd=self.project))
+            self.summarize("grep_100k_rg", rg, span_s=median(r["wall_s"] for r in rg),
+                           matches=rg[-1]["stdout_tail"].count("NEEDLE") if rg else None)
+        shutil.rmtree(tree, ignore_errors=True)
+
     def check(self):
         path = os.path.join(self.tmp, "check.jsonl")
         target = self.args.check_mb * 1_000_000
@@ -505,6 +627,11 @@ class Bench:
                          "met" if a is not None else "missed"))
         rows.append(("2000-delta turn wall at 1 ms spacing", f(g("latency_1ms", "wall_s"), "ms"),
                      f(g("latency_1ms_curl", "wall_s"), "ms"), "", "", ""))
+        a, b = g("grep_100k", "span_s"), g("grep_100k_rg", "span_s")
+        rows.append(("grep over a 100k-file tree (tool_start to tool_end; rg: wall)",
+                     f(a, "ms"), f"rg {f(b, 'ms')} ({ratio(a, b)})", "", "≤ 1.1x rg",
+                     "n/a" if a is None or b is None else
+                     ("met" if a <= 1.1 * b else f"missed ({a / b:.2f}x rg)")))
         c = g("check", "mb_per_s")
         rows.append(("--stdio --check over token lines", "n/a" if c is None else f"{c:.0f} MB/s",
                      "", "", "≥ 200 MB/s", verdict_ge(c, 200)))
@@ -584,6 +711,8 @@ def main():
             b.latency()
         if "check" in only:
             b.check()
+        if "grep_100k" in only:
+            b.grep_100k()
         version = subprocess.run([args.bin, "--version"], capture_output=True, text=True).stdout
         curl_v = subprocess.run(["curl", "--version"], capture_output=True, text=True).stdout
         print(f"openmax: {version.strip()}; curl: {curl_v.splitlines()[0] if curl_v else '?'}; "

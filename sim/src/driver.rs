@@ -6,7 +6,7 @@
 //! core's `poll_timeout`, jumping the clock there. Ties at one instant go, in this order, to
 //! local answers (persistence, mode saves, refreezes, hooks, tool plans: work on this machine
 //! that completes before the client's next line), then the timeline step, then remote answers
-//! (provider items, tool results, in scheduling order), then the timer. The run ends when nothing is due
+//! (provider items, tool results, late persistence answers, in scheduling order), then the timer. The run ends when nothing is due
 //! (the core is quiet), after the `Exit` effect, or when the step cap is hit (a violation).
 //!
 //! Defaults when a queue is dry: a model request gets one `Text "ok"` reply that completes; a
@@ -25,8 +25,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use openmax_core::machine::{Effect, Input, Output, TimerReason};
+use openmax_core::conversation::Role;
+use openmax_core::machine::{Effect, HookEvent, Input, Output, TimerReason};
 use openmax_core::provider::{FailureKind, ProviderItem, RequestFailure, RequestId};
+use openmax_core::record::Record;
 use openmax_core::tool::ToolOutcome;
 use openmax_core::wire::{Event, Hello};
 use openmax_core::{Core, Millis};
@@ -50,6 +52,8 @@ enum Owner {
     Tool(String),
     /// Local work (disk, hooks, plans): answered before the client's next line.
     Local,
+    /// A session append answered late (`persist_delay_ms`), among the remote answers.
+    Disk,
 }
 
 #[derive(Debug)]
@@ -113,6 +117,7 @@ impl<'a> Driver<'a> {
             streamed_calls: BTreeSet::new(),
             final_timeout: None,
             went_quiet: false,
+            in_turn_after_done: Vec::new(),
         };
         let core = match sc.core_config() {
             Ok(cfg) => Some(Core::new(cfg)),
@@ -377,11 +382,39 @@ impl<'a> Driver<'a> {
                 Output::Effect(e) => self.answer(e),
             }
         }
+        if self.turn_left_running(&outputs) {
+            self.run.in_turn_after_done.push(self.run.trace.len());
+        }
         self.run.trace.push(Fed {
             at: now,
             input: fed,
             outputs,
         });
+    }
+
+    /// After a drain that emitted a `done`, the core must report no turn in flight, unless a
+    /// `user` held behind a `SaveMode` or `Refreeze` answer started a new turn after that
+    /// `done` (its prompt record, prompt hook or first request went out in the same drain).
+    fn turn_left_running(&mut self, outputs: &[Output]) -> bool {
+        let Some(last_done) = outputs
+            .iter()
+            .rposition(|o| matches!(o, Output::Event(Event::Done { .. })))
+        else {
+            return false;
+        };
+        let new_turn = outputs[last_done..].iter().any(|o| {
+            matches!(
+                o,
+                Output::Effect(Effect::SendRequest { attempt: 1, .. })
+                    | Output::Effect(Effect::RunHook {
+                        event: HookEvent::UserPromptSubmit,
+                        ..
+                    })
+            ) || matches!(o, Output::Effect(Effect::Persist { records, .. })
+                if records.iter().any(|r| matches!(r,
+                    Record::Message { message } if message.role == Role::User)))
+        });
+        self.core().in_turn() && !new_turn
     }
 
     /// Whether an attempt is the latest of its request and the request was not cancelled.
@@ -507,7 +540,10 @@ impl<'a> Driver<'a> {
                 } else {
                     Input::Persisted { ticket }
                 };
-                self.schedule(0, Owner::Local, input);
+                match self.sc.persist_delay_ms {
+                    0 => self.schedule(0, Owner::Local, input),
+                    ms => self.schedule(ms, Owner::Disk, input),
+                }
             }
             Effect::SaveMode { mode } => {
                 let n = self.mode_count;
@@ -571,6 +607,16 @@ pub fn reply_inputs(
                 attempt,
                 failure: RequestFailure::Unreachable {
                     detail: "connection refused (scripted)".into(),
+                },
+            },
+        )],
+        Reply::Transport => vec![(
+            0,
+            Input::RequestFailed {
+                request,
+                attempt,
+                failure: RequestFailure::Transport {
+                    detail: "connection closed before the response (scripted)".into(),
                 },
             },
         )],
@@ -841,6 +887,35 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn late_persistence_answers_come_after_what_is_due_first() {
+        let mut sc = Scenario::default();
+        sc.steps.push(crate::scenario::Step {
+            at: 0,
+            action: Action::User { text: "hi".into() },
+        });
+        let acks = |sc: &Scenario| -> Vec<(u64, usize)> {
+            let r = run(sc);
+            assert!(r.violations.is_empty(), "{:?}", r.violations);
+            assert!(r.wire().iter().any(|l| l.contains("\"end_turn\"")));
+            r.trace
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| matches!(f.input, FedInput::Core(Input::Persisted { .. })))
+                .map(|(i, f)| (f.at.0, i))
+                .collect()
+        };
+        let at_once = acks(&sc);
+        sc.persist_delay_ms = 40;
+        let late = acks(&sc);
+        assert_eq!(at_once.len(), late.len());
+        // At once, the user message's ack is fed right after the line; late, the provider's
+        // reply is fed first and the ack comes 40 ms on.
+        assert_eq!(at_once[0], (0, 1));
+        assert_eq!(late[0].0, 40);
+        assert!(late[0].1 > 2, "{late:?}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::checks::{self, Violation};
 use crate::driver;
 use crate::gen::{self, LiveScenario};
 use crate::scenario::Scenario;
+use crate::trace::Run;
 
 /// Generator size passed to quickcheck's `Gen`.
 pub const GEN_SIZE: usize = 50;
@@ -26,6 +27,11 @@ pub fn case(seed: u64, k: u64) -> (Scenario, bool) {
 
 /// Run a scenario and check everything (liveness too when `live`).
 pub fn check(sc: &Scenario, live: bool) -> Vec<Violation> {
+    check_run(sc, live).0
+}
+
+/// [`check`], also returning the run (for the coverage tally).
+pub fn check_run(sc: &Scenario, live: bool) -> (Vec<Violation>, Run) {
     let run = driver::run(sc);
     let mut v = checks::check_all(sc, &run);
     if live {
@@ -38,7 +44,7 @@ pub fn check(sc: &Scenario, live: bool) -> Vec<Violation> {
                 }),
         );
     }
-    v
+    (v, run)
 }
 
 /// Shrink a failing scenario greedily while it still breaks `property`.

@@ -11,8 +11,10 @@
 //! - [`checks`]: the turn guarantees as named checks over a run.
 //! - [`oracle`]: the core's stream validator and pairing checker applied to a run.
 //! - [`gen`]: quickcheck generators of scenarios, with shrinking.
+//! - [`coverage`]: which features, faults and endings generated runs reach.
 
 pub mod checks;
+pub mod coverage;
 pub mod driver;
 pub mod explore;
 pub mod gen;

@@ -5,20 +5,24 @@
 //!   checker and the turn guarantees, and a mismatch with `<name>.golden.jsonl` when one sits
 //!   beside the file. Exit 1 when anything is violated.
 //! - `openmax-sim explore --seed S --cases N [--jobs J] [--save DIR]`: run N generated
-//!   scenarios (deterministic from S, whatever J, the worker threads: default all cores), print the shrunk counterexample of each violated property (saved
-//!   as a scenario file under DIR with `--save`), and the rate. Exit 1 on any violation.
+//!   scenarios (deterministic from S, whatever J, the worker threads: default all cores),
+//!   print the shrunk counterexample of each violated property (saved as a scenario file
+//!   under DIR with `--save`), and the rate. With `--coverage`, also how many cases reached
+//!   each feature, fault and ending of `coverage::WANTED` (and which none did). Exit 1 on any
+//!   violation or, with `--coverage`, on a wanted name no case reached.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use openmax_sim::coverage::{self, Tally};
 use openmax_sim::scenario::Scenario;
 use openmax_sim::{checks, driver, explore};
 
 const USAGE: &str = "usage:
   openmax-sim run [--trace] FILE...
-  openmax-sim explore [--seed S] [--cases N] [--jobs J] [--save DIR]";
+  openmax-sim explore [--seed S] [--cases N] [--jobs J] [--save DIR] [--coverage]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -115,27 +119,34 @@ fn explore_cmd(args: &[String]) -> Result<bool, String> {
         std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
     )?
     .max(1);
+    let want_coverage = args.iter().any(|a| a == "--coverage");
     let started = Instant::now();
     // Phase 1, in parallel: the first failing case of each property (case k goes to worker
     // k % jobs, so the result does not depend on the number of workers).
-    let firsts: Vec<BTreeMap<&'static str, u64>> = std::thread::scope(|scope| {
+    type Firsts = (BTreeMap<&'static str, u64>, Tally);
+    let firsts: Vec<Firsts> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..jobs)
             .map(|j| {
                 let started = &started;
                 scope.spawn(move || {
                     let mut first: BTreeMap<&'static str, u64> = BTreeMap::new();
+                    let mut tally = Tally::default();
                     let mut k = j;
                     while k < cases {
                         if j == 0 && k >= jobs && k / 100_000 != (k - jobs) / 100_000 {
                             eprintln!("… {k} cases in {:.1}s", started.elapsed().as_secs_f64());
                         }
                         let (sc, live) = explore::case(seed, k);
-                        for v in explore::check(&sc, live) {
+                        let (violations, run) = explore::check_run(&sc, live);
+                        for v in violations {
                             first.entry(v.property).or_insert(k);
+                        }
+                        if want_coverage {
+                            tally.add(&coverage::observe(&sc, &run));
                         }
                         k += jobs;
                     }
-                    first
+                    (first, tally)
                 })
             })
             .collect();
@@ -146,7 +157,9 @@ fn explore_cmd(args: &[String]) -> Result<bool, String> {
             .collect()
     });
     let mut first: BTreeMap<&'static str, u64> = BTreeMap::new();
-    for m in firsts {
+    let mut tally = Tally::default();
+    for (m, t) in firsts {
+        tally.merge(&t);
         for (p, k) in m {
             let e = first.entry(p).or_insert(k);
             *e = (*e).min(k);
@@ -186,6 +199,14 @@ fn explore_cmd(args: &[String]) -> Result<bool, String> {
         }
     }
     let secs = started.elapsed().as_secs_f64();
+    let mut missing = Vec::new();
+    if want_coverage {
+        print!("{}", tally.report());
+        missing = tally.missing();
+        if !missing.is_empty() {
+            println!("never reached: {}", missing.join(", "));
+        }
+    }
     println!(
         "explored {cases} cases from seed {seed} in {secs:.1}s ({:.0} cases/s): {} properties violated{}",
         cases as f64 / secs.max(1e-9),
@@ -196,5 +217,5 @@ fn explore_cmd(args: &[String]) -> Result<bool, String> {
             format!(" ({})", failed_props.join(", "))
         }
     );
-    Ok(failed_props.is_empty())
+    Ok(failed_props.is_empty() && missing.is_empty())
 }

@@ -9,7 +9,8 @@
 //! - queues of scripted outcomes consumed in order as the core asks: `replies` (one
 //!   [`Reply`] per model request attempt), `tools` (one [`ToolScript`] per planned call),
 //!   `hooks`, `persist_failures` / `mode_save_failures` (ordinals, counted from 0, of the
-//!   `Persist` / `SaveMode` effects that fail) and `refreezes`.
+//!   `Persist` / `SaveMode` effects that fail) and `refreezes`; `persist_delay_ms` makes every
+//!   `Persist` answer arrive later, after whatever else is due by then.
 //!
 //! Invariant: a scenario is plain data; everything the driver does with it is a pure function of
 //! it, so one scenario always yields the same run. When a queue runs dry the driver answers with
@@ -17,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use openmax_core::conversation::ToolSchema;
+use openmax_core::conversation::{Message, ToolSchema};
 use openmax_core::machine::{FramingFault, Freeze, HookOutcome, HookSpec, Limits, RetrySettings};
 use openmax_core::permissions::{Permissions, Rule};
 use openmax_core::tool::{FileDiff, SourceGate, ToolPlan};
@@ -48,6 +49,11 @@ pub struct Scenario {
     /// Ordinals (from 0) of the `Persist` effects that fail.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub persist_failures: Vec<u64>,
+    /// When above 0, every `Persist` is answered this many ms later as a remote answer (as the
+    /// shell's writer thread does after its `fdatasync`): client lines, provider items and
+    /// timers due first come first. 0: answered at once, ahead of everything else.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub persist_delay_ms: u64,
     /// Ordinals (from 0) of the `SaveMode` effects that fail.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mode_save_failures: Vec<u64>,
@@ -95,6 +101,8 @@ pub struct SimConfig {
     pub tools: Vec<SimTool>,
     pub skills: Vec<String>,
     pub hooks: Vec<HookSpec>,
+    /// The conversation carried over by `--continue` (what the model saw before this run).
+    pub history: Vec<Message>,
     /// Whose finish-reason vocabulary a `Complete` without `finish` uses.
     pub flavor: Flavor,
     /// Inputs fed before the driver declares that the scenario never goes quiet.
@@ -124,6 +132,7 @@ impl Default for SimConfig {
             tools: SimTool::standard_set(),
             skills: Vec::new(),
             hooks: Vec::new(),
+            history: Vec::new(),
             flavor: Flavor::Anthropic,
             step_cap: 20_000,
             deliver_after_cancel: false,
@@ -420,6 +429,7 @@ impl Scenario {
             ..Limits::default()
         };
         cfg.context_tokens = c.context_tokens;
+        cfg.history = c.history.clone();
         Ok(cfg)
     }
 
@@ -456,4 +466,8 @@ impl Scenario {
         steps.sort_by_key(|s| s.at);
         steps
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -38,6 +38,10 @@ impl Flavor {
 pub enum Reply {
     /// The connection is refused: the endpoint is never reached.
     Unreachable,
+    /// The request reached the endpoint but the connection was closed before any response
+    /// (the client reports a transport failure, which is retried but does not count toward
+    /// the three-unreachable rule).
+    Transport,
     /// A non-success HTTP status with an error body.
     Status {
         status: u16,

@@ -81,6 +81,9 @@ pub struct Run {
     pub final_timeout: Option<(Millis, TimerReason)>,
     /// Whether the run ended because nothing more was due (not the step cap, not an exit).
     pub went_quiet: bool,
+    /// Trace indices of drains that emitted a `done` after which the core still reported a
+    /// turn in flight with no new turn started (checked by the driver after every drain).
+    pub in_turn_after_done: Vec<usize>,
 }
 
 impl Run {

@@ -753,3 +753,35 @@ pub fn tool_calls_reply(calls: &[(&str, &str, Value)]) -> Reply {
         delay_ms: 0,
     }
 }
+
+/// utime + stime of process `pid`, in clock ticks (from `/proc/<pid>/stat`): a test reads it
+/// twice to see whether a process is still working.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// Wait until process `pid` has been idle (at most one CPU tick) for a whole second, and
+/// return the CPU ticks it spent in the 3 s after that. Stopped work winds down at its own
+/// pace on a loaded machine, so a test waits for the quiet rather than a fixed time; work
+/// that never stops never gets quiet, and this fails after 60 s.
+pub fn ticks_after_quiet(pid: u32) -> u64 {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    loop {
+        let t0 = cpu_ticks(pid);
+        std::thread::sleep(Duration::from_secs(1));
+        if cpu_ticks(pid) - t0 <= 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "process {pid} never went quiet: its work did not stop"
+        );
+    }
+    let t0 = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(3));
+    cpu_ticks(pid) - t0
+}

@@ -39,12 +39,18 @@ impl Pane {
         rows: u16,
         extra: &[(&str, &str)],
     ) -> Pane {
-        Pane::launch(env, &env.project, args, cols, rows, extra)
+        Pane::launch(env, &env.project, args, cols, rows, extra, false)
+    }
+
+    /// As [`Pane::start`], and once `openmax` exited (and its exit lines are printed) an
+    /// interactive `sh` reads the terminal, so a test can check the shell works in it.
+    pub fn start_then_shell(env: &TestEnv, args: &[&str], cols: u16, rows: u16) -> Pane {
+        Pane::launch(env, &env.project, args, cols, rows, &[], true)
     }
 
     /// As [`Pane::start`], from the working directory `dir`.
     pub fn start_in(env: &TestEnv, dir: &Path, args: &[&str], cols: u16, rows: u16) -> Pane {
-        Pane::launch(env, dir, args, cols, rows, &[])
+        Pane::launch(env, dir, args, cols, rows, &[], false)
     }
 
     fn launch(
@@ -54,6 +60,7 @@ impl Pane {
         cols: u16,
         rows: u16,
         extra: &[(&str, &str)],
+        shell: bool,
     ) -> Pane {
         let tmux = deps::tmux();
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -80,11 +87,12 @@ impl Pane {
             "#!/bin/sh\ncd {dir} || exit 99\nenv -i {assigns} {bin} {argv}\ncode=$?\n\
              printf '\\n[exit %s]\\n' \"$code\"\n\
              stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo)$' | tr '\\n' ' '\n\
-             printf '[end]\\n'\nexec sleep 3600\n",
+             printf '[end]\\n'\nexec {tail}\n",
             dir = sh_quote(&dir.display().to_string()),
             assigns = assigns.join(" "),
             bin = sh_quote(&openmax_bin().display().to_string()),
             argv = argv.join(" "),
+            tail = if shell { "sh -i" } else { "sleep 3600" },
         );
         std::fs::write(&script, text).expect("write the pane script");
         let pane = Pane { tmux, socket };

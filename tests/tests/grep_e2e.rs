@@ -1,7 +1,7 @@
 //! `grep` through the real `openmax --stdio` against the loopback mock, on inputs a hostile
 //! model or a careless project brings: a 64 MB file that is one line, a 2 GB sparse file, and
-//! a search slow enough to be cancelled — after `cancel`, the process's CPU time stops
-//! growing (read from `/proc/<pid>/stat`). Every stream is validated.
+//! a search no machine finishes — after `cancel` or the `[limits] tool_timeout_s` limit, the
+//! process's CPU time stops growing (read from `/proc/<pid>/stat`). Every stream is validated.
 
 use std::time::{Duration, Instant};
 
@@ -83,15 +83,6 @@ fn a_64_mb_single_line_and_a_2_gb_sparse_file_get_clear_results() {
     );
 }
 
-/// utime + stime of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
-}
-
 /// 64 MiB of pseudo-random `a`/`b` lines: a pattern with many overlapping candidates makes the
 /// regex engine do real work per byte.
 fn write_ab_file(env: &TestEnv, rel: &str) {
@@ -143,11 +134,7 @@ fn cancel_during_a_long_grep_stops_the_work() {
     s.send(json!({"cmd": "cancel"}));
     let (evs, reason) = s.turn();
     assert_eq!(reason, "cancelled", "{:?}", types(&evs));
-    // Let the stop flag be seen, then measure.
-    std::thread::sleep(Duration::from_millis(500));
-    let idle0 = cpu_ticks(pid);
-    std::thread::sleep(Duration::from_secs(3));
-    let idle = cpu_ticks(pid) - idle0;
+    let idle = ticks_after_quiet(pid);
     eprintln!("CPU ticks: {busy} in 2 s while searching, {idle} in 3 s after cancel");
     assert!(
         busy >= 20,
@@ -158,4 +145,53 @@ fn cancel_during_a_long_grep_stops_the_work() {
         "the process kept working after cancel: {idle} ticks in 3 s"
     );
     assert_eq!(s.finish().0, Some(0));
+}
+
+#[test]
+fn a_grep_over_its_time_limit_fails_and_stops_working() {
+    let (env, mock) = setup("[limits]\ntool_timeout_s = 1\n");
+    write_endless_search(&env);
+    mock.push(tool_reply("g", "grep", json!({"pattern": SLOW})));
+    mock.push(text_reply("gave up"));
+    let mut s = env.stdio(&[]);
+    s.user("search");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
+    let end = find(&evs, "tool_end");
+    assert_eq!(end["ok"], false, "{end}");
+    let out = end["output"].as_str().unwrap();
+    assert!(
+        out.starts_with("grep: timed out after 1 s (the [limits] tool_timeout_s limit)"),
+        "{out}"
+    );
+    let idle = ticks_after_quiet(s.pid());
+    eprintln!("CPU ticks after the timeout: {idle} in 3 s");
+    assert!(
+        idle <= 10,
+        "the search kept working after its timeout: {idle} ticks in 3 s"
+    );
+    assert_eq!(s.finish().0, Some(0));
+}
+
+#[test]
+fn end_of_input_during_a_long_grep_exits_once_its_time_limit_stops_it() {
+    // Without a time limit the drain would wait on this search for good.
+    let (env, mock) = setup("[limits]\ntool_timeout_s = 1\n");
+    write_endless_search(&env);
+    mock.push(tool_reply("g", "grep", json!({"pattern": SLOW})));
+    mock.push(text_reply("gave up"));
+    let mut s = env.stdio(&[]);
+    s.user("search");
+    s.until_type("tool_start");
+    let (code, rest, stderr) = s.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    let end = find(&rest, "tool_end");
+    assert!(
+        end["output"]
+            .as_str()
+            .unwrap()
+            .starts_with("grep: timed out after 1 s"),
+        "{end}"
+    );
+    assert_eq!(find(&rest, "done")["stop_reason"], "end_turn");
 }

@@ -3,7 +3,8 @@
 //! - time to `hello` with no MCP server and with 10 stdio server-everything servers started
 //!   concurrently at freeze;
 //! - what a `tools/call` through openmax (tool_start to tool_end as the client reads them) adds
-//!   over the same call made directly to the same server over its stdio (median of N).
+//!   over the same call made directly to the same server over its stdio (median of N);
+//! - the share of openmax's own MCP client (`McpSet::call` in process) in such a call.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -170,4 +171,58 @@ fn through_openmax(name: &str, args: Value, n_servers: usize) -> Vec<f64> {
     }
     s.finish();
     through
+}
+
+/// `CALLS` sequential echo calls through openmax's own MCP client (`McpSet::call`, in this
+/// process: rmcp, the result mapping and the output cap, no model, no persistence).
+fn client_calls(rt: &tokio::runtime::Runtime) -> Vec<f64> {
+    use openmax_shell::mcp::{config, McpSet, StartContext};
+    let entry = json!({"mcpServers": {"e0": {"command": "node",
+        "args": [everything_js().display().to_string(), "stdio"]}}});
+    let (mut defs, problems) = config::parse_mcp_json(entry.to_string().as_bytes());
+    assert!(problems.is_empty(), "{problems:?}");
+    for d in &mut defs {
+        d.origin = openmax_shell::hooks::Origin::User;
+        d.startup_timeout_ms = 120_000;
+    }
+    let ctx = StartContext {
+        project: std::env::temp_dir(),
+        log_path: None,
+        agent_session: "bench".into(),
+        notices: None,
+        policy: Default::default(),
+    };
+    let set = rt.block_on(McpSet::start(defs, problems, ctx, &|_| true));
+    let mut times = Vec::new();
+    for _ in 0..CALLS {
+        let (_keep, cancel) = tokio::sync::oneshot::channel();
+        let t = Instant::now();
+        let out = rt.block_on(set.call(
+            "mcp__e0__echo",
+            json!({"message": "x"}),
+            None,
+            30_000,
+            cancel,
+        ));
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(out.ok, "{}", out.output);
+    }
+    times
+}
+
+#[test]
+#[ignore]
+fn bench_mcp_client_overhead_in_process() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for round in 1..=3 {
+        let (d, c) = (median(direct_calls()), median(client_calls(&rt)));
+        println!(
+            "round {round}: tools/call echo (median of {CALLS}): direct JSON-RPC {d:.3} ms; \
+             through openmax's MCP client {c:.3} ms; the client's share {:.3} ms",
+            c - d
+        );
+    }
 }

@@ -299,30 +299,6 @@ fn sigterm_on_an_idle_prompt_exits_0_with_the_terminal_restored() {
 }
 
 #[test]
-fn a_second_sigterm_during_a_stream_exits_130_with_the_terminal_restored() {
-    let pieces: Vec<String> = (0..200).map(|i| format!("drip{i:03} ")).collect();
-    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
-    let (env, _mock) = setup(vec![slow_text(&refs, 200)]);
-    let pane = Pane::start(&env, &[], 80, 30);
-    pane.wait_text("test-model");
-    pane.type_text("drip");
-    pane.keys(&["Enter"]);
-    pane.wait_text("drip001");
-    let pid = pane.openmax_pid();
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    let (code, restored) = pane.wait_exit();
-    assert_eq!(code, 130, "{}", pane.history());
-    assert!(
-        restored,
-        "the terminal is not restored:\n{}",
-        pane.history()
-    );
-    assert_eq!(pane.format("#{cursor_flag}"), "1", "the cursor is shown");
-}
-
-#[test]
 fn ctrl_c_twice_on_an_idle_prompt_quits() {
     let (env, _mock) = setup(vec![]);
     let pane = Pane::start(&env, &[], 80, 30);

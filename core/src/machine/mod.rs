@@ -621,8 +621,16 @@ impl Core {
                 self.end_turn("unverified");
             }
             other @ (Phase::PersistReply { ticket: t, .. }
-            | Phase::PersistPartial { ticket: t, .. }
-            | Phase::PersistResult { ticket: t, .. }
+            | Phase::PersistPartial { ticket: t, .. })
+                if t == ticket =>
+            {
+                // The reply never reached disk and gets no message_done: it is not kept, so it
+                // leaves the transcript too (the next request must not carry it).
+                self.conversation.pop();
+                self.phase = other;
+                self.abort_turn(error);
+            }
+            other @ (Phase::PersistResult { ticket: t, .. }
             | Phase::PersistCompaction { ticket: t, .. })
                 if t == ticket =>
             {

@@ -453,6 +453,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
         Err(e) => return fail(e),
     };
     backend.set_sandbox(sandbox);
+    backend.set_tool_timeouts(setup.settings.tool_timeouts);
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;
@@ -476,6 +477,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 mode,
                 transcript,
                 history: prompt_history,
+                notices: Some(notice_rx),
             };
             let code = crate::tui::run(&rt, core, backend, launch);
             rt.shutdown_background();

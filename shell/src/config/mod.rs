@@ -101,6 +101,10 @@ pub struct LimitsSection {
     pub max_agent_tokens: Option<u64>,
     /// Seconds; fractional values are allowed.
     pub approval_timeout_s: Option<f64>,
+    /// Seconds a built-in tool other than `shell` may run; 0 = no limit.
+    pub tool_timeout_s: Option<f64>,
+    /// Seconds a `shell` call runs when it names no `timeout_s`.
+    pub shell_timeout_s: Option<f64>,
     pub max_reply_bytes: Option<u64>,
     pub max_thinking_bytes: Option<u64>,
     pub max_tool_calls: Option<u32>,
@@ -175,6 +179,26 @@ pub struct Settings {
     pub trusted_projects: Vec<PathBuf>,
     /// `[sandbox]` as merged.
     pub sandbox: SandboxSection,
+    /// The built-in tools' time limits.
+    pub tool_timeouts: ToolTimeouts,
+}
+
+/// `[limits] tool_timeout_s` and `shell_timeout_s`, in ms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolTimeouts {
+    /// A built-in tool other than `shell`; 0 = no limit.
+    pub tool_ms: u64,
+    /// A `shell` call that names no `timeout_s`.
+    pub shell_ms: u64,
+}
+
+impl Default for ToolTimeouts {
+    fn default() -> Self {
+        ToolTimeouts {
+            tool_ms: crate::tools::ToolContext::DEFAULT_TOOL_TIMEOUT_MS,
+            shell_ms: crate::tools::ToolContext::DEFAULT_SHELL_TIMEOUT_MS,
+        }
+    }
 }
 
 impl Settings {
@@ -333,6 +357,28 @@ pub fn resolve(
             None => ldef.drain_timeout_ms,
         },
     };
+    let tdef = ToolTimeouts::default();
+    let tool_timeouts = ToolTimeouts {
+        tool_ms: match l.tool_timeout_s {
+            Some(s) => seconds_to_ms(s, "[limits] tool_timeout_s")?,
+            None => tdef.tool_ms,
+        },
+        shell_ms: match l.shell_timeout_s {
+            Some(s) if s <= 0.0 => {
+                return Err(ConfigError(
+                    "[limits] shell_timeout_s must be a positive number of seconds".to_string(),
+                ))
+            }
+            Some(s) if s > crate::tools::SHELL_MAX_TIMEOUT_S => {
+                return Err(ConfigError(format!(
+                    "[limits] shell_timeout_s must be at most {} seconds",
+                    crate::tools::SHELL_MAX_TIMEOUT_S
+                )))
+            }
+            Some(s) => seconds_to_ms(s, "[limits] shell_timeout_s")?,
+            None => tdef.shell_ms,
+        },
+    };
     let mut permissions = Permissions::default();
     for r in &layers.merged.permissions.deny {
         permissions
@@ -373,6 +419,7 @@ pub fn resolve(
             .collect(),
         files: layers.files,
         sandbox: layers.merged.sandbox,
+        tool_timeouts,
     })
 }
 
@@ -482,6 +529,8 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             max_iterations: ol.max_iterations.or(bl.max_iterations),
             max_agent_tokens: ol.max_agent_tokens.or(bl.max_agent_tokens),
             approval_timeout_s: ol.approval_timeout_s.or(bl.approval_timeout_s),
+            tool_timeout_s: ol.tool_timeout_s.or(bl.tool_timeout_s),
+            shell_timeout_s: ol.shell_timeout_s.or(bl.shell_timeout_s),
             max_reply_bytes: ol.max_reply_bytes.or(bl.max_reply_bytes),
             max_thinking_bytes: ol.max_thinking_bytes.or(bl.max_thinking_bytes),
             max_tool_calls: ol.max_tool_calls.or(bl.max_tool_calls),
@@ -546,6 +595,42 @@ mod tests {
         let r = load_layers(&home, &proj);
         std::fs::remove_dir_all(&dir).unwrap();
         r
+    }
+
+    #[test]
+    fn tool_timeouts_default_parse_and_refuse_nonsense() {
+        let resolve_with = |limits: &str| {
+            let user = format!("[provider]\nname = \"demo\"\n[limits]\n{limits}");
+            resolve(
+                layered(&user, "").unwrap(),
+                &Overrides::default(),
+                &Overrides::default(),
+                &no_env,
+            )
+        };
+        let s = resolve_with("").unwrap();
+        assert_eq!(s.tool_timeouts, ToolTimeouts::default());
+        assert_eq!(s.tool_timeouts.tool_ms, 60_000);
+        let s = resolve_with("tool_timeout_s = 2.5\nshell_timeout_s = 30\n").unwrap();
+        assert_eq!(
+            s.tool_timeouts,
+            ToolTimeouts {
+                tool_ms: 2500,
+                shell_ms: 30_000
+            }
+        );
+        assert!(resolve_with("tool_timeout_s = -1\n")
+            .unwrap_err()
+            .0
+            .contains("tool_timeout_s"));
+        assert!(resolve_with("shell_timeout_s = 0\n")
+            .unwrap_err()
+            .0
+            .contains("positive"));
+        assert!(resolve_with("shell_timeout_s = 7200\n")
+            .unwrap_err()
+            .0
+            .contains("at most"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use openmax_core::machine::{Limits, RetrySettings};
 
-use super::{ConfigError, FileConfig};
+use super::{ConfigError, FileConfig, ToolTimeouts};
 
 /// One limit: its key, the project's value, the user's (or default) value. `0` means "no
 /// limit" for the keys in [`ZERO_IS_UNLIMITED`].
@@ -21,7 +21,11 @@ struct Limit {
 }
 
 /// Keys whose value 0 means "none" (so 0 is the widest value).
-const ZERO_IS_UNLIMITED: [&str; 2] = ["[limits] max_agent_tokens", "[limits] approval_timeout_s"];
+const ZERO_IS_UNLIMITED: [&str; 3] = [
+    "[limits] max_agent_tokens",
+    "[limits] approval_timeout_s",
+    "[limits] tool_timeout_s",
+];
 
 /// Refuse a project config that widens what `user` set.
 pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(), ConfigError> {
@@ -96,6 +100,18 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
             project: p.approval_timeout_s,
             user: u.approval_timeout_s,
             default: ld.approval_timeout_ms as f64 / 1000.0,
+        },
+        Limit {
+            key: "[limits] tool_timeout_s",
+            project: p.tool_timeout_s,
+            user: u.tool_timeout_s,
+            default: ToolTimeouts::default().tool_ms as f64 / 1000.0,
+        },
+        Limit {
+            key: "[limits] shell_timeout_s",
+            project: p.shell_timeout_s,
+            user: u.shell_timeout_s,
+            default: ToolTimeouts::default().shell_ms as f64 / 1000.0,
         },
         Limit {
             key: "[provider] max_attempts",
@@ -206,6 +222,18 @@ mod tests {
         assert!(e.contains("max_agent_tokens = 0"), "{e}");
         let e = err("", "[provider]\nmax_attempts = 99\n");
         assert!(e.contains("max_attempts"), "{e}");
+        let e = err("", "[limits]\ntool_timeout_s = 61\n");
+        assert!(
+            e.contains("tool_timeout_s = 61") && e.contains("the default 60"),
+            "{e}"
+        );
+        let e = err(
+            "[limits]\ntool_timeout_s = 5\n",
+            "[limits]\ntool_timeout_s = 0\n",
+        );
+        assert!(e.contains("tool_timeout_s = 0"), "{e}");
+        let e = err("", "[limits]\nshell_timeout_s = 600\n");
+        assert!(e.contains("the default 120"), "{e}");
         let e = err("", "[sandbox]\nenv_allow = [\"AWS_SECRET_ACCESS_KEY\"]\n");
         assert!(e.contains("[sandbox]"), "{e}");
         let e = err("", "[sandbox]\nwritable = [\"/\"]\n");

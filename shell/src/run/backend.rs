@@ -27,6 +27,7 @@ use openmax_core::record::Record;
 use openmax_core::tool::{ToolOutcome, ToolPlan};
 use openmax_core::wire::Mode;
 
+use super::persist::Persistence;
 use crate::config::{HookConfig, ProviderSettings};
 use crate::extensions::freeze::{self as freezing, Entry, FreezeInputs, Frozen, Snapshot};
 use crate::extensions::skills::{self, Skill, SKILL_TOOL};
@@ -71,7 +72,7 @@ pub struct Backend {
     provider: Provider,
     tools: ToolContext,
     state: ProjectState,
-    writer: SessionWriter,
+    writer: Persistence,
     ext: Arc<Extensions>,
     /// The files behind the current freeze (for the next receipt).
     snapshot: Snapshot,
@@ -244,7 +245,7 @@ impl Backend {
             provider,
             tools,
             state,
-            writer,
+            writer: Persistence::new(writer),
             mcp_tools: mcp_tool_map(&mcp),
             ext: Arc::new(Extensions {
                 external: frozen.external.clone(),
@@ -261,6 +262,12 @@ impl Backend {
             mode,
             pending: Arc::default(),
         })
+    }
+
+    /// The built-in tools' time limits from now on.
+    pub fn set_tool_timeouts(&mut self, t: crate::config::ToolTimeouts) {
+        self.tools.tool_timeout_ms = t.tool_ms;
+        self.tools.shell_timeout_ms = t.shell_ms;
     }
 
     /// Run every agent process (tools, hooks) under `policy` from now on.
@@ -427,15 +434,28 @@ impl Backend {
         }
     }
 
-    /// Append records to the session file (durably).
     /// Make a session created unsettled durable and findable (see
     /// [`SessionWriter::create_unsettled`]); a no-op for a resumed or settled one.
     pub fn settle_session(&mut self) -> Result<(), String> {
         self.writer.settle().map_err(|e| e.to_string())
     }
 
-    pub fn persist(&mut self, records: Vec<Record>) -> Result<(), String> {
-        self.writer.append(&records).map_err(|e| e.to_string())
+    /// Append the session record on its own thread from now on, answering on `tx`.
+    pub fn start_persistence(&mut self, tx: InputTx) -> Result<(), String> {
+        self.writer
+            .start(tx)
+            .map_err(|e| format!("cannot start the session writer: {e}"))
+    }
+
+    /// Append records to the session file (durably) as `ticket`: the answer, when it is known
+    /// at once (inline, or the writer is gone); otherwise it comes on the input channel.
+    pub fn persist(&mut self, ticket: u64, records: Vec<Record>) -> Option<Input> {
+        self.writer.append(ticket, records)
+    }
+
+    /// Wait until every append handed to the writer is done.
+    pub fn finish_persistence(&mut self) {
+        self.writer.finish();
     }
 
     /// Save the approval mode for the project.

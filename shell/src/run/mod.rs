@@ -1,8 +1,10 @@
 //! The run loop and the effects it carries out: [`runtime`] is the one loop that feeds the core
 //! and drains it; [`backend`] performs each effect (provider requests, tools, hooks, the session
-//! store, the freeze) and reports what happened.
+//! store, the freeze) and reports what happened; [`persist`] appends the session record on its
+//! own thread.
 
 pub mod backend;
+pub mod persist;
 pub mod runtime;
 
 pub use backend::{Backend, InputTx};

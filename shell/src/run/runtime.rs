@@ -5,9 +5,11 @@
 //! Invariants:
 //! - Single mutation then full drain: every `handle` is followed by polling the core to empty;
 //!   events go to the [`Sink`] in emission order, effects are started in emission order.
-//! - Quick effects (persist, save mode, approve source) are performed inline and their
-//!   answer is queued locally, ahead of anything else, so e.g. a `Persisted` ack is seen before
-//!   any later provider item. Hooks run as tasks (their processes are killed at shutdown) and
+//! - Session appends go to the writer thread ([`super::persist`]) in emission order; each
+//!   `Persisted`/`PersistFailed` comes on the channel once its records are durable, so the loop
+//!   goes on emitting events that wait on nothing while an `fdatasync` runs. Other quick
+//!   effects (save mode, approve source) are performed inline and their answer is queued
+//!   locally, ahead of anything else. At exit the loop waits for the writer to finish. Hooks run as tasks (their processes are killed at shutdown) and
 //!   answer with `HookDone`. A refreeze runs as a task too (MCP servers start and list
 //!   asynchronously); the core holds client input until its `Frozen` answer.
 //! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
@@ -174,6 +176,10 @@ impl<S: Sink> Runtime<S> {
         if let Some(policy) = self.signals {
             self.spawn_signal_task(policy);
         }
+        if let Err(e) = self.backend.start_persistence(self.tx.clone()) {
+            // Appends stay inline: slower, never lost.
+            eprintln!("openmax: {e}");
+        }
         if let Some(mut rx) = self.notices.take() {
             let tx = self.tx.clone();
             tokio::spawn(async move {
@@ -224,6 +230,7 @@ impl<S: Sink> Runtime<S> {
             if let Some(code) = exit {
                 self.sink.flush();
                 self.shutdown();
+                self.backend.finish_persistence();
                 return (code, self.sink);
             }
             if (self.ready.is_empty() && self.rx.is_empty())
@@ -360,11 +367,10 @@ impl<S: Sink> Runtime<S> {
                 });
             }
             Effect::Persist { ticket, records } => {
-                let input = match self.backend.persist(records) {
-                    Ok(()) => Input::Persisted { ticket },
-                    Err(message) => Input::PersistFailed { ticket, message },
-                };
-                self.ready.push_back(input);
+                // On the writer thread: the answer comes on the channel once it is durable.
+                if let Some(input) = self.backend.persist(ticket, records) {
+                    self.ready.push_back(input);
+                }
             }
             Effect::SaveMode { mode } => {
                 let input = match self.backend.save_mode(mode) {

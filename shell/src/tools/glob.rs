@@ -3,8 +3,8 @@
 //! Invariants: results are project-relative file paths (never directories), sorted; at most
 //! [`MAX_RESULTS`] paths and `output_cap_bytes` bytes, with a notice giving the total when cut.
 
+use super::stop::Stop;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use ignore::WalkState;
@@ -54,7 +54,7 @@ pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
 }
 
 /// Run a `glob` call.
-pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
+pub fn run(ctx: &ToolContext, args: &Value, stop: &Stop) -> ToolOutcome {
     let call = match parse(ctx, args) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -74,7 +74,7 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
             let filter = &call.filter;
             let project = ctx.project.as_path();
             Box::new(move |entry| {
-                if stop.load(Ordering::Relaxed) {
+                if stop.is_set() {
                     return WalkState::Quit;
                 }
                 let Ok(entry) = entry else {
@@ -90,7 +90,7 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
                 WalkState::Continue
             })
         });
-    if stop.load(Ordering::Relaxed) {
+    if stop.is_set() {
         return fail(format!("{NAME}: cancelled"));
     }
     let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());

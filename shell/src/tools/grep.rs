@@ -30,6 +30,7 @@ use serde_json::Value;
 use super::args::Args;
 use super::cap::{cut_chars, take_lines};
 use super::path::{display_rel, io_reason, resolve, Resolved};
+use super::stop::Stop;
 use super::walk::{self, Batch, GlobFilter};
 use super::{fail, invalid_plan, ok, read_plan, ToolContext};
 
@@ -108,7 +109,7 @@ pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
 struct Shared<'a> {
     ctx: &'a ToolContext,
     call: &'a Call,
-    stop: &'a AtomicBool,
+    stop: &'a Stop,
     /// Matched text kept so far.
     stored: AtomicUsize,
     /// Matching lines found so far (all files).
@@ -123,7 +124,7 @@ struct Shared<'a> {
 
 impl Shared<'_> {
     fn halted(&self) -> bool {
-        self.stop.load(Ordering::Relaxed) || self.capped.load(Ordering::Relaxed)
+        self.stop.is_set() || self.capped.load(Ordering::Relaxed)
     }
 
     fn note(&self, list: &Mutex<Vec<String>>, path: &Path) {
@@ -142,7 +143,7 @@ fn searcher() -> Searcher {
 }
 
 /// Run a `grep` call.
-pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
+pub fn run(ctx: &ToolContext, args: &Value, stop: &Stop) -> ToolOutcome {
     let call = match parse(ctx, args) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -210,7 +211,7 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
             call.base.rel
         ));
     }
-    if stop.load(Ordering::Relaxed) {
+    if stop.is_set() {
         return fail(format!("{NAME}: cancelled"));
     }
     let hits = hits.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -323,7 +324,7 @@ fn search_file(
     };
     let result = searcher.search_reader(&shared.call.matcher, reader, &mut sink);
     let found = match result {
-        _ if shared.stop.load(Ordering::Relaxed) => Found::Nothing,
+        _ if shared.stop.is_set() => Found::Nothing,
         Err(e) if e.to_string().contains("allocation limit") => {
             shared.note(&shared.long_line, path);
             Found::Nothing
@@ -348,12 +349,12 @@ fn search_file(
 /// line) ends within one read.
 struct Stoppable<'a> {
     inner: std::fs::File,
-    stop: &'a AtomicBool,
+    stop: &'a Stop,
 }
 
 impl Read for Stoppable<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.stop.load(Ordering::Relaxed) {
+        if self.stop.is_set() {
             return Err(io::Error::other("grep stopped"));
         }
         self.inner.read(buf)
@@ -402,7 +403,6 @@ impl Sink for Collect<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
 
     #[test]
     fn large_files_are_scanned_in_chunks_with_right_line_numbers() {
@@ -420,11 +420,7 @@ mod tests {
         text.push_str("HIT last");
         std::fs::write(dir.join("big.txt"), &text).expect("write");
         let ctx = ToolContext::new(&dir, "t").expect("exists");
-        let out = run(
-            &ctx,
-            &serde_json::json!({"pattern": "^HIT"}),
-            &AtomicBool::new(false),
-        );
+        let out = run(&ctx, &serde_json::json!({"pattern": "^HIT"}), &Stop::new());
         assert_eq!(
             out.output,
             format!("big.txt:1:HIT first\nbig.txt:{}:HIT last\n", n + 2)
@@ -432,11 +428,7 @@ mod tests {
         let mut bin = text.into_bytes();
         bin.push(0);
         std::fs::write(dir.join("big.txt"), &bin).expect("write");
-        let out = run(
-            &ctx,
-            &serde_json::json!({"pattern": "^HIT"}),
-            &AtomicBool::new(false),
-        );
+        let out = run(&ctx, &serde_json::json!({"pattern": "^HIT"}), &Stop::new());
         assert_eq!(out.output, "no matches for \"^HIT\" in .\n");
         std::fs::remove_dir_all(&dir).expect("cleanup");
     }

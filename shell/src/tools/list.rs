@@ -4,7 +4,7 @@
 //! friends are not (their count is reported); at most [`MAX_ENTRIES`] entries and
 //! `output_cap_bytes` bytes, with a notice when cut.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use super::stop::Stop;
 
 use openmax_core::tool::{ToolOutcome, ToolPlan};
 use serde_json::Value;
@@ -34,7 +34,7 @@ pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
 }
 
 /// Run a `list_dir` call.
-pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
+pub fn run(ctx: &ToolContext, args: &Value, stop: &Stop) -> ToolOutcome {
     let target = match parse(ctx, args) {
         Ok(t) => t,
         Err(e) => return fail(e),
@@ -52,16 +52,21 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &AtomicBool) -> ToolOutcome {
             "{NAME}: {rel} is a file, not a directory; use read_file to read it"
         ));
     }
-    let all = match std::fs::read_dir(&target.abs) {
-        Ok(rd) => rd
-            .filter_map(Result::ok)
-            .filter(|e| e.file_name() != ".git")
-            .count(),
+    let mut all = 0usize;
+    match std::fs::read_dir(&target.abs) {
+        Ok(rd) => {
+            for e in rd.filter_map(Result::ok) {
+                if stop.is_set() {
+                    return fail(format!("{NAME}: cancelled"));
+                }
+                all += usize::from(e.file_name() != ".git");
+            }
+        }
         Err(e) => return fail(format!("{NAME}: cannot list {rel}: {}", io_reason(&e))),
-    };
+    }
     let mut entries = Vec::new();
     for entry in walk::builder(&target.abs, true).max_depth(Some(1)).build() {
-        if stop.load(Ordering::Relaxed) {
+        if stop.is_set() {
             return fail(format!("{NAME}: cancelled"));
         }
         let Ok(entry) = entry else { continue };

@@ -21,16 +21,19 @@ mod list;
 pub mod path;
 mod read;
 mod schema;
+mod stop;
 mod walk;
 mod write;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
+pub use command::MAX_TIMEOUT_S as SHELL_MAX_TIMEOUT_S;
 use openmax_core::conversation::ToolSchema;
 pub use openmax_core::tool::{FileDiff, ToolOutcome, ToolPlan};
 use serde_json::Value;
+use stop::Stop;
 use tokio::sync::oneshot;
 
 /// Names of the built-in tools, in schema order.
@@ -53,6 +56,8 @@ pub struct ToolContext {
     pub agent_session: String,
     /// Default `shell` timeout.
     pub shell_timeout_ms: u64,
+    /// Time limit of every other built-in tool; 0 = none.
+    pub tool_timeout_ms: u64,
     /// Byte cap of one tool output (before the notice saying what was cut).
     pub output_cap_bytes: usize,
     /// How processes started for the agent are prepared (environment, containment).
@@ -62,6 +67,8 @@ pub struct ToolContext {
 impl ToolContext {
     /// Default `shell` timeout: two minutes.
     pub const DEFAULT_SHELL_TIMEOUT_MS: u64 = 120_000;
+    /// Default time limit of the other built-in tools: one minute.
+    pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 60_000;
     /// Default output cap.
     pub const DEFAULT_OUTPUT_CAP_BYTES: usize = 30_000;
 
@@ -74,6 +81,7 @@ impl ToolContext {
             project: project.into().canonicalize()?,
             agent_session: agent_session.into(),
             shell_timeout_ms: Self::DEFAULT_SHELL_TIMEOUT_MS,
+            tool_timeout_ms: Self::DEFAULT_TOOL_TIMEOUT_MS,
             output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
             sandbox: Arc::default(),
         })
@@ -113,71 +121,91 @@ pub fn plan(ctx: &ToolContext, name: &str, args: &Value) -> ToolPlan {
 }
 
 /// Run a call. Sending `()` on `cancel` cancels it: `shell` kills its whole process group,
-/// the search tools stop walking, and a failed outcome saying so comes back promptly. A write
-/// already started completes and is reported as it happened. Dropping the sender without
-/// sending is not a cancel. Needs a tokio runtime with the IO and time drivers enabled
-/// (`enable_all`); any flavor works.
+/// the other tools stop their work at the next check of their [`Stop`], and a failed outcome
+/// saying so comes back promptly. A `write_file`/`edit_file` stopped before its commit point
+/// changes nothing; one already committing is waited for and reported as it happened. Every
+/// tool but `shell` (which has its own) runs under `tool_timeout_ms` the same way. Dropping the
+/// sender without sending is not a cancel. Needs a tokio runtime with the IO and time drivers
+/// enabled (`enable_all`); any flavor works.
 pub async fn run(
     ctx: &ToolContext,
     name: &str,
     args: &Value,
     cancel: oneshot::Receiver<()>,
 ) -> ToolOutcome {
-    match name {
-        "shell" => command::run(ctx, args, cancel).await,
-        "write_file" | "edit_file" => {
-            let (ctx2, args2, name2) = (ctx.clone(), args.clone(), name.to_string());
-            let job = tokio::task::spawn_blocking(move || {
-                if name2 == "write_file" {
-                    write::run_write(&ctx2, &args2)
-                } else {
-                    write::run_edit(&ctx2, &args2)
-                }
-            });
-            match job.await {
-                Ok(outcome) => outcome,
-                Err(e) => fail(format!("{name}: internal error: {e}")),
-            }
-        }
-        "read_file" | "list_dir" | "glob" | "grep" => run_read_only(ctx, name, args, cancel).await,
-        other => fail(unknown(other)),
-    }
+    let work: fn(&ToolContext, &Value, &Stop) -> ToolOutcome = match name {
+        "shell" => return command::run(ctx, args, cancel).await,
+        "read_file" => read::run,
+        "list_dir" => list::run,
+        "glob" => glob::run,
+        "grep" => grep::run,
+        "write_file" => write::run_write,
+        "edit_file" => write::run_edit,
+        other => return fail(unknown(other)),
+    };
+    run_blocking(ctx, name, args, work, cancel).await
 }
 
-async fn run_read_only(
+/// Run `work` on a blocking thread until it returns, `cancel` fires or the time limit passes.
+async fn run_blocking(
     ctx: &ToolContext,
     name: &str,
     args: &Value,
+    work: fn(&ToolContext, &Value, &Stop) -> ToolOutcome,
     mut cancel: oneshot::Receiver<()>,
 ) -> ToolOutcome {
-    let stop = Arc::new(AtomicBool::new(false));
-    let (ctx2, args2, name2, stop2) = (ctx.clone(), args.clone(), name.to_string(), stop.clone());
-    let mut job = tokio::task::spawn_blocking(move || match name2.as_str() {
-        "read_file" => read::run(&ctx2, &args2, &stop2),
-        "list_dir" => list::run(&ctx2, &args2, &stop2),
-        "glob" => glob::run(&ctx2, &args2, &stop2),
-        _ => grep::run(&ctx2, &args2, &stop2),
-    });
+    let stop = Arc::new(Stop::new());
+    let (ctx2, args2, stop2) = (ctx.clone(), args.clone(), Arc::clone(&stop));
+    let mut job = tokio::task::spawn_blocking(move || work(&ctx2, &args2, &stop2));
+    let limit = (ctx.tool_timeout_ms > 0).then(|| Duration::from_millis(ctx.tool_timeout_ms));
+    let timer = tokio::time::sleep(limit.unwrap_or(Duration::MAX / 4));
+    tokio::pin!(timer);
     let mut cancel_live = true;
-    loop {
+    let mutating = matches!(name, "write_file" | "edit_file");
+    let unchanged = if mutating {
+        "; nothing was written"
+    } else {
+        ""
+    };
+    let why = loop {
         tokio::select! {
             // A cancel already sent wins over a result that is ready too.
             biased;
             r = &mut cancel, if cancel_live => match r {
-                Ok(()) => {
-                    // The walk sees the flag and winds down on its own thread.
-                    stop.store(true, Ordering::Relaxed);
-                    return fail(format!("{name}: cancelled"));
-                }
+                Ok(()) => break format!("{name}: cancelled{unchanged}"),
                 Err(_) => cancel_live = false,
             },
-            r = &mut job => {
-                return match r {
-                    Ok(outcome) => outcome,
-                    Err(e) => fail(format!("{name}: internal error: {e}")),
-                };
+            r = &mut job => return joined(name, r),
+            () = &mut timer, if limit.is_some() => {
+                break format!(
+                    "{name}: timed out after {} (the [limits] tool_timeout_s limit){unchanged}; {}",
+                    seconds(ctx.tool_timeout_ms),
+                    if mutating { "try again or use shell" } else { "narrow the path, pattern or glob" }
+                );
             }
         }
+    };
+    if stop.stop() {
+        // The work sees the flag and winds down on its own thread; it changes nothing.
+        return fail(why);
+    }
+    // A write past its commit point: its outcome says what happened to the file.
+    joined(name, job.await)
+}
+
+fn joined(name: &str, r: Result<ToolOutcome, tokio::task::JoinError>) -> ToolOutcome {
+    match r {
+        Ok(outcome) => outcome,
+        Err(e) => fail(format!("{name}: internal error: {e}")),
+    }
+}
+
+/// `1.5 s`, `60 s`.
+fn seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} s", ms as f64 / 1000.0)
     }
 }
 

@@ -132,7 +132,7 @@ impl View {
         }
     }
 
-    fn quit(&mut self) {
+    pub(super) fn quit(&mut self) {
         if !self.quitting {
             self.quitting = true;
             self.send(Command::Quit);

@@ -8,20 +8,26 @@
 //! - [`blocks`], [`card`], [`markdown`], [`live`], [`wrap`], [`theme`]: drawing the model as
 //!   styled rows at a width (pure, tested with ratatui's test backend).
 //! - [`term`]: the terminal itself (raw mode, inline viewport, restore on every exit).
+//! - [`capture`]: fd 2 while the UI holds the terminal (each line a notice, never raw text).
+//! - [`signals`]: SIGTERM, SIGHUP and SIGINT answered as a person stopping the session.
 //! - [`history`]: this project's earlier prompts.
 //!
 //! Threads: the runtime runs on the calling thread as for `--stdio`; its sink forwards each
 //! event over a channel to the UI thread, which owns the terminal, reads keys, draws at most
-//! one frame per [`FRAME`] for events (a key's echo is drawn at once) and sends commands into the runtime's input channel, exactly where
-//! the `--stdio` reader would put a command line.
+//! one frame per [`FRAME`] for events (a key's echo is drawn at once) and sends commands into
+//! the runtime's input channel, exactly where the `--stdio` reader would put a command line.
+//! The tool sources' notices (an MCP server's `tools/list_changed`) reach the core as for
+//! `--stdio` and come back as `harness_note` events.
 
 pub mod blocks;
+pub mod capture;
 pub mod card;
 pub mod editor;
 pub mod history;
 pub mod keys;
 pub mod live;
 pub mod markdown;
+pub mod signals;
 pub mod term;
 pub mod theme;
 pub mod view;
@@ -61,10 +67,16 @@ pub struct Launch {
     pub transcript: Option<Transcript>,
     /// This project's prompt history file.
     pub history: PathBuf,
+    /// Notices of the tool sources (MCP `tools/list_changed`), for the core.
+    pub notices: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
 }
 
+/// What reaches the UI thread.
 enum Msg {
     Event(Event),
+    /// A line written to stderr while the UI holds the terminal.
+    Stderr(String),
+    Signal(signals::Signal),
     /// The runtime finished: draw what is left and give the terminal back.
     Exit,
 }
@@ -87,30 +99,51 @@ impl Sink for ChannelSink {
     }
 }
 
+/// How long the exit waits for the last lines written to stderr to reach the screen.
+const STDERR_DRAIN: Duration = Duration::from_millis(500);
+
 /// Run the session under the TUI until the core exits; returns the exit code.
-pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, launch: Launch) -> i32 {
+pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launch: Launch) -> i32 {
     let (tx, rx) = mpsc::channel();
     let sink = ChannelSink {
         tx: tx.clone(),
         gone: false,
     };
     let mut runtime = Runtime::new(core, backend, sink);
-    runtime.handle_signals(SignalPolicy::EndInput);
+    if let Some(notices) = launch.notices.take() {
+        runtime.forward_notices(notices);
+    }
+    let tell = tx.clone();
+    if let Err(e) = signals::install(rt, move |s| {
+        let _ = tell.send(Msg::Signal(s));
+    }) {
+        eprintln!("openmax: signals end input as for --stdio ({e})");
+        runtime.handle_signals(SignalPolicy::EndInput);
+    }
     let input = runtime.sender();
     if let Err(e) = term::enter() {
         restore();
         eprintln!("openmax: could not take the terminal: {e}");
         return 1;
     }
-    let ui = std::thread::spawn(move || {
-        let r = ui_loop(rx, &input, launch);
-        if r.is_err() {
-            // The UI is gone: end input as a closed stdin would, so the session drains.
-            let _ = input.send(Input::EndOfInput);
+    let to_ui = tx.clone();
+    let capture = match capture::start(move |line| {
+        let _ = to_ui.send(Msg::Stderr(line));
+    }) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            let _ = tx.send(Msg::Stderr(format!(
+                "openmax: stderr is not captured ({e}); a warning may be drawn over the screen"
+            )));
+            None
         }
-        r
-    });
+    };
+    let ui = std::thread::spawn(move || ui_loop(rx, &input, launch));
     let (code, _sink) = rt.block_on(runtime.run());
+    // Every line written to stderr until now is on the channel ahead of `Exit`.
+    if let Some(c) = capture {
+        c.finish(STDERR_DRAIN);
+    }
     let _ = tx.send(Msg::Exit);
     let ui = ui.join();
     restore();
@@ -128,14 +161,32 @@ pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, launch: L
     }
 }
 
+/// The UI thread: its view, its screen, until the runtime exits. When the terminal fails (it
+/// hung up, say) the running turn is cancelled and input ended, so the session drains.
 fn ui_loop(rx: mpsc::Receiver<Msg>, input: &InputTx, launch: Launch) -> std::io::Result<()> {
-    let theme = theme::Theme::from_env();
-    let start = Instant::now();
-    let ms = |at: Instant| at.duration_since(start).as_millis() as u64;
     let mut view = view::View::new(&launch.model, launch.mode, history::load(&launch.history));
     if let Some(t) = &launch.transcript {
         view.transcript(&t.messages, t.truncated);
     }
+    let r = draw_loop(&rx, input, &launch, &mut view);
+    if r.is_err() {
+        if view.running.is_some() {
+            let _ = input.send(Input::Line(Command::Cancel.to_line()));
+        }
+        let _ = input.send(Input::EndOfInput);
+    }
+    r
+}
+
+fn draw_loop(
+    rx: &mpsc::Receiver<Msg>,
+    input: &InputTx,
+    launch: &Launch,
+    view: &mut view::View,
+) -> std::io::Result<()> {
+    let theme = theme::Theme::from_env();
+    let start = Instant::now();
+    let ms = |at: Instant| at.duration_since(start).as_millis() as u64;
     let mut screen = term::Screen::new(theme)?;
     let mut dirty = true;
     // A key or paste was read since the last frame: its echo is drawn at once, not held to
@@ -150,6 +201,14 @@ fn ui_loop(rx: mpsc::Receiver<Msg>, input: &InputTx, launch: Launch) -> std::io:
                     view.event(ms(Instant::now()), ev);
                     dirty = true;
                 }
+                Ok(Msg::Stderr(line)) => {
+                    view.stderr_line(&line);
+                    dirty = true;
+                }
+                Ok(Msg::Signal(s)) => {
+                    view.signal(s.name());
+                    dirty = true;
+                }
                 Ok(Msg::Exit) | Err(mpsc::TryRecvError::Disconnected) => {
                     exit = true;
                     break;
@@ -158,8 +217,8 @@ fn ui_loop(rx: mpsc::Receiver<Msg>, input: &InputTx, launch: Launch) -> std::io:
             }
         }
         if exit {
-            screen.draw(&mut view, ms(Instant::now()))?;
-            return screen.leave(&mut view);
+            screen.draw(view, ms(Instant::now()))?;
+            return screen.leave(view);
         }
         for cmd in view.take_commands() {
             if let Command::User { text } = &cmd {
@@ -175,7 +234,7 @@ fn ui_loop(rx: mpsc::Receiver<Msg>, input: &InputTx, launch: Launch) -> std::io:
         }
         let due = typed || since.is_none_or(|s| s >= FRAME);
         if dirty && due {
-            screen.draw(&mut view, ms(now))?;
+            screen.draw(view, ms(now))?;
             last_draw = Some(now);
             dirty = false;
             typed = false;

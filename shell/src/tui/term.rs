@@ -24,9 +24,11 @@ use super::view::View;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
-/// Put the terminal back as it was: raw mode off, paste mode off, cursor shown. Safe to call
-/// from any thread, any number of times; does nothing when the TUI never took the terminal.
+/// Put the terminal back as it was: the real stderr on fd 2, raw mode off, paste mode off,
+/// cursor shown. Safe to call from any thread, any number of times; does nothing when the TUI
+/// never took the terminal.
 pub fn restore() {
+    super::capture::give_back();
     if ACTIVE.swap(false, Ordering::SeqCst) {
         let mut out = io::stdout();
         let _ = execute!(

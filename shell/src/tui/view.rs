@@ -121,6 +121,28 @@ impl View {
         std::mem::take(&mut self.commands)
     }
 
+    /// A line openmax (or a library, or a child) wrote to stderr while the UI holds the
+    /// terminal: shown as it is, as a notice line.
+    pub fn stderr_line(&mut self, line: &str) {
+        self.notice(Level::Warn, line);
+    }
+
+    /// A termination signal (`name`, e.g. `SIGTERM`): stop as a person would, cancelling a
+    /// running turn and quitting; the core ends the session. Once quitting, nothing more.
+    pub fn signal(&mut self, name: &str) {
+        if self.quitting {
+            return;
+        }
+        self.notice(
+            Level::Warn,
+            &format!("{name}: stopping (a second signal exits at once)"),
+        );
+        if self.running.is_some() {
+            self.send(Command::Cancel);
+        }
+        self.quit();
+    }
+
     pub(super) fn notice(&mut self, level: Level, text: &str) {
         self.finished.push(Block::Notice(level, text.to_string()));
     }

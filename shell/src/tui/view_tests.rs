@@ -546,3 +546,31 @@ fn enter_during_a_running_turn_keeps_the_prompt_instead_of_sending_it() {
         }]
     );
 }
+
+#[test]
+fn a_stderr_line_is_a_warning_notice_shown_as_written() {
+    let mut v = view();
+    v.stderr_line("openmax: hooks and MCP servers not re-read: bad toml");
+    let f = v.take_finished();
+    assert!(matches!(&f[..], [Block::Notice(Level::Warn, t)] if t.starts_with("openmax: hooks")));
+    assert!(v.take_commands().is_empty());
+}
+
+#[test]
+fn a_signal_cancels_a_running_turn_then_quits_once() {
+    let mut v = view();
+    typed(&mut v, "go");
+    key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+    v.take_commands();
+    v.signal("SIGTERM");
+    assert_eq!(v.take_commands(), vec![Command::Cancel, Command::Quit]);
+    assert!(notices(&v.take_finished())
+        .iter()
+        .any(|n| n.starts_with("SIGTERM: stopping")));
+    // Quit goes out once; idle, a signal only quits.
+    v.signal("SIGHUP");
+    assert!(v.take_commands().is_empty());
+    let mut idle = view();
+    idle.signal("SIGHUP");
+    assert_eq!(idle.take_commands(), vec![Command::Quit]);
+}

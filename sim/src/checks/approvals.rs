@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use openmax_core::machine::{Input, Output};
+use openmax_core::machine::{Effect, Input, Output};
 use openmax_core::wire::{ApprovalOutcome, Command, Event};
 
 use super::segment::Turns;
@@ -102,6 +102,86 @@ pub fn every_approval_settles_once(_sc: &Scenario, run: &Run) -> Vec<String> {
     let live_wait = turns.quit_at.is_none() && run.went_quiet;
     if !open.is_empty() && !live_wait {
         v.push(format!("approvals never settled: {open:?}"));
+    }
+    v
+}
+
+/// `approval_settled` with `approved` only ever answers an `approve … true` for that id, and a
+/// mode change never settles anything: a pending request stays pending whatever the mode
+/// becomes. Client input the core held while a `SaveMode` or `Refreeze` answer was in flight
+/// is handled in that answer's drain, so there it counts as the cause.
+pub fn approved_only_by_its_approve(_sc: &Scenario, run: &Run) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut awaiting = 0usize;
+    let mut held: Vec<&FedInput> = Vec::new();
+    for (i, fed) in run.trace.iter().enumerate() {
+        let answer = matches!(
+            fed.input,
+            FedInput::Core(Input::ModeSaved { .. })
+                | FedInput::Core(Input::ModeSaveFailed { .. })
+                | FedInput::Core(Input::Frozen { .. })
+        );
+        let client = matches!(
+            fed.input,
+            FedInput::Core(Input::Line(_))
+                | FedInput::Core(Input::Framing(_))
+                | FedInput::Core(Input::EndOfInput)
+        );
+        if client && awaiting > 0 {
+            held.push(&fed.input);
+        }
+        let causes: Vec<&FedInput> = if answer {
+            awaiting = awaiting.saturating_sub(1);
+            held.clone()
+        } else {
+            vec![&fed.input]
+        };
+        let mode_line = matches!(&fed.input, FedInput::Core(Input::Line(l))
+            if matches!(Command::parse_line(l), Ok(Some(Command::ApprovalMode { .. }))));
+        for o in &fed.outputs {
+            match o {
+                Output::Effect(Effect::SaveMode { .. }) | Output::Effect(Effect::Refreeze) => {
+                    awaiting += 1
+                }
+                Output::Event(Event::ApprovalSettled {
+                    approval_id,
+                    outcome,
+                }) => {
+                    let approve = |want: Option<bool>| {
+                        causes.iter().any(|c| match c {
+                            FedInput::Core(Input::Line(l)) => matches!(
+                                Command::parse_line(l),
+                                Ok(Some(Command::Approve { approval_id: id, approved }))
+                                    if id == *approval_id && want.is_none_or(|w| w == approved)
+                            ),
+                            _ => false,
+                        })
+                    };
+                    if *outcome == ApprovalOutcome::Approved && !approve(Some(true)) {
+                        v.push(format!(
+                            "approval {approval_id} settled approved at input #{i} with no approve {approval_id} true behind it"
+                        ));
+                    }
+                    let ends_it = causes.iter().any(|c| match c {
+                        FedInput::Core(Input::EndOfInput) => true,
+                        FedInput::Core(Input::Line(l)) => matches!(
+                            Command::parse_line(l),
+                            Ok(Some(Command::Cancel)) | Ok(Some(Command::Quit))
+                        ),
+                        _ => false,
+                    });
+                    if (mode_line || answer) && !approve(None) && !ends_it {
+                        v.push(format!(
+                            "approval {approval_id} settled {outcome:?} at input #{i} by a mode change"
+                        ));
+                    }
+                }
+                Output::Event(_) | Output::Effect(_) => {}
+            }
+        }
+        if answer && awaiting == 0 {
+            held.clear();
+        }
     }
     v
 }

@@ -31,7 +31,10 @@ pub fn exactly_one_done_per_admitted_user(_sc: &Scenario, run: &Run) -> Vec<Stri
                 "the refused user at input #{i} got {dones} done lines"
             ));
         }
+        // Session-start lines (freeze notes, a hook that is not loaded) may come first.
         let first = run.trace[i].outputs.iter().find_map(|o| match o {
+            Output::Event(Event::HookFailed { .. }) => None,
+            Output::Event(Event::HarnessNote { call_id, .. }) if call_id.is_empty() => None,
             Output::Event(e) => Some(e),
             Output::Effect(_) => None,
         });
@@ -99,4 +102,13 @@ pub fn no_done_for_user_refused_in_flight(_sc: &Scenario, run: &Run) -> Vec<Stri
         }
     }
     v
+}
+
+/// After every `done` the core reports no turn in flight (the driver asks it after each
+/// drain), so a `user` sent right after `done` is admitted.
+pub fn no_turn_in_flight_after_done(_sc: &Scenario, run: &Run) -> Vec<String> {
+    run.in_turn_after_done
+        .iter()
+        .map(|i| format!("after the done at input #{i} the core still reports a turn in flight"))
+        .collect()
 }

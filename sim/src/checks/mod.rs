@@ -7,31 +7,42 @@
 //! turns (from the admitting `user` to its `done`), refused users and users refused in flight.
 //!
 //! One file per family of guarantees: [`wire`] (validator and pairing), [`done`] (one `done`
-//! per `user`), [`endings`] (the ending shapes), [`retries`], [`approvals`], [`shutdown`],
+//! per `user`, no turn left running after it), [`endings`] (the ending shapes), [`retries`],
+//! [`approvals`], [`kept`] (what the conversation keeps), [`acks`] (receipts after their
+//! persistence ack), [`limits`] (token cap, refusals, tool rounds), [`shutdown`],
 //! [`liveness`] and [`expect`] (a scenario's own assertions); [`segment`] holds the trace
 //! segmentation they share. This file lists them all and runs them.
 //!
 //! Invariant: a check never panics on any run; a malformed run is a violation, not a crash.
 
+mod acks;
 mod approvals;
 mod done;
 mod endings;
 mod expect;
+mod kept;
+mod limits;
 mod liveness;
 mod retries;
 mod segment;
 mod shutdown;
 mod wire;
 
-pub use approvals::every_approval_settles_once;
+pub use acks::receipts_follow_their_persist_ack;
+pub use approvals::{approved_only_by_its_approve, every_approval_settles_once};
 pub use done::{
     done_is_the_turns_last_line, exactly_one_done_per_admitted_user,
-    no_done_for_user_refused_in_flight,
+    no_done_for_user_refused_in_flight, no_turn_in_flight_after_done,
 };
 pub use endings::{no_dispatch_from_truncated_stream, three_ending_shapes};
 pub use expect::scenario_expectations;
+pub use kept::{only_message_done_text_is_kept, voided_thinking_never_kept};
+pub use limits::{token_cap_refuses_at_admission, tool_rounds_bounded, turn_end_refusals_bounded};
 pub use liveness::{liveness_after_faults, machine_goes_quiet};
-pub use retries::{retries_bounded_and_never_after_reply_text, three_unreachable_gives_up};
+pub use retries::{
+    retries_bounded_and_never_after_reply_text, retry_after_up_to_a_minute_waits,
+    three_unreachable_gives_up,
+};
 pub use segment::{live_inputs, Turn, Turns};
 pub use shutdown::quit_drains;
 pub use wire::stream_is_valid;
@@ -80,6 +91,27 @@ pub const PROPERTIES: &[(&str, Check)] = &[
     ),
     ("three_unreachable_gives_up", three_unreachable_gives_up),
     ("every_approval_settles_once", every_approval_settles_once),
+    ("approved_only_by_its_approve", approved_only_by_its_approve),
+    (
+        "only_message_done_text_is_kept",
+        only_message_done_text_is_kept,
+    ),
+    ("voided_thinking_never_kept", voided_thinking_never_kept),
+    (
+        "receipts_follow_their_persist_ack",
+        receipts_follow_their_persist_ack,
+    ),
+    (
+        "token_cap_refuses_at_admission",
+        token_cap_refuses_at_admission,
+    ),
+    (
+        "retry_after_up_to_a_minute_waits",
+        retry_after_up_to_a_minute_waits,
+    ),
+    ("turn_end_refusals_bounded", turn_end_refusals_bounded),
+    ("tool_rounds_bounded", tool_rounds_bounded),
+    ("no_turn_in_flight_after_done", no_turn_in_flight_after_done),
     ("quit_drains", quit_drains),
     ("machine_goes_quiet", machine_goes_quiet),
     ("scenario_expectations", scenario_expectations),

@@ -294,3 +294,104 @@ pub fn three_unreachable_gives_up(_sc: &Scenario, run: &Run) -> Vec<String> {
     }
     v
 }
+
+/// A live retryable HTTP failure (429, 500, 502, 503, 504, 529; not an exhausted quota, not a
+/// context-length refusal) with attempts left and a Retry-After of at most 60 s (or none) is
+/// answered in its own drain by a `retry` line, and the next attempt goes out no earlier than
+/// the wait unless a cancel, a crash or a failed write ends the turn first; one with a
+/// Retry-After over 60 s fails the turn at once (`error`, `done error`, no `retry`).
+pub fn retry_after_up_to_a_minute_waits(sc: &Scenario, run: &Run) -> Vec<String> {
+    let max = sc.config.retry.max_attempts;
+    let live = live_inputs(run);
+    let mut v = Vec::new();
+    for (i, fed) in run.trace.iter().enumerate() {
+        let FedInput::Core(Input::RequestFailed {
+            request,
+            attempt,
+            failure:
+                RequestFailure::Http {
+                    status,
+                    retry_after_s,
+                    kind,
+                    ..
+                },
+        }) = &fed.input
+        else {
+            continue;
+        };
+        if !live.contains(&i)
+            || !RequestFailure::RETRYABLE_STATUS.contains(status)
+            || matches!(
+                kind,
+                FailureKind::InsufficientQuota | FailureKind::ContextLength
+            )
+        {
+            continue;
+        }
+        let retried = fed
+            .outputs
+            .iter()
+            .any(|o| matches!(o, Output::Event(Event::Retry { .. })));
+        let failed = fed.outputs.iter().any(
+            |o| matches!(o, Output::Event(Event::Done { stop_reason }) if stop_reason == "error"),
+        );
+        let wait_s = retry_after_s.unwrap_or(0);
+        if wait_s > 60 {
+            if retried || !failed {
+                v.push(format!(
+                    "HTTP {status} with Retry-After {wait_s}s at input #{i} was not failed at once (over a minute is never waited)"
+                ));
+            }
+            continue;
+        }
+        if *attempt >= max {
+            continue;
+        }
+        if !retried {
+            v.push(format!(
+                "HTTP {status} with Retry-After {wait_s}s on attempt {attempt} of {max} at input #{i} got no retry line"
+            ));
+            continue;
+        }
+        let earliest = fed.at.0.saturating_add(wait_s.saturating_mul(1000));
+        let mut resolved = false;
+        for (j, later) in run.trace.iter().enumerate().skip(i + 1) {
+            let sent = later.outputs.iter().any(|o| {
+                matches!(o, Output::Effect(Effect::SendRequest { request: r, attempt: a, .. })
+                    if r == request && *a == attempt + 1)
+            });
+            if sent {
+                if later.at.0 < earliest {
+                    v.push(format!(
+                        "request {request} attempt {} went out at {} ms, before the Retry-After of {wait_s}s allowed ({earliest} ms)",
+                        attempt + 1,
+                        later.at.0
+                    ));
+                }
+                resolved = true;
+                break;
+            }
+            if later
+                .outputs
+                .iter()
+                .any(|o| matches!(o, Output::Event(Event::Done { .. })))
+            {
+                if matches!(later.input, FedInput::Timer { .. }) {
+                    v.push(format!(
+                        "the turn ended at input #{j} when the backoff after input #{i} expired, instead of sending attempt {}",
+                        attempt + 1
+                    ));
+                }
+                resolved = true;
+                break;
+            }
+        }
+        if !resolved && run.went_quiet {
+            v.push(format!(
+                "request {request} was announced for a retry at input #{i} but attempt {} never went out",
+                attempt + 1
+            ));
+        }
+    }
+    v
+}

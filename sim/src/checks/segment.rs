@@ -7,8 +7,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use openmax_core::conversation::{Block, Message, Role};
 use openmax_core::machine::{Effect, Input, Output};
 use openmax_core::provider::{ProviderItem, RequestId};
+use openmax_core::record::Record;
 use openmax_core::wire::{Command, Event};
 
 use crate::trace::{FedInput, Run};
@@ -223,4 +225,86 @@ pub(crate) fn text_delivered(run: &Run) -> BTreeMap<(RequestId, u32), usize> {
         }
     }
     m
+}
+
+/// One `Persist` effect: where it went out, its records, and the input that answered it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Persisted {
+    /// Trace index of the drain that emitted the `Persist`.
+    pub at: usize,
+    pub records: Vec<Record>,
+    /// Trace index of the `Persisted` ack, when it came.
+    pub acked: Option<usize>,
+}
+
+/// Every `Persist` effect of the run by ticket.
+pub(crate) fn persists(run: &Run) -> BTreeMap<u64, Persisted> {
+    let mut m: BTreeMap<u64, Persisted> = BTreeMap::new();
+    for (i, fed) in run.trace.iter().enumerate() {
+        if let FedInput::Core(Input::Persisted { ticket }) = &fed.input {
+            if let Some(p) = m.get_mut(ticket) {
+                p.acked.get_or_insert(i);
+            }
+        }
+        for o in &fed.outputs {
+            if let Output::Effect(Effect::Persist { ticket, records }) = o {
+                m.insert(
+                    *ticket,
+                    Persisted {
+                        at: i,
+                        records: records.clone(),
+                        acked: None,
+                    },
+                );
+            }
+        }
+    }
+    m
+}
+
+/// The records of the `Persist` whose ack is the input at trace index `i` (empty otherwise).
+/// `all` is [`persists`] of the run.
+pub(crate) fn acked_records(all: &BTreeMap<u64, Persisted>, run: &Run, i: usize) -> Vec<Record> {
+    match run.trace.get(i).map(|f| &f.input) {
+        Some(FedInput::Core(Input::Persisted { ticket })) => all
+            .get(ticket)
+            .map(|p| p.records.clone())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// Every message a record carries (a compaction point carries the whole conversation).
+pub(crate) fn record_messages(r: &Record) -> Vec<&Message> {
+    match r {
+        Record::Message { message } => vec![message],
+        Record::Compaction { messages, .. } => messages.iter().collect(),
+        Record::Session { .. }
+        | Record::ModeChanged { .. }
+        | Record::Refrozen { .. }
+        | Record::TurnEnd { .. } => Vec::new(),
+    }
+}
+
+/// The text blocks of the assistant messages among `messages`.
+pub(crate) fn assistant_texts<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in messages {
+        if m.role == Role::Assistant {
+            for b in &m.content {
+                if let Block::Text { text } = b {
+                    out.push(text.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The index of the admitted turn trace index `i` belongs to (from its `user` to its `done`).
+pub(crate) fn turn_of(turns: &Turns, i: usize) -> Option<usize> {
+    turns
+        .turns
+        .iter()
+        .position(|t| t.start <= i && t.done.as_ref().is_none_or(|(d, _)| i <= *d))
 }

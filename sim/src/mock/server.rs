@@ -275,7 +275,8 @@ async fn handle(
         return Err(CloseWithoutResponse);
     };
     match reply {
-        Reply::Unreachable => Err(CloseWithoutResponse),
+        // Transport: the request was read, then the connection closes with no response.
+        Reply::Unreachable | Reply::Transport => Err(CloseWithoutResponse),
         Reply::Status {
             status,
             retry_after,

@@ -60,3 +60,27 @@ fn persist_failure_of_the_prompt_fails_the_turn() {
     assert!(h.has_effect(|e| matches!(e, Effect::CancelRequest { .. })));
     assert_eq!(h.take(), s(&["error", "done error"]));
 }
+
+#[test]
+fn a_reply_whose_record_failed_is_not_sent_again() {
+    let mut h = H::new();
+    h.auto_ack = false;
+    h.user("hi");
+    h.ack_next();
+    h.reply("lost");
+    let ticket = h.unacked.pop_front().unwrap();
+    h.input(Input::PersistFailed {
+        ticket,
+        message: "disk full".into(),
+    });
+    h.take();
+    h.auto_ack = true;
+    h.user("again");
+    let body = h.last_body();
+    let texts: Vec<String> = body.messages.iter().map(|m| m.plain_text()).collect();
+    assert!(
+        !texts.iter().any(|t| t.contains("lost")),
+        "the unwritten reply went out again: {texts:?}"
+    );
+    h.reply("fresh");
+}

@@ -19,6 +19,9 @@ use openmax_core::wire::Mode;
 use crate::scenario::{Action, Scenario, Step, ToolScript};
 use crate::script::{Reply, StreamEnd, StreamItem};
 
+mod session;
+pub use session::EXTERNAL_TOOL;
+
 /// A generated scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenScenario(pub Scenario);
@@ -31,10 +34,13 @@ pub struct LiveScenario(pub Scenario);
 pub const LIVENESS_PROMPT: &str = "after the faults";
 
 impl LiveScenario {
-    /// The prefix, then `heal`, `cancel` and the final `user`, each a little later.
+    /// The prefix, then `heal`, `cancel` and the final `user`, each a little later; the `user`
+    /// late enough for the cancelled turn's appends to be answered when persistence is slow
+    /// (`persist_delay_ms`), as a client waits for `done` before its next `user`.
     pub fn full(&self) -> Scenario {
         let mut sc = self.0.clone();
         let end = sc.steps.iter().map(|s| s.at).max().unwrap_or(0);
+        let settle = 20 * sc.persist_delay_ms;
         sc.steps.push(Step {
             at: end + 1,
             action: Action::Heal,
@@ -44,7 +50,7 @@ impl LiveScenario {
             action: Action::Cancel,
         });
         sc.steps.push(Step {
-            at: end + 3,
+            at: end + 3 + settle,
             action: Action::User {
                 text: LIVENESS_PROMPT.into(),
             },
@@ -79,11 +85,11 @@ pub fn range(g: &mut Gen, lo: u64, hi: u64) -> u64 {
 }
 
 /// True with probability `num/den`.
-fn chance(g: &mut Gen, num: u64, den: u64) -> bool {
+pub(crate) fn chance(g: &mut Gen, num: u64, den: u64) -> bool {
     range(g, 1, den) <= num
 }
 
-fn pick<T: Clone>(g: &mut Gen, xs: &[T]) -> T {
+pub(crate) fn pick<T: Clone>(g: &mut Gen, xs: &[T]) -> T {
     // Every call site passes a non-empty literal slice.
     g.choose(xs).expect("non-empty choice").clone()
 }
@@ -100,8 +106,10 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
     c.retry.retry_base_ms = pick(g, &[10, 100, 1000]);
     c.retry.stream_idle_timeout_ms = pick(g, &[500, 5000, 300_000]);
     c.limits.max_iterations = range(g, 1, 4) as u32;
-    c.limits.max_agent_tokens = if may_quit && chance(g, 1, 8) {
-        pick(g, &[20, 500])
+    // Caps equal to sums of the generated usage figures (prompt 10/100/250 plus completion
+    // 10/50), so a turn often reaches its cap exactly.
+    c.limits.max_agent_tokens = if may_quit && chance(g, 1, 6) {
+        pick(g, &[20, 110, 260, 300, 500])
     } else {
         0
     };
@@ -215,6 +223,13 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
     if chance(g, 1, 6) {
         sc.mode_save_failures.push(0);
     }
+    if chance(g, 1, 3) {
+        sc.persist_delay_ms = pick(g, &[1, 5, 40]);
+    }
+    session::add_features(g, &mut sc, may_quit);
+    if chance(g, 1, 4) {
+        session::recipe(g, &mut sc, may_quit);
+    }
     sc
 }
 
@@ -293,8 +308,15 @@ fn gen_action(g: &mut Gen, may_quit: bool) -> Action {
 
 fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
     match range(g, 0, 99) {
-        0..=9 => Reply::Unreachable,
-        10..=24 => Reply::Status {
+        0..=6 => Reply::Unreachable,
+        7..=9 => Reply::Transport,
+        10..=11 => Reply::Status {
+            status: 400,
+            retry_after: None,
+            error: Some("invalid_request_error".to_string()),
+            message: Some("prompt is too long: 250000 tokens > 200000 maximum".to_string()),
+        },
+        12..=24 => Reply::Status {
             status: pick(g, &[429, 500, 502, 503, 504, 529, 400, 401]),
             retry_after: pick(
                 g,
@@ -303,6 +325,8 @@ fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
                     None,
                     Some("1".to_string()),
                     Some("2".to_string()),
+                    Some("60".to_string()),
+                    Some("61".to_string()),
                     Some("120".to_string()),
                 ],
             ),
@@ -340,6 +364,7 @@ fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
                                     "write_file".to_string(),
                                     "shell".to_string(),
                                     "no_such_tool".to_string(),
+                                    EXTERNAL_TOOL.to_string(),
                                 ],
                             ),
                             args: pick(
@@ -348,15 +373,22 @@ fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
                                     serde_json::json!({"path": "src/a.rs"}),
                                     serde_json::json!({"command": "rm -rf x"}),
                                     serde_json::json!({"path": "secret.txt"}),
+                                    serde_json::json!({"path": "src/b.rs"}),
+                                    serde_json::json!({"path": "src/c.rs"}),
+                                    // Malformed: arguments that are not a JSON object.
+                                    serde_json::json!("{\"path\": \"src/a.rs\""),
                                 ],
                             ),
                         }
                     }
-                    _ => StreamItem::Usage {
-                        prompt_tokens: range(g, 1, 300),
-                        completion_tokens: range(g, 1, 50),
-                        cached_tokens: pick(g, &[None, Some(0), Some(10)]),
-                    },
+                    _ => {
+                        let (any_prompt, any_completion) = (range(g, 1, 300), range(g, 1, 50));
+                        StreamItem::Usage {
+                            prompt_tokens: pick(g, &[10, 100, 250, any_prompt]),
+                            completion_tokens: pick(g, &[10, 50, any_completion]),
+                            cached_tokens: pick(g, &[None, Some(0), Some(10)]),
+                        }
+                    }
                 });
             }
             let end = match range(g, 0, 19) {
@@ -431,6 +463,9 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
     if !sc.mode_save_failures.is_empty() {
         out.push(with(&|s| s.mode_save_failures.clear()));
     }
+    if sc.persist_delay_ms > 0 {
+        out.push(with(&|s| s.persist_delay_ms = 0));
+    }
     // Simplify replies.
     for (i, r) in sc.replies.iter().enumerate() {
         for smaller in shrink_reply(r) {
@@ -499,6 +534,26 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
     if c.seed != 0 {
         out.push(with(&|s| s.config.seed = 0));
     }
+    if !c.history.is_empty() {
+        out.push(with(&|s| s.config.history.clear()));
+    }
+    if c.context_tokens != d.context_tokens {
+        out.push(with(&|s| s.config.context_tokens = d.context_tokens));
+    }
+    if c.tools != d.tools {
+        out.push(with(&|s| s.config.tools = d.tools.clone()));
+    }
+    if c.agent_spawned {
+        out.push(with(&|s| s.config.agent_spawned = false));
+    }
+    if c.non_interactive {
+        out.push(with(&|s| s.config.non_interactive = false));
+    }
+    for i in (0..sc.refreezes.len()).rev() {
+        out.push(with(&|s| {
+            s.refreezes.remove(i);
+        }));
+    }
     if c.limits.max_agent_tokens != 0 {
         out.push(with(&|s| s.config.limits.max_agent_tokens = 0));
     }
@@ -511,7 +566,7 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
 fn shrink_reply(r: &Reply) -> Vec<Reply> {
     let mut out = Vec::new();
     match r {
-        Reply::Unreachable | Reply::RawStatus { .. } => {}
+        Reply::Unreachable | Reply::Transport | Reply::RawStatus { .. } => {}
         Reply::Status {
             status,
             retry_after,

@@ -1,0 +1,339 @@
+//! Session-level features of a generated scenario, each drawn with its own weight so that
+//! every one appears in at least 1% of scenarios: a small context window (forced compaction),
+//! `--continue` history, tool schemas over the budget, several hooks of every event, runs of
+//! `turn_end` refusals past the eight honored, external tools behind `unapproved_source` with
+//! env grants, agent-spawned and non-interactive sessions, and refreezes that change something.
+//!
+//! Invariant: a pure function of the [`Gen`], like the rest of the generator.
+
+use quickcheck::Gen;
+
+use openmax_core::conversation::{Block, Message, Role};
+use openmax_core::machine::{Freeze, HookEvent, HookOutcome, HookSpec};
+use openmax_core::tool::SourceGate;
+use openmax_core::wire::event::FreezeChange;
+
+use super::{chance, pick, range};
+use crate::scenario::{Scenario, SimTool};
+
+/// The external tool a generated reply may call (present only when the scenario installs it).
+pub const EXTERNAL_TOOL: &str = "ext_tool";
+
+/// Add the session-level features to a scenario whose client timeline and replies exist.
+pub(super) fn add_features(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
+    if chance(g, 1, 8) {
+        sc.config.history = history(g);
+    }
+    if chance(g, 1, 10) {
+        // A window small enough that a few turns cross the trigger (budget 1500-4500).
+        sc.config.context_tokens = pick(g, &[2000, 3000, 6000]);
+    }
+    if chance(g, 1, 40) {
+        // Schemas over half the budget: the advisory, and compaction against what is left.
+        sc.config.context_tokens = pick(g, &[2000, 3000]);
+        sc.config.tools.push(SimTool {
+            name: "huge_schema".into(),
+            description: "a tool whose schema is most of the window. ".repeat(pick(g, &[60, 400])),
+            parameters: serde_json::json!({"type": "object"}),
+            mutating: false,
+            targets: None,
+            source: None,
+        });
+    }
+    if chance(g, 1, 5) {
+        hooks(g, sc);
+    }
+    if chance(g, 1, 10) {
+        sc.config.tools.push(SimTool {
+            name: EXTERNAL_TOOL.into(),
+            description: "an external tool from the project's manifest".into(),
+            parameters: serde_json::json!({"type": "object"}),
+            mutating: chance(g, 1, 2),
+            targets: None,
+            source: Some(SourceGate {
+                source_path: ".openmax/tools/ext.toml".into(),
+                source_sha: "0123456789ab".into(),
+                env: if chance(g, 1, 2) {
+                    vec!["API_TOKEN".into()]
+                } else {
+                    Vec::new()
+                },
+                approved: chance(g, 1, 4),
+            }),
+        });
+    }
+    if chance(g, 1, 20) {
+        sc.config.agent_spawned = true;
+    }
+    if may_quit && chance(g, 1, 20) {
+        sc.config.non_interactive = true;
+    }
+    if chance(g, 1, 6) {
+        sc.refreezes.push(changed_freeze(g, sc));
+    }
+}
+
+/// A `--continue` history: past turns with tool calls and long outputs (something for a
+/// compaction to cut).
+fn history(g: &mut Gen) -> Vec<Message> {
+    let mut out = Vec::new();
+    for k in 0..range(g, 1, 4) {
+        let id = format!("past-{k}");
+        out.push(Message::user_text(format!("earlier request {k}")));
+        out.push(Message {
+            role: Role::Assistant,
+            content: vec![
+                Block::text(format!("looking at part {k}")),
+                Block::ToolUse {
+                    id: id.clone(),
+                    name: "read_file".into(),
+                    input: serde_json::json!({"path": "src/big.rs"}),
+                },
+            ],
+        });
+        out.push(Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                id,
+                ok: true,
+                output: "fn big() {}\n".repeat(pick(g, &[10, 200])),
+            }],
+        });
+        out.push(Message::assistant_text(format!("part {k} is fine")));
+    }
+    out
+}
+
+/// Two to four hooks of every event (blocking and not, one possibly not loaded), and their
+/// outcomes: sometimes a run of nine or more refusals so a `turn_end` gate goes `unverified`.
+fn hooks(g: &mut Gen, sc: &mut Scenario) {
+    let palette = [
+        ("gate.sh", HookEvent::UserPromptSubmit, true),
+        ("verify.sh", HookEvent::TurnEnd, true),
+        ("log.sh", HookEvent::ToolEnd, false),
+        ("hello.sh", HookEvent::SessionStart, false),
+        ("shrunk.sh", HookEvent::Compacted, false),
+        ("watch.sh", HookEvent::ToolStart, false),
+        ("notify.sh", HookEvent::TurnEnd, false),
+    ];
+    let n = range(g, 2, 4);
+    for _ in 0..n {
+        let (name, event, blocking) = pick(g, &palette);
+        if sc.config.hooks.iter().any(|h| h.name == name) {
+            continue;
+        }
+        sc.config.hooks.push(HookSpec {
+            name: name.into(),
+            event,
+            blocking,
+            not_loaded: if chance(g, 1, 12) {
+                Some("the hook file changed since it was approved".into())
+            } else {
+                None
+            },
+        });
+    }
+    let refusals = if chance(g, 1, 2) { range(g, 9, 11) } else { 0 };
+    for _ in 0..refusals {
+        sc.hooks.push(HookOutcome::Refuse {
+            reason: "the tests do not pass yet".into(),
+        });
+    }
+    for _ in 0..range(g, 0, 4) {
+        sc.hooks.push(match range(g, 0, 2) {
+            0 => HookOutcome::Pass,
+            1 => HookOutcome::Refuse {
+                reason: "not today".into(),
+            },
+            _ => HookOutcome::Failed {
+                detail: "exit 1".into(),
+            },
+        });
+    }
+}
+
+/// A refreeze answer that changes something: a tool added or removed, the prompt changed, a
+/// hook added, with the receipt naming who changed it.
+fn changed_freeze(g: &mut Gen, sc: &Scenario) -> Freeze {
+    let mut f = sc.freeze();
+    let by = pick(g, &["agent", "outside"]).to_string();
+    match range(g, 0, 2) {
+        0 => {
+            f.tools.pop();
+            f.changes.push(FreezeChange {
+                kind: "tool".into(),
+                name: "shell".into(),
+                change: "removed".into(),
+                path: ".openmax/tools/shell.toml".into(),
+                by,
+            });
+        }
+        1 => {
+            f.system.push_str(" Be brief.");
+            f.changes.push(FreezeChange {
+                kind: "prompt".into(),
+                name: "AGENTS.md".into(),
+                change: "changed".into(),
+                path: "AGENTS.md".into(),
+                by,
+            });
+        }
+        _ => {
+            f.hooks.push(HookSpec {
+                name: "verify.sh".into(),
+                event: HookEvent::TurnEnd,
+                blocking: true,
+                not_loaded: None,
+            });
+            f.changes.push(FreezeChange {
+                kind: "hook".into(),
+                name: "verify.sh".into(),
+                change: "added".into(),
+                path: ".openmax/hooks/verify.sh".into(),
+                by,
+            });
+        }
+    }
+    f.notes.push("1 tool manifest could not be read".into());
+    f
+}
+
+/// One focused recipe in place of the random timeline and replies: a short, fault-light run
+/// aimed at a feature random interleavings rarely reach (an approval answered or timed out,
+/// an external tool's source and env grant, nine refusals, a compaction with its hook, a
+/// token cap reached exactly, diffs).
+pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
+    use crate::scenario::{Action, Step, ToolScript};
+    use crate::script::{Reply, StreamEnd, StreamItem};
+    let call = |id: &str, name: &str| StreamItem::ToolCall {
+        id: id.into(),
+        name: name.into(),
+        args: serde_json::json!({"path": "src/a.rs"}),
+    };
+    let stream = |items: Vec<StreamItem>| Reply::Stream {
+        items,
+        end: StreamEnd::Complete { finish: None },
+        delay_ms: 0,
+    };
+    let usage = |p: u64, c: u64| StreamItem::Usage {
+        prompt_tokens: p,
+        completion_tokens: c,
+        cached_tokens: None,
+    };
+    sc.steps = vec![Step {
+        at: 0,
+        action: Action::User {
+            text: "fix the bug".into(),
+        },
+    }];
+    sc.replies.clear();
+    sc.persist_failures.clear();
+    match range(g, 0, 5) {
+        0 | 1 => {
+            // An approval answered (or left to time out / be cancelled), maybe of an external
+            // tool with an env grant.
+            sc.config.mode = openmax_core::wire::Mode::Ask;
+            sc.config.non_interactive = false;
+            let name = if chance(g, 1, 2) {
+                sc.config.tools.retain(|t| t.name != EXTERNAL_TOOL);
+                sc.config.tools.push(SimTool {
+                    name: EXTERNAL_TOOL.into(),
+                    description: "an external tool".into(),
+                    parameters: serde_json::json!({"type": "object"}),
+                    mutating: false,
+                    targets: None,
+                    source: Some(SourceGate {
+                        source_path: ".openmax/tools/ext.toml".into(),
+                        source_sha: "0123456789ab".into(),
+                        env: if chance(g, 1, 2) {
+                            vec!["API_TOKEN".into()]
+                        } else {
+                            Vec::new()
+                        },
+                        approved: false,
+                    }),
+                });
+                EXTERNAL_TOOL
+            } else {
+                "write_file"
+            };
+            sc.replies.push(stream(vec![call("c1", name)]));
+            sc.config.limits.approval_timeout_ms = pick(g, &[0, 2000]);
+            let at = pick(g, &[10, 100, 5000]);
+            let action = match range(g, 0, 3) {
+                0 => Action::Cancel,
+                _ => Action::ApprovePending {
+                    approved: chance(g, 2, 3),
+                },
+            };
+            sc.steps.push(Step { at, action });
+        }
+        2 => {
+            // A turn_end gate refusing past the eight honored.
+            sc.config.hooks.retain(|h| h.event != HookEvent::TurnEnd);
+            sc.config.hooks.push(HookSpec {
+                name: "verify.sh".into(),
+                event: HookEvent::TurnEnd,
+                blocking: true,
+                not_loaded: None,
+            });
+            sc.config.limits.max_agent_tokens = 0;
+            sc.hooks = (0..range(g, 8, 10))
+                .map(|_| HookOutcome::Refuse {
+                    reason: "the tests do not pass yet".into(),
+                })
+                .collect();
+        }
+        3 => {
+            // A compaction: a small window, long history, a compacted hook.
+            sc.config.context_tokens = 2000;
+            sc.config.history = history(g);
+            if chance(g, 3, 4) {
+                sc.config.hooks.push(HookSpec {
+                    name: "shrunk.sh".into(),
+                    event: HookEvent::Compacted,
+                    blocking: false,
+                    not_loaded: None,
+                });
+            }
+            for k in 1..range(g, 2, 4) {
+                sc.steps.push(Step {
+                    at: k * 1000,
+                    action: Action::User {
+                        text: format!("step {k}"),
+                    },
+                });
+            }
+        }
+        4 => {
+            // A token cap reached exactly by reported usage, then a tool round.
+            sc.config.mode = openmax_core::wire::Mode::Auto;
+            sc.config.limits.max_agent_tokens = pick(g, &[110, 200]);
+            sc.config.limits.max_iterations = 5;
+            sc.replies
+                .push(stream(vec![usage(100, 10), call("c1", "read_file")]));
+            sc.replies
+                .push(stream(vec![usage(80, 10), call("c2", "read_file")]));
+        }
+        _ => {
+            // Diffs from file tools.
+            sc.config.mode = openmax_core::wire::Mode::Auto;
+            sc.replies.push(stream(vec![call("c1", "write_file")]));
+            sc.tools = vec![ToolScript {
+                diffs: vec![openmax_core::tool::FileDiff {
+                    path: "src/a.rs".into(),
+                    diff: "@@ -1 +1 @@\n-a\n+b\n".into(),
+                    added: 1,
+                    removed: 1,
+                }],
+                ..ToolScript::default()
+            }];
+        }
+    }
+    if may_quit {
+        sc.steps.push(Step {
+            at: 20_000,
+            action: Action::Eof,
+        });
+    }
+}
