@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use openmax_core::machine::{Effect, Input, Output};
+use openmax_core::machine::{Effect, Input, Output, TimerReason};
 use openmax_core::provider::{FailureKind, ProviderItem, RequestFailure, RequestId};
 use openmax_core::wire::{Command, Event};
 
@@ -376,7 +376,15 @@ pub fn retry_after_up_to_a_minute_waits(sc: &Scenario, run: &Run) -> Vec<String>
                 .iter()
                 .any(|o| matches!(o, Output::Event(Event::Done { .. })))
             {
-                if matches!(later.input, FedInput::Timer { .. }) {
+                // The shutdown drain deadline may end a long wait; the backoff's own expiry
+                // must send the next attempt.
+                if matches!(
+                    later.input,
+                    FedInput::Timer {
+                        reason: TimerReason::RetryBackoff,
+                        ..
+                    }
+                ) {
                     v.push(format!(
                         "the turn ended at input #{j} when the backoff after input #{i} expired, instead of sending attempt {}",
                         attempt + 1
