@@ -20,9 +20,10 @@
 //!   right after `data: [DONE]` (no blank line, or no newline at all) still delivers it. A
 //!   truncated JSON payload that this lets through fails to parse in the mapping, which fails
 //!   the stream.
-//! - Memory: a line longer than [`MAX_LINE_BYTES`] is dropped whole (up to its line ending), so
-//!   a hostile server cannot grow the buffer without bound; the event it belonged to is still
-//!   dispatched, marked [`SseEvent::damage`].
+//! - Memory: a line longer than [`MAX_LINE_BYTES`] is dropped whole (up to its line ending), and
+//!   so is a `data` line that would take its event's data past that cap, so a hostile server
+//!   cannot grow the buffers without bound; the event is still dispatched, marked
+//!   [`SseEvent::damage`].
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,9 +186,15 @@ impl SseDecoder {
         match field {
             "event" => self.event_type = value.to_string(),
             "data" => {
+                self.data_seen = true;
+                if self.data.len() + value.len() + 1 > MAX_LINE_BYTES {
+                    // An event's data is held to the line cap too: many data lines with no
+                    // blank line cannot grow it without bound. The event is damaged.
+                    self.damage = Some("an event's data over the 32 MiB cap was dropped");
+                    return;
+                }
                 self.data.push_str(value);
                 self.data.push('\n');
-                self.data_seen = true;
             }
             "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
             "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
@@ -352,6 +359,25 @@ mod tests {
         );
         assert!(evs[0].damage.unwrap().contains("32 MiB"));
         assert_eq!(evs[0].data, "");
+        assert_eq!(evs[1], ev("message", "ok"));
+    }
+
+    #[test]
+    fn many_data_lines_without_a_blank_line_stay_within_the_cap() {
+        let mut d = SseDecoder::new();
+        let line = format!("data: {}\n", "x".repeat(1 << 20));
+        for _ in 0..(MAX_LINE_BYTES >> 20) + 8 {
+            assert!(d.feed(line.as_bytes()).is_empty());
+            assert!(d.data.len() <= MAX_LINE_BYTES, "held {}", d.data.len());
+        }
+        let evs = d.feed(b"\ndata: ok\n\n");
+        assert_eq!(evs.len(), 2);
+        assert!(
+            evs[0].damage.unwrap().contains("32 MiB"),
+            "{:?}",
+            evs[0].damage
+        );
+        assert!(evs[0].data.len() <= MAX_LINE_BYTES);
         assert_eq!(evs[1], ev("message", "ok"));
     }
 
