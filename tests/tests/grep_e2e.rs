@@ -3,7 +3,7 @@
 //! a search no machine finishes — after `cancel` or the `[limits] tool_timeout_s` limit, the
 //! process's CPU time stops growing (read from `/proc/<pid>/stat`). Every stream is validated.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use openmax_tests::*;
 use serde_json::{json, Value};
