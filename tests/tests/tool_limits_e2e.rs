@@ -4,7 +4,6 @@
 //! process's CPU time stops growing; `write_file`/`edit_file` refuse a file over their cap
 //! and leave it as it was. Every stream is validated.
 
-
 use openmax_tests::*;
 use serde_json::json;
 
