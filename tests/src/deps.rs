@@ -228,3 +228,52 @@ pub fn install_all() {
     }
     println!("tmux: {}", tmux().display());
 }
+
+/// The entry point of the real `@modelcontextprotocol/server-everything` (run it with
+/// `node <it> stdio` or `node <it> streamableHttp`), installed when missing.
+pub fn everything_js() -> PathBuf {
+    npm_package("@modelcontextprotocol/server-everything")
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+/// server-everything in its streamable HTTP mode on a free loopback port; killed on drop.
+pub struct HttpEverything {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl HttpEverything {
+    /// Start it and wait (at most 60 s) until it listens.
+    pub fn start() -> HttpEverything {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = std::process::Command::new("node")
+            .arg(everything_js())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node starts");
+        let start = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if start.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("server-everything never listened on {port}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        HttpEverything { child, port }
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -5,6 +5,7 @@
 use std::process::Stdio;
 
 use openmax_tests::acp::*;
+use openmax_tests::deps::{everything_js, HttpEverything};
 use openmax_tests::*;
 use serde_json::{json, Value};
 
@@ -367,14 +368,6 @@ fn soak_200_prompts_with_faults() {
     eprintln!("soak: {counts:?}");
 }
 
-/// The entry point of the real `@modelcontextprotocol/server-everything` (`node <it> stdio`).
-fn everything_js() -> String {
-    deps::npm_package("@modelcontextprotocol/server-everything")
-        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-        .display()
-        .to_string()
-}
-
 #[test]
 fn an_mcp_server_given_in_session_new_is_listed_and_its_tool_called() {
     let (env, mock) = setup(vec![
@@ -386,7 +379,7 @@ fn an_mcp_server_given_in_session_new_is_listed_and_its_tool_called() {
         text_reply("echoed"),
     ]);
     let server = json!({"name": "everything", "command": "node",
-                        "args": [everything_js(), "stdio"], "env": []});
+                        "args": [everything_js().display().to_string(), "stdio"], "env": []});
     let lines = client(
         &env,
         json!({"permission": "allow", "steps": [
@@ -559,47 +552,6 @@ fn sigint_and_sigterm_cancel_the_prompt_in_flight_and_exit() {
             .recv_timeout(DEADLINE)
             .expect("openmax exits in time");
         assert_eq!(code.unwrap(), Some(0), "signal {sig}");
-    }
-}
-
-/// server-everything in its streamable HTTP mode on a free loopback port; killed on drop.
-struct HttpEverything {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl HttpEverything {
-    fn start() -> HttpEverything {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = std::process::Command::new("node")
-            .arg(everything_js())
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node starts");
-        let start = std::time::Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if start.elapsed() > std::time::Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("server-everything never listened on {port}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        HttpEverything { child, port }
-    }
-}
-
-impl Drop for HttpEverything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

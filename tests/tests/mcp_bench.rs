@@ -7,21 +7,15 @@
 //! - the share of openmax's own MCP client (`McpSet::call` in process) in such a call.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use openmax_tests::deps;
+use openmax_tests::deps::everything_js;
 use openmax_tests::*;
 use serde_json::{json, Value};
 
 const RUNS: usize = 5;
 const CALLS: usize = 30;
-
-fn everything_js() -> PathBuf {
-    deps::npm_package("@modelcontextprotocol/server-everything")
-        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-}
 
 fn servers(n: usize) -> String {
     (0..n)

@@ -3,22 +3,16 @@
 //! `@modelcontextprotocol/server-everything`, `@modelcontextprotocol/server-filesystem` and the
 //! Python `mcp-server-time`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use openmax_tests::deps;
+use openmax_tests::deps::{everything_js, HttpEverything};
 use openmax_tests::*;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
 const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem";
-
-/// The entry point of server-everything (run with `node <it> stdio`).
-fn everything_js() -> PathBuf {
-    deps::npm_package(EVERYTHING)
-        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-}
 
 fn toml_str(p: &Path) -> String {
     format!("{:?}", p.display().to_string())
@@ -467,47 +461,6 @@ fn filesystem_server_reads_the_project() {
         .unwrap()
         .contains("filesystem server content"));
     s.finish();
-}
-
-/// server-everything in its streamable HTTP mode on a free loopback port; killed on drop.
-struct HttpEverything {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl HttpEverything {
-    fn start() -> HttpEverything {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = std::process::Command::new("node")
-            .arg(everything_js())
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("node starts");
-        let start = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "server-everything never listened on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        HttpEverything { child, port }
-    }
-}
-
-impl Drop for HttpEverything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

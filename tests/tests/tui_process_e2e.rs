@@ -8,16 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
+use openmax_tests::deps::everything_js;
 use openmax_tests::tmux::Pane;
 use openmax_tests::*;
-
-const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
-
-/// The entry point of server-everything (run with `node <it> stdio`).
-fn everything_js() -> PathBuf {
-    deps::npm_package(EVERYTHING)
-        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-}
 
 /// A trusted project whose mock serves `replies`, with `servers` (TOML) in the user config.
 fn setup(replies: Vec<Reply>, servers: &str) -> (TestEnv, MockServer) {

@@ -116,16 +116,9 @@ fn mcp_list(cli: &Cli) -> i32 {
             .enable_all()
             .build()
             .map_err(|e| format!("could not start the runtime: {e}"))?;
-        let sandbox = &layers.merged.sandbox;
         let policy = crate::sandbox::Policy {
             running_dir: Some(state.dir().join("running")),
-            confine: crate::sandbox::confine::Confine::for_session(
-                sandbox.mode.as_deref(),
-                sandbox.network.unwrap_or(false),
-                &sandbox.writable,
-                state.project(),
-                home.root(),
-            )?,
+            confine: session_confine(&layers.merged.sandbox, &state, home.root())?,
             ..Default::default()
         };
         let ctx = StartContext {
@@ -317,14 +310,23 @@ fn sandbox_policy(
         },
         secrets: p.api_key.iter().cloned().collect(),
         running_dir: Some(state.dir().join("running")),
-        confine: crate::sandbox::confine::Confine::for_session(
-            settings.sandbox.mode.as_deref(),
-            settings.sandbox.network.unwrap_or(false),
-            &settings.sandbox.writable,
-            state.project(),
-            home,
-        )?,
+        confine: session_confine(&settings.sandbox, state, home)?,
     })
+}
+
+/// The kernel sandbox of this project's agent processes, from `[sandbox]`.
+fn session_confine(
+    sandbox: &crate::config::SandboxSection,
+    state: &ProjectState,
+    home: &Path,
+) -> Result<crate::sandbox::confine::Confine, String> {
+    crate::sandbox::confine::Confine::for_session(
+        sandbox.mode.as_deref(),
+        sandbox.network.unwrap_or(false),
+        &sandbox.writable,
+        state.project(),
+        home,
+    )
 }
 
 /// A new session id: 16 hex of sha256(time, pid, counter).
