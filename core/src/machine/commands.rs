@@ -124,7 +124,7 @@ impl Core {
                 self.finish_call(
                     call,
                     false,
-                    "cancelled: the user cancelled the turn before this call ran".into(),
+                    format!("cancelled: {} before this call ran", self.cancel_cause()),
                     None,
                 );
             }
@@ -136,8 +136,10 @@ impl Core {
                 self.finish_call(
                     call,
                     false,
-                    "cancelled: the user cancelled the turn while this call awaited approval"
-                        .into(),
+                    format!(
+                        "cancelled: {} while this call awaited approval",
+                        self.cancel_cause()
+                    ),
                     None,
                 );
             }
@@ -195,7 +197,17 @@ impl Core {
     /// Cancel the turn in flight, as a `cancel` command would (the drain deadline passed).
     pub(super) fn cancel_turn(&mut self) {
         if self.in_turn() {
+            self.turn.shutdown = true;
             self.on_cancel();
+        }
+    }
+
+    /// Who ended the turn, as the results of the calls it cuts off say.
+    pub(super) fn cancel_cause(&self) -> &'static str {
+        if self.turn.shutdown {
+            "the session shut down"
+        } else {
+            "the user cancelled the turn"
         }
     }
 

@@ -268,8 +268,7 @@ impl Core {
             });
         }
         if cancelling {
-            let mut output =
-                "cancelled: the user cancelled the turn while this call ran".to_string();
+            let mut output = format!("cancelled: {} while this call ran", self.cancel_cause());
             if !outcome.output.is_empty() {
                 output.push_str("; output so far:\n");
                 output.push_str(&outcome.output);

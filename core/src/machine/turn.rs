@@ -192,6 +192,9 @@ pub(super) struct Turn {
     /// The stop reason the turn will end with at the next safe point (a `cancel` that must
     /// wait for a tool or a persistence ack).
     pub ending: Option<String>,
+    /// The turn is being cancelled because the shutdown drain deadline passed, not by a
+    /// `cancel` command (the calls it ends say so).
+    pub shutdown: bool,
     /// The error a crash left to report while a record's persistence ack was in flight: the
     /// turn waits for that ack (so the record's own event, such as `message_done`, still goes
     /// out in its drain, and nothing is kept that the client was not told of), then ends with

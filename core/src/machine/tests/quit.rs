@@ -129,3 +129,42 @@ fn a_zero_drain_deadline_cancels_at_once() {
     assert_eq!(h.take().last().unwrap(), "done cancelled");
     assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 0 }));
 }
+
+#[test]
+fn a_tool_ended_by_the_drain_deadline_says_the_session_shut_down() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    c.limits.drain_timeout_ms = 5_000;
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    h.planned("c1", plan(true));
+    h.cmd(json!({"cmd":"quit"}));
+    assert_eq!(h.fire_timer(), TimerReason::ShutdownDrain);
+    assert!(h.has_effect(|e| matches!(e, Effect::CancelTool { call_id } if call_id == "c1")));
+    h.tool_done("c1", false, "killed");
+    assert_eq!(h.take(), s(&["tool_end c1 false", "done cancelled"]));
+    let msg = &h.messages("tool_end")[0];
+    assert!(msg.starts_with("cancelled: the session shut down"), "{msg}");
+    assert!(!msg.contains("user"), "{msg}");
+}
+
+#[test]
+fn a_call_being_planned_at_the_drain_deadline_says_the_session_shut_down() {
+    let mut c = config();
+    c.limits.drain_timeout_ms = 5_000;
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    h.input(Input::EndOfInput);
+    assert_eq!(h.fire_timer(), TimerReason::ShutdownDrain);
+    assert_eq!(h.take(), s(&["tool_end c1 false", "done cancelled"]));
+    let msg = &h.messages("tool_end")[0];
+    assert!(msg.starts_with("cancelled: the session shut down"), "{msg}");
+}
+
+#[test]
+fn a_user_cancel_still_names_the_user() {
+    let mut h = H::new();
+    to_planning(&mut h);
+    h.cmd(json!({"cmd":"cancel"}));
+    assert!(h.messages("tool_end")[0].starts_with("cancelled: the user cancelled"));
+}
