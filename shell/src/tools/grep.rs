@@ -16,6 +16,7 @@
 //!   file (at most 64 KiB apart), so a stopped search frees its threads promptly.
 
 use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -301,7 +302,16 @@ fn search_file(
     path: &Path,
     batch: &mut Batch<'_, FileHits>,
 ) -> Found {
-    match std::fs::metadata(path) {
+    // Open, then size the open file: one path lookup per file, as rg does. O_NONBLOCK so that a
+    // file swapped for a FIFO after the walk cannot hold the search (no effect on regular files).
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return Found::Nothing;
+    };
+    match file.metadata() {
         Ok(m) if m.len() > MAX_FILE_BYTES => {
             shared.note(&shared.too_big, path);
             return Found::Nothing;
@@ -309,9 +319,6 @@ fn search_file(
         Ok(_) => {}
         Err(_) => return Found::Nothing,
     }
-    let Ok(file) = std::fs::File::open(path) else {
-        return Found::Nothing;
-    };
     let reader = Stoppable {
         inner: file,
         stop: shared.stop,
