@@ -7,7 +7,7 @@
 
 use crate::conversation::{Block, Message, Role};
 use crate::record::Record;
-use crate::wire::{ApprovalOutcome, Command, Event, Mode};
+use crate::wire::{ApprovalOutcome, Command, Event, Mode, StopReason};
 
 use super::turn::{Phase, Turn};
 use super::{Core, Effect, Freeze, HookEvent};
@@ -50,7 +50,7 @@ impl Core {
         if text.trim().is_empty() {
             self.protocol_error("user text is empty");
             return self.ev(Event::Done {
-                stop_reason: "refused".into(),
+                stop_reason: StopReason::Refused,
             });
         }
         if !self.config.trusted {
@@ -59,7 +59,7 @@ impl Core {
                  again",
             );
             return self.ev(Event::Done {
-                stop_reason: "refused".into(),
+                stop_reason: StopReason::Refused,
             });
         }
         self.turn = Turn::default();
@@ -96,16 +96,16 @@ impl Core {
             Phase::Idle => self.protocol_error("cancel: no turn is running"),
             Phase::Closed => self.phase = Phase::Closed,
             Phase::PromptHooks { .. } | Phase::Backoff { .. } | Phase::TurnEndHooks { .. } => {
-                self.end_turn("cancelled")
+                self.end_turn(StopReason::Cancelled)
             }
             Phase::Streaming(a) => {
                 self.eff(Effect::CancelRequest { request: a.request });
                 if a.text.is_empty() {
-                    self.end_turn("cancelled");
+                    self.end_turn(StopReason::Cancelled);
                 } else {
                     // A token run always ends with message_done: the partial is kept.
-                    self.turn.ending = Some("cancelled".into());
-                    self.end_with_partial(a.text, None, "cancelled");
+                    self.turn.ending = Some(StopReason::Cancelled);
+                    self.end_with_partial(a.text, None, StopReason::Cancelled);
                 }
             }
             p @ (Phase::PersistReply { .. }
@@ -113,14 +113,14 @@ impl Core {
             | Phase::PersistRefusal { .. }
             | Phase::PersistCompaction { .. }) => {
                 self.phase = p;
-                self.turn.ending = Some("cancelled".into());
+                self.turn.ending = Some(StopReason::Cancelled);
             }
             p @ Phase::PersistPartial { .. } => {
                 // The turn already ends `truncated` once the partial text is on disk.
                 self.phase = p;
             }
             Phase::Planning { call } => {
-                self.turn.ending = Some("cancelled".into());
+                self.turn.ending = Some(StopReason::Cancelled);
                 self.finish_call(
                     call,
                     false,
@@ -131,7 +131,7 @@ impl Core {
             Phase::Approving {
                 call, approval_id, ..
             } => {
-                self.turn.ending = Some("cancelled".into());
+                self.turn.ending = Some(StopReason::Cancelled);
                 self.settle(&approval_id, ApprovalOutcome::Cancelled);
                 self.finish_call(
                     call,
@@ -144,7 +144,7 @@ impl Core {
                 );
             }
             Phase::RunningTool { call, .. } => {
-                self.turn.ending = Some("cancelled".into());
+                self.turn.ending = Some(StopReason::Cancelled);
                 let call_id = self.call_id(call);
                 self.eff(Effect::CancelTool { call_id });
                 self.phase = Phase::RunningTool {

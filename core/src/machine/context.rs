@@ -110,7 +110,7 @@ impl Core {
     pub(super) fn after_compaction(&mut self, receipt: Receipt, next: AfterCompaction) {
         self.emit_receipt(receipt);
         if let Some(stop) = self.turn.ending.clone() {
-            return self.end_turn(&stop);
+            return self.end_turn(stop);
         }
         match next {
             AfterCompaction::NewRequest => self.send_new_request(),

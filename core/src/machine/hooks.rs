@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 
 use crate::conversation::Message;
-use crate::wire::Event;
+use crate::wire::{Event, StopReason};
 
 use super::turn::{HookRun, Phase};
 use super::{Core, Effect, HookEvent, HookOutcome, HookSpec};
@@ -159,7 +159,7 @@ impl Core {
                     rest,
                 }
             }
-            None => self.end_turn(&finish_reason),
+            None => self.end_turn(StopReason::Provider(finish_reason)),
         }
     }
 
@@ -175,7 +175,7 @@ impl Core {
                     self.hook_failed(&current.hook, current.event, detail);
                     self.continue_prompt_hooks(prompt, rest);
                 }
-                HookOutcome::Refuse { .. } => self.end_turn("blocked"),
+                HookOutcome::Refuse { .. } => self.end_turn(StopReason::Blocked),
             },
             Phase::TurnEndHooks {
                 finish_reason,
@@ -189,7 +189,7 @@ impl Core {
                 }
                 HookOutcome::Refuse { reason } => {
                     if self.turn.refusals >= MAX_CONTINUATIONS {
-                        self.end_turn("unverified");
+                        self.end_turn(StopReason::Unverified);
                     } else {
                         let record = self.push_message(Message::user_text(reason.clone()));
                         let ticket = self.persist(vec![record]);
@@ -236,7 +236,7 @@ impl Core {
         });
         self.turn.refusals += 1;
         if let Some(stop) = self.turn.ending.clone() {
-            self.end_turn(&stop);
+            self.end_turn(stop);
         } else {
             self.start_request();
         }

@@ -129,7 +129,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::conversation::{Block, Message, Role};
 use crate::record::Record;
 use crate::time::Millis;
-use crate::wire::{Event, Mode};
+use crate::wire::{Event, Mode, StopReason};
 
 use crate::compaction::Scale;
 use retry::SplitMix64;
@@ -178,7 +178,7 @@ pub struct Core {
     /// Startup outputs (freeze notes, session_start hooks) were emitted.
     started: bool,
     /// The stop reason of the last admitted turn.
-    last_stop: Option<String>,
+    last_stop: Option<StopReason>,
     exit_code: Option<i32>,
     /// The budget scale learned from the last request.
     scale: Option<Scale>,
@@ -466,7 +466,7 @@ impl Core {
 
     /// End the running turn: fill unresolved tool results, record the end, leave the running
     /// state, then emit `done` (and exit when draining).
-    fn end_turn(&mut self, stop_reason: &str) {
+    fn end_turn(&mut self, stop_reason: StopReason) {
         if let Some(message) = self.turn.failure.take() {
             self.ev(Event::Error { message });
         }
@@ -475,16 +475,14 @@ impl Core {
             records.push(r);
         }
         records.push(Record::TurnEnd {
-            stop_reason: stop_reason.to_string(),
+            stop_reason: stop_reason.clone(),
         });
         self.phase = Phase::Idle;
         self.turn = Turn::default();
         // Fire-and-forget: nothing waits on this ticket once the turn is over.
         self.persist(records);
-        self.last_stop = Some(stop_reason.to_string());
-        self.ev(Event::Done {
-            stop_reason: stop_reason.to_string(),
-        });
+        self.last_stop = Some(stop_reason.clone());
+        self.ev(Event::Done { stop_reason });
         if let Some(snapshot) = self.deferred_freeze.take() {
             self.apply_freeze(*snapshot);
         }
@@ -530,7 +528,7 @@ impl Core {
             | Phase::PersistResult { .. }
             | Phase::PersistRefusal { .. }
             | Phase::PersistCompaction { .. } => {
-                self.turn.ending = Some("error".into());
+                self.turn.ending = Some(StopReason::Error);
                 self.turn.failure.get_or_insert(message);
             }
             Phase::Idle | Phase::Closed => {}
@@ -583,11 +581,11 @@ impl Core {
             | Phase::PersistCompaction { .. } => {}
         }
         self.ev(Event::Error { message });
-        self.end_turn("error");
+        self.end_turn(StopReason::Error);
     }
 
     fn exit(&mut self) {
-        let code = if self.last_stop.as_deref() == Some("error") {
+        let code = if self.last_stop == Some(StopReason::Error) {
             1
         } else {
             0
@@ -650,7 +648,7 @@ impl Core {
             Phase::PersistRefusal { ticket: t, .. } if t == ticket => {
                 // The refusal never reached disk: drop it from the transcript too.
                 self.conversation.pop();
-                self.end_turn("unverified");
+                self.end_turn(StopReason::Unverified);
             }
             other @ (Phase::PersistReply { ticket: t, .. }
             | Phase::PersistPartial { ticket: t, .. })

@@ -13,7 +13,7 @@
 
 use crate::conversation::{Block, Message, Role};
 use crate::provider::{ProviderItem, RequestFailure, RequestId};
-use crate::wire::Event;
+use crate::wire::{Event, StopReason};
 
 use super::retry::{self, Verdict};
 use super::turn::{Attempt, Call, Phase, Reply, Usage};
@@ -28,7 +28,7 @@ impl Core {
     pub(super) fn start_request(&mut self) {
         let cap = self.config.limits.max_agent_tokens;
         if cap > 0 && self.turn.tokens >= cap {
-            self.end_turn("budget_exhausted");
+            self.end_turn(StopReason::BudgetExhausted);
             return;
         }
         if let Some(r) = self.flush_notes() {
@@ -272,7 +272,7 @@ impl Core {
     /// `error` then `done error` (nothing is in flight: the attempt is over).
     pub(super) fn fail_turn(&mut self, message: String) {
         self.ev(Event::Error { message });
-        self.end_turn("error");
+        self.end_turn(StopReason::Error);
     }
 
     fn retry_or_give_up(
@@ -329,14 +329,19 @@ impl Core {
     /// A reply cut off: keep the partial text (persisted first), then `message_done`, `error`,
     /// `done truncated`.
     fn truncate(&mut self, text: String, message: String) {
-        self.end_with_partial(text, Some(message), "truncated");
+        self.end_with_partial(text, Some(message), StopReason::Truncated);
     }
 
     /// End the turn after a partial reply: the text (when any) is kept and persisted, then
     /// `message_done`, the `error` (when given) and `done stop`.
-    pub(super) fn end_with_partial(&mut self, text: String, message: Option<String>, stop: &str) {
+    pub(super) fn end_with_partial(
+        &mut self,
+        text: String,
+        message: Option<String>,
+        stop: StopReason,
+    ) {
         if text.is_empty() {
-            self.finish_partial(text, message, stop.to_string());
+            self.finish_partial(text, message, stop);
         } else {
             let record = self.push_message(Message::assistant_text(text.clone()));
             let ticket = self.persist(vec![record]);
@@ -344,22 +349,27 @@ impl Core {
                 ticket,
                 text,
                 message,
-                stop: stop.to_string(),
+                stop,
             };
         }
     }
 
-    pub(super) fn finish_partial(&mut self, text: String, message: Option<String>, stop: String) {
+    pub(super) fn finish_partial(
+        &mut self,
+        text: String,
+        message: Option<String>,
+        stop: StopReason,
+    ) {
         self.ev(Event::MessageDone { text });
         if self.turn.failure.is_some() {
             // A crash while the partial was being persisted: its error, and `done error`.
-            self.end_turn("error");
+            self.end_turn(StopReason::Error);
             return;
         }
         if let Some(message) = message {
             self.ev(Event::Error { message });
         }
-        self.end_turn(&stop);
+        self.end_turn(stop);
     }
 
     /// The stream completed: build the assistant message, persist it, and continue after the
@@ -471,7 +481,7 @@ impl Core {
         self.turn.round = reply.calls;
         self.turn.next_call = 0;
         if let Some(stop) = self.turn.ending.clone() {
-            self.end_turn(&stop);
+            self.end_turn(stop);
         } else if !self.turn.round.is_empty() {
             self.next_call();
         } else {

@@ -8,7 +8,7 @@
 
 use crate::conversation::{Block, Message, Role};
 use crate::tool::{SourceGate, ToolOutcome, ToolPlan};
-use crate::wire::{ApprovalOutcome, ApprovalReason, Event};
+use crate::wire::{ApprovalOutcome, ApprovalReason, Event, StopReason};
 
 use super::approval::{self, Verdict};
 use super::turn::Phase;
@@ -65,7 +65,7 @@ impl Core {
         self.turn.round.clear();
         self.turn.next_call = 0;
         if self.turn.rounds >= self.config.limits.max_iterations {
-            self.end_turn("max_iterations");
+            self.end_turn(StopReason::MaxIterations);
         } else {
             self.start_request();
         }
@@ -339,7 +339,7 @@ impl Core {
             serde_json::json!({"call_id": call_id, "ok": ok, "output": output}),
         );
         if let Some(stop) = self.turn.ending.clone() {
-            self.end_turn(&stop);
+            self.end_turn(stop);
         } else {
             self.turn.next_call = call + 1;
             self.next_call();

@@ -18,6 +18,7 @@ use crate::conversation::{Block, Message, ModelRequest, Role};
 use crate::provider::RequestId;
 use crate::time::Millis;
 use crate::tool::SourceGate;
+use crate::wire::StopReason;
 
 use super::interface::{Freeze, HookEvent, HookSpec};
 
@@ -48,7 +49,7 @@ pub(super) enum Phase {
         ticket: u64,
         text: String,
         message: Option<String>,
-        stop: String,
+        stop: StopReason,
     },
     /// The shell is inspecting call `call` of the round.
     Planning { call: usize },
@@ -191,7 +192,7 @@ pub(super) struct Turn {
     pub refusals: u32,
     /// The stop reason the turn will end with at the next safe point (a `cancel` that must
     /// wait for a tool or a persistence ack).
-    pub ending: Option<String>,
+    pub ending: Option<StopReason>,
     /// The turn is being cancelled because the shutdown drain deadline passed, not by a
     /// `cancel` command (the calls it ends say so).
     pub shutdown: bool,
