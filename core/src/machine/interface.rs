@@ -118,6 +118,14 @@ pub enum Input {
     Timeout,
 }
 
+impl Input {
+    /// Whether the input comes from the client (a line, a framing fault, end of input): such
+    /// input is held while a command's answer is awaited (see the drain contract).
+    pub fn is_client(&self) -> bool {
+        matches!(self, Input::Line(_) | Input::Framing(_) | Input::EndOfInput)
+    }
+}
+
 /// What a hook run reported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]

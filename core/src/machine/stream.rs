@@ -15,8 +15,9 @@ use crate::conversation::{Block, Message, Role};
 use crate::provider::{ProviderItem, RequestFailure, RequestId};
 use crate::wire::{Event, StopReason};
 
+use super::phase::{AfterPersist, Phase};
 use super::retry::{self, Verdict};
-use super::turn::{Attempt, Call, Phase, Reply, Usage};
+use super::turn::{Attempt, Call, Reply, Usage};
 use super::{Core, Effect};
 use crate::compaction::{self, Scale};
 
@@ -73,32 +74,8 @@ impl Core {
         }
     }
 
-    /// The phase's attempt, taken out, when it is `(request, attempt)`.
-    fn take_attempt(&mut self, request: RequestId, attempt: u32) -> Option<Box<Attempt>> {
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Streaming(a) if a.request == request && a.attempt == attempt => Some(a),
-            other @ (Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. }) => {
-                self.phase = other;
-                None
-            }
-        }
-    }
-
     pub(super) fn on_provider(&mut self, request: RequestId, attempt: u32, item: ProviderItem) {
-        let Some(mut a) = self.take_attempt(request, attempt) else {
+        let Some(mut a) = self.phase.take_attempt(request, attempt) else {
             return;
         };
         a.idle_deadline = self.idle_deadline();
@@ -196,7 +173,7 @@ impl Core {
         attempt: u32,
         failure: RequestFailure,
     ) {
-        let Some(a) = self.take_attempt(request, attempt) else {
+        let Some(a) = self.phase.take_attempt(request, attempt) else {
             return;
         };
         self.attempt_failed(*a, retry::classify_request_failure(&failure));
@@ -269,12 +246,6 @@ impl Core {
         self.truncate(a.text, message);
     }
 
-    /// `error` then `done error` (nothing is in flight: the attempt is over).
-    pub(super) fn fail_turn(&mut self, message: String) {
-        self.ev(Event::Error { message });
-        self.end_turn(StopReason::Error);
-    }
-
     fn retry_or_give_up(
         &mut self,
         a: Attempt,
@@ -344,13 +315,14 @@ impl Core {
             self.finish_partial(text, message, stop);
         } else {
             let record = self.push_message(Message::assistant_text(text.clone()));
-            let ticket = self.persist(vec![record]);
-            self.phase = Phase::PersistPartial {
-                ticket,
-                text,
-                message,
-                stop,
-            };
+            self.persist_then(
+                vec![record],
+                AfterPersist::Partial {
+                    text,
+                    message,
+                    stop,
+                },
+            );
         }
     }
 
@@ -452,11 +424,7 @@ impl Core {
                 role: Role::Assistant,
                 content,
             });
-            let ticket = self.persist(vec![record]);
-            self.phase = Phase::PersistReply {
-                ticket,
-                reply: Box::new(reply),
-            };
+            self.persist_then(vec![record], AfterPersist::Reply(Box::new(reply)));
         }
     }
 

@@ -11,7 +11,7 @@ use crate::tool::{SourceGate, ToolOutcome, ToolPlan};
 use crate::wire::{ApprovalOutcome, ApprovalReason, Event, StopReason};
 
 use super::approval::{self, Verdict};
-use super::turn::Phase;
+use super::phase::{AfterPersist, Phase};
 use super::{Core, Effect, HookEvent};
 
 impl Core {
@@ -77,22 +77,12 @@ impl Core {
     }
 
     pub(super) fn on_tool_planned(&mut self, call_id: &str, plan: ToolPlan) {
-        let call = match &self.phase {
-            Phase::Planning { call } if self.current_call_is(*call, call_id) => *call,
-            Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. } => return,
+        let Some(call) = self
+            .phase
+            .planning()
+            .filter(|c| self.current_call_is(*c, call_id))
+        else {
+            return;
         };
         let name = self.call_name(call);
         match approval::decide(self.config.mode, &self.config.permissions, &name, &plan) {
@@ -129,9 +119,10 @@ impl Core {
             source_sha,
             env,
         });
-        if self.config.non_interactive || self.draining {
+        let quitting = self.lifecycle.quitting();
+        if self.config.non_interactive || quitting {
             self.settle(&approval_id, ApprovalOutcome::Declined);
-            let why = if self.draining {
+            let why = if quitting {
                 "declined: the session is shutting down, so the call was not run"
             } else {
                 "declined: no human can answer approvals in this non-interactive run, so the call was not run"
@@ -148,6 +139,7 @@ impl Core {
             approval_id,
             deadline,
             source,
+            recording: false,
         };
     }
 
@@ -175,51 +167,28 @@ impl Core {
             }
             Some(false) => {}
         }
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Approving {
+        let Some((call, source)) = self.phase.take_pending_approval(approval_id) else {
+            // An unsettled id is always the current approval; say so rather than panic.
+            return self
+                .protocol_error(format!("approve: approval {approval_id:?} is not pending"));
+        };
+        if approved {
+            self.settle(approval_id, ApprovalOutcome::Approved);
+            if let Some(g) = source {
+                self.eff(Effect::ApproveSource {
+                    source_path: g.source_path,
+                    source_sha: g.source_sha,
+                });
+            }
+            self.run_tool(call);
+        } else {
+            self.settle(approval_id, ApprovalOutcome::Declined);
+            self.finish_call(
                 call,
-                approval_id: id,
-                source,
-                ..
-            } if id == approval_id => {
-                if approved {
-                    self.settle(&id, ApprovalOutcome::Approved);
-                    if let Some(g) = source {
-                        self.eff(Effect::ApproveSource {
-                            source_path: g.source_path,
-                            source_sha: g.source_sha,
-                        });
-                    }
-                    self.run_tool(call);
-                } else {
-                    self.settle(&id, ApprovalOutcome::Declined);
-                    self.finish_call(
-                        call,
-                        false,
-                        "declined: the human did not approve this call, so it was not run"
-                            .to_string(),
-                        None,
-                    );
-                }
-            }
-            other @ (Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. }) => {
-                // An unsettled id is always the current approval; say so rather than panic.
-                self.phase = other;
-                self.protocol_error(format!("approve: approval {approval_id:?} is not pending"));
-            }
+                false,
+                "declined: the human did not approve this call, so it was not run".to_string(),
+                None,
+            );
         }
     }
 
@@ -239,24 +208,12 @@ impl Core {
     }
 
     pub(super) fn on_tool_done(&mut self, call_id: &str, outcome: ToolOutcome) {
-        let (call, cancelling) = match &self.phase {
-            Phase::RunningTool { call, cancelling } if self.current_call_is(*call, call_id) => {
-                (*call, *cancelling)
-            }
-            Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. } => return,
+        let Some((call, cancelling)) = self
+            .phase
+            .running()
+            .filter(|(c, _)| self.current_call_is(*c, call_id))
+        else {
+            return;
         };
         for d in outcome.diffs {
             self.ev(Event::Diff {
@@ -304,14 +261,15 @@ impl Core {
             role: Role::User,
             content,
         });
-        let ticket = self.persist(vec![record]);
-        self.phase = Phase::PersistResult {
-            call,
-            ticket,
-            ok,
-            output,
-            note,
-        };
+        self.persist_then(
+            vec![record],
+            AfterPersist::Result {
+                call,
+                ok,
+                output,
+                note,
+            },
+        );
     }
 
     /// The result is on disk: `tool_end` (and its note), then the next call or the turn's end.

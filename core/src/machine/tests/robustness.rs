@@ -62,7 +62,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                 0..=4 => Some(Input::Line(r#"{"cmd":"user","text":"go"}"#.into())),
                 // (Not while input is held: the pairing checker counts a refused user as in
                 // flight until its done, so a second user behind it would be misjudged.)
-                5 if core.held.is_empty() => {
+                5 if core.gate.held.is_empty() => {
                     Some(Input::Line(r#"{"cmd":"user","text":""}"#.into()))
                 }
                 // (Only during a turn: the pairing checker does not yet model the
