@@ -64,6 +64,7 @@ pub const WANTED: &[&str] = &[
     "fault:framing",
     "fault:persist_failure",
     "fault:mode_save_failure",
+    "fault:approval_record_failure",
     "fault:malformed_tool_args",
     "fault:cancel_in_backoff",
     // Session features.
@@ -169,6 +170,9 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
             }
             FedInput::Core(Input::ModeSaveFailed { .. }) => {
                 seen.insert("fault:mode_save_failure");
+            }
+            FedInput::Core(Input::SourceApprovalFailed { .. }) => {
+                seen.insert("fault:approval_record_failure");
             }
             FedInput::Core(Input::HookDone {
                 outcome: HookOutcome::Refuse { .. },

@@ -1,8 +1,9 @@
 //! The command gate: commands are answered in the order they arrived, even when a command's
 //! answer waits on an effect.
 //!
-//! `approval_mode` is answered after `SaveMode`'s answer and `reload` after `Refreeze`'s. While
-//! either is in flight, client input (command lines, framing faults, end of input) is held
+//! `approval_mode` is answered after `SaveMode`'s answer, `reload` after `Refreeze`'s, and an
+//! `approve` of external code after `ApproveSource`'s (the record of the approved bytes). While
+//! any is in flight, client input (command lines, framing faults, end of input) is held
 //! here and handled, in order, right after the answer. A held input remembers whether a turn
 //! was in flight when it arrived (as the client saw it: one running, or a `user` held ahead of
 //! it that will start one), so a `user` or `reload` sent during a turn is answered as in
@@ -24,12 +25,22 @@ pub(super) struct Gate {
     pub mode_saves: VecDeque<Mode>,
     /// A `Refreeze` is in flight.
     pub refreezing: bool,
+    /// An `ApproveSource` is in flight.
+    pub recording: Option<SourceRecord>,
     /// Client input held meanwhile, oldest first.
     pub held: VecDeque<Held>,
     /// While a held input is handled: whether a turn was in flight when it arrived.
     pub arrived_in_turn: bool,
     /// A snapshot that arrived during a turn, applied after its `done`.
     pub deferred_freeze: Option<Box<Freeze>>,
+}
+
+/// An approval of external code's bytes being recorded.
+#[derive(Debug)]
+pub(super) struct SourceRecord {
+    pub approval_id: String,
+    pub source_path: String,
+    pub source_sha: String,
 }
 
 /// One held client input.
@@ -43,7 +54,7 @@ pub(super) struct Held {
 impl Gate {
     /// A command's answer depends on an effect still in flight: client input waits.
     pub(super) fn awaiting_answer(&self) -> bool {
-        !self.mode_saves.is_empty() || self.refreezing
+        !self.mode_saves.is_empty() || self.refreezing || self.recording.is_some()
     }
 
     /// A `user` held while no turn was in flight: it will start one.

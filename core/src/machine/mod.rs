@@ -14,8 +14,9 @@
 //!    that set it, and a `Timeout` at or after it consumes it, so a driver that jumps a virtual
 //!    clock to each deadline always moves forward and can never busy-loop.
 //! 4. Client input (`Line`, `Framing`, `EndOfInput`) that arrives while the answer to an
-//!    earlier `approval_mode` or `reload` is still in flight (`SaveMode`, `Refreeze`) is held
-//!    and handled, in order, right after that answer: commands are answered in arrival order.
+//!    earlier `approval_mode`, `reload` or `approve` of external code is still in flight
+//!    (`SaveMode`, `Refreeze`, `ApproveSource`) is held and handled, in order, right after
+//!    that answer: commands are answered in arrival order.
 //! 5. After [`Effect::Exit`] the session is over: [`Core::exit_code`] is `Some` and every
 //!    further input is ignored.
 //!
@@ -294,6 +295,11 @@ impl Core {
             Input::PersistFailed { ticket, message } => self.on_persist_failed(ticket, message),
             Input::ModeSaved { mode } => self.on_mode_saved(mode),
             Input::ModeSaveFailed { mode, message } => self.on_mode_save_failed(mode, message),
+            Input::SourceApproved { approval_id } => self.on_source_recorded(&approval_id, None),
+            Input::SourceApprovalFailed {
+                approval_id,
+                message,
+            } => self.on_source_recorded(&approval_id, Some(message)),
             Input::Frozen { snapshot } => self.on_frozen(*snapshot),
             Input::Notice { text } => self.note(text),
             Input::Crashed { message } => self.on_crashed(message),

@@ -220,6 +220,27 @@ impl Phase {
         }
     }
 
+    /// The call whose approval record is being written, taken out (the phase becomes
+    /// `Idle`), when it is `approval_id`'s.
+    pub(super) fn take_recording(
+        &mut self,
+        approval_id: &str,
+    ) -> Option<(usize, Option<SourceGate>)> {
+        match std::mem::replace(self, Phase::Idle) {
+            Phase::Approving {
+                call,
+                approval_id: id,
+                source,
+                recording: true,
+                ..
+            } if id == approval_id => Some((call, source)),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
     /// The call being planned.
     pub(super) fn planning(&self) -> Option<usize> {
         match self {

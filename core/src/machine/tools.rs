@@ -11,6 +11,7 @@ use crate::tool::{SourceGate, ToolOutcome, ToolPlan};
 use crate::wire::{ApprovalOutcome, ApprovalReason, Event, StopReason};
 
 use super::approval::{self, Verdict};
+use super::gate::SourceRecord;
 use super::phase::{AfterPersist, Phase};
 use super::{Core, Effect, HookEvent};
 
@@ -173,14 +174,15 @@ impl Core {
                 .protocol_error(format!("approve: approval {approval_id:?} is not pending"));
         };
         if approved {
-            self.settle(approval_id, ApprovalOutcome::Approved);
-            if let Some(g) = source {
-                self.eff(Effect::ApproveSource {
-                    source_path: g.source_path,
-                    source_sha: g.source_sha,
-                });
+            match source {
+                // External code: its bytes' approval is recorded first; `approval_settled`
+                // and the run follow the answer.
+                Some(g) => self.record_source_approval(call, approval_id, g),
+                None => {
+                    self.settle(approval_id, ApprovalOutcome::Approved);
+                    self.run_tool(call);
+                }
             }
-            self.run_tool(call);
         } else {
             self.settle(approval_id, ApprovalOutcome::Declined);
             self.finish_call(
@@ -189,6 +191,55 @@ impl Core {
                 "declined: the human did not approve this call, so it was not run".to_string(),
                 None,
             );
+        }
+    }
+
+    fn record_source_approval(&mut self, call: usize, approval_id: &str, g: SourceGate) {
+        self.eff(Effect::ApproveSource {
+            approval_id: approval_id.to_string(),
+            source_path: g.source_path.clone(),
+            source_sha: g.source_sha.clone(),
+        });
+        self.gate.recording = Some(SourceRecord {
+            approval_id: approval_id.to_string(),
+            source_path: g.source_path.clone(),
+            source_sha: g.source_sha.clone(),
+        });
+        self.phase = Phase::Approving {
+            call,
+            approval_id: approval_id.to_string(),
+            deadline: None,
+            source: Some(g),
+            recording: true,
+        };
+    }
+
+    /// The answer to `ApproveSource`: a failed write is said on the wire (the approval then
+    /// covers this call only); either way the approval settles `approved` and the call runs,
+    /// unless the turn ended meanwhile.
+    pub(super) fn on_source_recorded(&mut self, approval_id: &str, failure: Option<String>) {
+        let Some(record) = self
+            .gate
+            .recording
+            .take_if(|r| r.approval_id == approval_id)
+        else {
+            return;
+        };
+        let taken = self.phase.take_recording(approval_id);
+        if let Some(message) = failure {
+            let then = if taken.is_some() {
+                "; the call runs, and the next call of these bytes will ask again"
+            } else {
+                ""
+            };
+            self.protocol_error(format!(
+                "approve: the approval of {} (sha {}) could not be recorded: {message}{then}",
+                record.source_path, record.source_sha
+            ));
+        }
+        if let Some((call, _)) = taken {
+            self.settle(approval_id, ApprovalOutcome::Approved);
+            self.run_tool(call);
         }
     }
 
