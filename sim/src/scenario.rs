@@ -457,6 +457,7 @@ impl Scenario {
                 .clone()
                 .or_else(|| tool.and_then(|t| t.source.clone())),
             invalid,
+            sandbox: Default::default(),
         }
     }
 

@@ -613,5 +613,6 @@ fn plan_skill(skills: &[Skill], args: &serde_json::Value) -> ToolPlan {
         detail: String::new(),
         source: None,
         invalid,
+        sandbox: Default::default(),
     }
 }

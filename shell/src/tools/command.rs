@@ -79,6 +79,7 @@ pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
                 detail: c.command,
                 source: None,
                 invalid: None,
+                sandbox: Default::default(),
             }
         }
         Err(e) => invalid_plan(true, e),

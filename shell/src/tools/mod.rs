@@ -122,6 +122,7 @@ pub fn plan(ctx: &ToolContext, name: &str, args: &Value) -> ToolPlan {
             detail: String::new(),
             source: None,
             invalid: Some(unknown(other)),
+            sandbox: Default::default(),
         },
     }
 }
@@ -249,6 +250,7 @@ fn read_plan(targets: Vec<String>, summary: String, detail: String) -> ToolPlan 
         detail,
         source: None,
         invalid: None,
+        sandbox: Default::default(),
     }
 }
 
@@ -262,5 +264,6 @@ fn invalid_plan(mutating: bool, message: String) -> ToolPlan {
         detail: String::new(),
         source: None,
         invalid: Some(message),
+        sandbox: Default::default(),
     }
 }
