@@ -327,11 +327,14 @@ impl<S: Sink> Runtime<S> {
                 call_id,
                 name,
                 args,
-                sandbox: _,
+                sandbox,
             } => {
                 let (cancel_tx, cancel_rx) = oneshot::channel();
                 self.tool_cancels.insert(call_id.clone(), cancel_tx);
-                let job = tokio::spawn(self.backend.run_job(&call_id, name, args, cancel_rx));
+                let job = tokio::spawn(
+                    self.backend
+                        .run_job(&call_id, name, args, cancel_rx, sandbox),
+                );
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let outcome = match job.await {
