@@ -49,6 +49,10 @@ pub enum PlanSandbox {
     },
 }
 
+/// How the summary of the `gate` request for a [`PlanSandbox::Escalate`] call begins, so a
+/// client can mark the card (the core writes it; no other summary of a built-in tool starts so).
+pub const UNSANDBOXED_SUMMARY_PREFIX: &str = "UNSANDBOXED ";
+
 /// The sandbox a call runs in, decided by the core and carried by `Effect::RunTool`. The
 /// shell never takes it from the call's arguments.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -21,7 +21,7 @@
 //! 7. otherwise the call runs.
 
 use crate::permissions::{Permissions, SHELL_TOOL};
-use crate::tool::{PlanSandbox, RunSandbox, SourceGate, ToolPlan};
+use crate::tool::{PlanSandbox, RunSandbox, SourceGate, ToolPlan, UNSANDBOXED_SUMMARY_PREFIX};
 use crate::wire::{ApprovalReason, Mode};
 
 /// What the policy says about one planned call.
@@ -183,7 +183,7 @@ pub(super) fn escalation_card(plan: &ToolPlan, justification: &str) -> (String, 
         why = why.chars().take(MAX_JUSTIFICATION_CHARS).collect();
         why.push('…');
     }
-    let summary = format!("UNSANDBOXED {}", plan.summary);
+    let summary = format!("{UNSANDBOXED_SUMMARY_PREFIX}{}", plan.summary);
     let detail = format!(
         "UNSANDBOXED: this command runs outside the sandbox, with no write or network limits \
          (it can change any file you can, $OPENMAX_HOME included, and reach any host). Secret \
