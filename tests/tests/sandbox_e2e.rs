@@ -182,13 +182,14 @@ fn without_landlock_the_shell_is_refused_unless_the_user_turns_the_sandbox_off()
     let (mut env, mock) = setup("");
     env.env
         .push(("OPENMAX_SANDBOX_SIMULATE".into(), "no-landlock".into()));
-    let r = shell_calls(&env, &mock, &["echo ran > ran.txt".to_string()]);
-    let (ok, out) = &r[0];
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("the sandbox is unavailable") && out.contains("[sandbox] mode = \"off\""),
-        "{out}"
-    );
+    let commands = with_grandchild(&["echo ran > ran.txt".to_string()]);
+    for (cmd, (ok, out)) in commands.iter().zip(shell_calls(&env, &mock, &commands)) {
+        assert!(!ok, "{cmd}: {out}");
+        assert!(
+            out.contains("the sandbox is unavailable") && out.contains("[sandbox] mode = \"off\""),
+            "{cmd}: {out}"
+        );
+    }
     assert!(env.read("ran.txt").is_none());
 
     let (mut env, mock) = setup("[sandbox]\nmode = \"off\"\n");
