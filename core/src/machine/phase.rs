@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use crate::compaction::Receipt;
 use crate::provider::RequestId;
 use crate::time::Millis;
-use crate::tool::SourceGate;
+use crate::tool::{RunSandbox, SourceGate};
 use crate::wire::StopReason;
 
 use super::interface::{HookEvent, HookSpec, TimerReason};
@@ -55,6 +55,8 @@ pub(super) enum Phase {
         approval_id: String,
         deadline: Option<Millis>,
         source: Option<SourceGate>,
+        /// The sandbox the call runs in if approved.
+        sandbox: RunSandbox,
         recording: bool,
     },
     /// Call `call` runs; `cancelling` once a `CancelTool` went out.
@@ -204,15 +206,16 @@ impl Phase {
     pub(super) fn take_pending_approval(
         &mut self,
         approval_id: &str,
-    ) -> Option<(usize, Option<SourceGate>)> {
+    ) -> Option<(usize, Option<SourceGate>, RunSandbox)> {
         match std::mem::replace(self, Phase::Idle) {
             Phase::Approving {
                 call,
                 approval_id: id,
                 source,
+                sandbox,
                 recording: false,
                 ..
-            } if id == approval_id => Some((call, source)),
+            } if id == approval_id => Some((call, source, sandbox)),
             other => {
                 *self = other;
                 None
@@ -222,18 +225,15 @@ impl Phase {
 
     /// The call whose approval record is being written, taken out (the phase becomes
     /// `Idle`), when it is `approval_id`'s.
-    pub(super) fn take_recording(
-        &mut self,
-        approval_id: &str,
-    ) -> Option<(usize, Option<SourceGate>)> {
+    pub(super) fn take_recording(&mut self, approval_id: &str) -> Option<(usize, RunSandbox)> {
         match std::mem::replace(self, Phase::Idle) {
             Phase::Approving {
                 call,
                 approval_id: id,
-                source,
+                sandbox,
                 recording: true,
                 ..
-            } if id == approval_id => Some((call, source)),
+            } if id == approval_id => Some((call, sandbox)),
             other => {
                 *self = other;
                 None

@@ -7,7 +7,7 @@
 //! goes out only after its result is on disk.
 
 use crate::conversation::{Block, Message, Role};
-use crate::tool::{SourceGate, ToolOutcome, ToolPlan};
+use crate::tool::{PlanSandbox, RunSandbox, SourceGate, ToolOutcome, ToolPlan};
 use crate::wire::{ApprovalOutcome, ApprovalReason, Event, StopReason};
 
 use super::approval::{self, Verdict};
@@ -77,7 +77,7 @@ impl Core {
         self.turn.round.get(call).is_some_and(|c| c.id == call_id)
     }
 
-    pub(super) fn on_tool_planned(&mut self, call_id: &str, plan: ToolPlan) {
+    pub(super) fn on_tool_planned(&mut self, call_id: &str, plan: Box<ToolPlan>) {
         let Some(call) = self
             .phase
             .planning()
@@ -86,12 +86,21 @@ impl Core {
             return;
         };
         let name = self.call_name(call);
-        match approval::decide(self.config.mode, &self.config.permissions, &name, &plan) {
+        let human = !self.config.non_interactive && !self.config.agent_spawned;
+        match approval::decide(
+            self.config.mode,
+            &self.config.permissions,
+            human,
+            &name,
+            &plan,
+        ) {
             Verdict::Refuse { output, note } => self.finish_call(call, false, output, note),
-            Verdict::Run => self.run_tool(call),
-            Verdict::Ask { reason, source } => {
-                self.request_approval(call, &name, plan, reason, source)
-            }
+            Verdict::Run(sandbox) => self.run_tool(call, sandbox),
+            Verdict::Ask {
+                reason,
+                source,
+                sandbox,
+            } => self.request_approval(call, &name, *plan, reason, source, sandbox),
         }
     }
 
@@ -102,7 +111,14 @@ impl Core {
         plan: ToolPlan,
         reason: ApprovalReason,
         source: Option<SourceGate>,
+        sandbox: RunSandbox,
     ) {
+        let (summary, detail) = match &plan.sandbox {
+            PlanSandbox::Escalate { justification } => {
+                approval::escalation_card(&plan, justification)
+            }
+            PlanSandbox::Session | PlanSandbox::ReadOnlyCapable => (plan.summary, plan.detail),
+        };
         let approval_id = format!("a{}", self.next_approval);
         self.next_approval += 1;
         self.approvals.insert(approval_id.clone(), false);
@@ -113,8 +129,8 @@ impl Core {
         self.ev(Event::ApprovalRequest {
             approval_id: approval_id.clone(),
             name: name.to_string(),
-            summary: plan.summary,
-            detail: plan.detail,
+            summary,
+            detail,
             reason,
             source_path,
             source_sha,
@@ -140,6 +156,7 @@ impl Core {
             approval_id,
             deadline,
             source,
+            sandbox,
             recording: false,
         };
     }
@@ -168,7 +185,7 @@ impl Core {
             }
             Some(false) => {}
         }
-        let Some((call, source)) = self.phase.take_pending_approval(approval_id) else {
+        let Some((call, source, sandbox)) = self.phase.take_pending_approval(approval_id) else {
             // An unsettled id is always the current approval; say so rather than panic.
             return self
                 .protocol_error(format!("approve: approval {approval_id:?} is not pending"));
@@ -177,10 +194,10 @@ impl Core {
             match source {
                 // External code: its bytes' approval is recorded first; `approval_settled`
                 // and the run follow the answer.
-                Some(g) => self.record_source_approval(call, approval_id, g),
+                Some(g) => self.record_source_approval(call, approval_id, g, sandbox),
                 None => {
                     self.settle(approval_id, ApprovalOutcome::Approved);
-                    self.run_tool(call);
+                    self.run_tool(call, sandbox);
                 }
             }
         } else {
@@ -194,7 +211,13 @@ impl Core {
         }
     }
 
-    fn record_source_approval(&mut self, call: usize, approval_id: &str, g: SourceGate) {
+    fn record_source_approval(
+        &mut self,
+        call: usize,
+        approval_id: &str,
+        g: SourceGate,
+        sandbox: RunSandbox,
+    ) {
         self.eff(Effect::ApproveSource {
             approval_id: approval_id.to_string(),
             source_path: g.source_path.clone(),
@@ -210,6 +233,7 @@ impl Core {
             approval_id: approval_id.to_string(),
             deadline: None,
             source: Some(g),
+            sandbox,
             recording: true,
         };
     }
@@ -237,13 +261,13 @@ impl Core {
                 record.source_path, record.source_sha
             ));
         }
-        if let Some((call, _)) = taken {
+        if let Some((call, sandbox)) = taken {
             self.settle(approval_id, ApprovalOutcome::Approved);
-            self.run_tool(call);
+            self.run_tool(call, sandbox);
         }
     }
 
-    fn run_tool(&mut self, call: usize) {
+    fn run_tool(&mut self, call: usize, sandbox: RunSandbox) {
         let Some(c) = self.turn.round.get(call).cloned() else {
             return;
         };
@@ -251,6 +275,7 @@ impl Core {
             call_id: c.id,
             name: c.name,
             args: serde_json::Value::Object(c.args.unwrap_or_default()),
+            sandbox,
         });
         self.phase = Phase::RunningTool {
             call,

@@ -202,6 +202,7 @@ fn plan_of(tool: &str, prepared: Result<Change, String>) -> ToolPlan {
             },
             source: None,
             invalid: None,
+            sandbox: Default::default(),
         },
         Err(e) => invalid_plan(true, e),
     }

@@ -178,7 +178,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                             Owed::Persist(ticket) => Input::Persisted { ticket },
                             Owed::Plan(call_id) => Input::ToolPlanned {
                                 call_id,
-                                plan: {
+                                plan: Box::new({
                                     let mut p = plan((r >> 9).is_multiple_of(2));
                                     if (r >> 11).is_multiple_of(4) {
                                         p.source = Some(crate::tool::SourceGate {
@@ -189,7 +189,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                                         });
                                     }
                                     p
-                                },
+                                }),
                             },
                             Owed::Source(approval_id) if fail => Input::SourceApprovalFailed {
                                 approval_id,
