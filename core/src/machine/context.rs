@@ -33,11 +33,12 @@
 //!   still goes out), then ends the turn `cancelled`; a failed write fails the turn.
 
 use crate::compaction::{self, Receipt, Scale, Verdict, TARGET_PERCENT};
+use crate::conversation::ModelRequest;
 use crate::record::Record;
 use crate::wire::Event;
 
 use super::phase::{AfterCompaction, AfterPersist};
-use super::turn::{self, Attempt};
+use super::turn::Attempt;
 use super::{Core, HookEvent};
 
 impl Core {
@@ -125,7 +126,8 @@ impl Core {
     /// Build the current request's body from the freeze and the conversation, and remember
     /// its unscaled estimate (for the scale learned from the reply).
     pub(super) fn set_body(&mut self) {
-        let body = turn::build_request(&self.config.freeze, &self.conversation);
+        let freeze = &self.config.freeze;
+        let body = ModelRequest::shaped(&freeze.system, &freeze.tools, &self.conversation);
         self.turn.body_estimate = compaction::estimate_body(&body);
         self.turn.body = Some(Box::new(body));
     }

@@ -45,8 +45,10 @@
 //! - A `cancel` mid-reply after some `token`s keeps the partial text (persisted, then
 //!   `message_done`) before `done cancelled`, so every token run ends with `message_done`.
 //! - A `RequestFailed` (or any failure) after reply text is never retried.
-//! - Tool results and harness notes are appended as they happen; request bodies merge
-//!   consecutive messages of one role and put tool results first in a user message.
+//! - Tool results and harness notes are appended as they happen; the request body is shaped
+//!   once, here, by [`crate::conversation::ModelRequest::shaped`] (roles merged, every call
+//!   paired with one result, results first), so the body the core counts and sends is the body
+//!   every provider adapter translates, message for message.
 //! - The context budget (`context`, with the estimator and pruning in [`crate::compaction`]):
 //!   `budget` after every completed model request is the scaled estimate of what the
 //!   conversation would send next; before each request, `schemas_over_budget` may be advised

@@ -8,12 +8,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::conversation::{Block, Message, ModelRequest, Role};
+use crate::conversation::ModelRequest;
 use crate::provider::RequestId;
 use crate::time::Millis;
 use crate::wire::StopReason;
-
-use super::interface::Freeze;
 
 /// One attempt of a model request and what its stream brought so far.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,35 +120,4 @@ pub(super) struct Turn {
     pub context_retried: bool,
     /// Persistence tickets of this turn nobody waits on; a failure of one fails the turn.
     pub background: BTreeSet<u64>,
-}
-
-/// The request body from the freeze and the conversation, normalized for every provider:
-/// consecutive messages of one role are merged into one, and in a merged user message the
-/// tool results come first (Anthropic requires them right after the `tool_use` turn).
-/// Messages with no content are dropped.
-pub(super) fn build_request(freeze: &Freeze, conversation: &[Message]) -> ModelRequest {
-    let mut messages: Vec<Message> = Vec::new();
-    for m in conversation {
-        if m.content.is_empty() {
-            continue;
-        }
-        match messages.last_mut() {
-            Some(last) if last.role == m.role => last.content.extend(m.content.iter().cloned()),
-            Some(_) | None => messages.push(m.clone()),
-        }
-    }
-    for m in &mut messages {
-        if m.role == Role::User {
-            let (mut results, rest): (Vec<Block>, Vec<Block>) = std::mem::take(&mut m.content)
-                .into_iter()
-                .partition(|b| matches!(b, Block::ToolResult { .. }));
-            results.extend(rest);
-            m.content = results;
-        }
-    }
-    ModelRequest {
-        system: freeze.system.clone(),
-        tools: freeze.tools.clone(),
-        messages,
-    }
 }

@@ -24,7 +24,6 @@ use openmax_core::provider::ProviderItem;
 use serde_json::{json, Map, Value};
 
 use super::mapping::{event_json, failed_from_error, str_at, u64_at, StreamMapper};
-use super::replay::merged;
 use super::sse::SseEvent;
 
 /// The `anthropic-version` header value.
@@ -33,7 +32,7 @@ pub const API_VERSION: &str = "2023-06-01";
 /// Build the JSON body of one Messages request.
 pub fn build_body(req: &ModelRequest, model: &str, max_output_tokens: u32) -> Value {
     let mut messages = Vec::new();
-    for m in merged(&req.messages) {
+    for m in &req.messages {
         let mut content = Vec::new();
         match m.role {
             Role::User => {
@@ -628,15 +627,17 @@ data: {"type":"message_stop"}
         ));
     }
 
+    /// A request as the core shapes it (the two prompts merged, the result first).
     fn sample_request() -> ModelRequest {
-        ModelRequest {
-            system: "You are openmax.".into(),
-            tools: vec![ToolSchema {
-                name: "read_file".into(),
-                description: "Read a file".into(),
-                parameters: json!({"type":"object","properties":{"path":{"type":"string"}}}),
-            }],
-            messages: vec![
+        let tools = vec![ToolSchema {
+            name: "read_file".into(),
+            description: "Read a file".into(),
+            parameters: json!({"type":"object","properties":{"path":{"type":"string"}}}),
+        }];
+        ModelRequest::shaped(
+            "You are openmax.",
+            &tools,
+            &[
                 Message::user_text("hi"),
                 Message::user_text("read a.txt"),
                 Message {
@@ -670,7 +671,7 @@ data: {"type":"message_stop"}
                     ],
                 },
             ],
-        }
+        )
     }
 
     #[test]
@@ -710,7 +711,7 @@ data: {"type":"message_stop"}
     #[test]
     fn thinking_off_when_tool_loop_lacks_signed_thinking_or_model_is_old() {
         let mut req = sample_request();
-        req.messages[2].content.remove(1);
+        req.messages[1].content.remove(1);
         let body = build_body(&req, "claude-sonnet-4-5", 8192);
         assert!(body.get("thinking").is_none());
         let body = build_body(&sample_request(), "claude-3-5-haiku-latest", 8192);

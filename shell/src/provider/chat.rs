@@ -26,9 +26,9 @@ use openmax_core::conversation::{Block, ModelRequest, Role};
 use openmax_core::provider::ProviderItem;
 use serde_json::{json, Value};
 
+use super::mapping::result_text;
 use super::mapping::{event_json, failed_from_error, u64_at, StreamMapper};
 use super::openai::is_reasoning_model;
-use super::replay::{merged, result_text};
 use super::sse::SseEvent;
 
 /// Build the JSON body of one Chat Completions request.
@@ -37,7 +37,7 @@ pub fn build_body(req: &ModelRequest, model: &str, max_output_tokens: u32) -> Va
     if !req.system.is_empty() {
         messages.push(json!({"role":"system","content":req.system}));
     }
-    for m in merged(&req.messages) {
+    for m in &req.messages {
         let text = m.plain_text();
         match m.role {
             Role::User => {

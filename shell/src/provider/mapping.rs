@@ -96,6 +96,15 @@ pub fn failed_from_error(err: &Value, fallback_message: &str) -> ProviderItem {
 
 pub use openmax_core::provider::errors::{classify_error_object, kind_for_status, snippet};
 
+/// A tool result's text as sent to APIs that have no error flag for it.
+pub fn result_text(ok: bool, output: &str) -> String {
+    if ok {
+        output.to_string()
+    } else {
+        format!("[tool call failed]\n{output}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,8 +10,12 @@
 //! connection is dropped) and nothing more is sent. The adapters never retry and have no idle
 //! timeout: the core decides both.
 //!
+//! The request body is translated message for message from the core's [`ModelRequest`], which
+//! the core shaped (roles merged, every call paired with one result): the adapters decide no
+//! conversation policy.
+//!
 //! Modules: [`sse`] (the decoder), [`mapping`] (what the mappers share), [`anthropic`],
-//! [`openai`] (Responses), [`chat`] (Chat Completions), [`replay`] (history helpers),
+//! [`openai`] (Responses), [`chat`] (Chat Completions),
 //! [`http`] (client and classification), [`flow`] (backpressure), [`retry_after`], [`demo`].
 
 pub mod anthropic;
@@ -21,7 +25,8 @@ pub mod flow;
 pub mod http;
 pub mod mapping;
 pub mod openai;
-pub mod replay;
+#[cfg(test)]
+mod parity_tests;
 pub mod retry_after;
 pub mod sse;
 

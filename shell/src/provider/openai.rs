@@ -26,14 +26,14 @@ use openmax_core::conversation::{Block, ModelRequest, Role};
 use openmax_core::provider::ProviderItem;
 use serde_json::{json, Value};
 
+use super::mapping::result_text;
 use super::mapping::{event_json, failed_from_error, str_at, u64_at, StreamMapper};
-use super::replay::{merged, result_text};
 use super::sse::SseEvent;
 
 /// Build the JSON body of one Responses request.
 pub fn build_body(req: &ModelRequest, model: &str, max_output_tokens: u32) -> Value {
     let mut input = Vec::new();
-    for m in merged(&req.messages) {
+    for m in &req.messages {
         match m.role {
             Role::User => {
                 for b in &m.content {

@@ -150,10 +150,7 @@ fn over_the_trigger_compacts_persists_then_sends_what_the_receipt_says() {
     };
     assert_eq!((*rb, *ra, *rn), (tokens_before, tokens_after, n));
     assert_eq!(messages.as_slice(), h.core.conversation());
-    assert_eq!(
-        body.messages,
-        turn::build_request(&freeze(), messages).messages
-    );
+    assert_eq!(body.messages, shaped(messages));
     // Oldest outputs stubbed first; the current turn intact; still starts with a user prompt.
     assert!(has_stub(&body.messages[2]));
     assert_eq!(body.messages.last(), Some(&Message::user_text("next")));
@@ -583,10 +580,7 @@ fn a_core_built_from_a_compaction_point_continues() {
     let body = r.last_body();
     let mut expect = hist.clone();
     expect.push(Message::user_text("continue"));
-    assert_eq!(
-        body.messages,
-        turn::build_request(&freeze(), &expect).messages
-    );
+    assert_eq!(body.messages, shaped(&expect));
     assert!(has_stub(&body.messages[2]), "the stubs carried over");
     r.reply("ok");
     assert_eq!(r.take().last().unwrap(), "done stop");
@@ -731,42 +725,76 @@ fn three_hundred_turns_with_large_outputs_stay_inside_a_small_window() {
     assert_eq!(r.take().last().unwrap(), "done stop");
 }
 
+/// The conversations the machine holds when it sends: every call answered in the user message
+/// after it (results in any order, notes beside them), consecutive messages of one role, empty
+/// messages. Shaping them only merges, so the estimate of the conversation (the `budget`
+/// figure, the compaction trigger) is the estimate of the body sent.
 #[test]
 fn the_estimate_of_a_conversation_is_the_estimate_of_its_request_body() {
     let mut rng = retry::SplitMix64::new(9);
-    for _ in 0..200 {
-        let n = (rng.next_u64() % 12) as usize;
-        let conv: Vec<Message> = (0..n)
-            .map(|i| {
-                let r = rng.next_u64();
-                let role = if r.is_multiple_of(2) {
-                    Role::User
-                } else {
-                    Role::Assistant
-                };
-                let content = (0..(r >> 8) % 3)
-                    .map(|k| match (r >> (12 + k)) % 3 {
-                        0 => Block::text("t".repeat((r % 37) as usize)),
-                        1 if role == Role::User => Block::ToolResult {
-                            id: format!("c{i}"),
-                            ok: true,
-                            output: "o".repeat((r % 53) as usize),
-                        },
-                        _ => Block::ToolUse {
-                            id: format!("c{i}"),
-                            name: "read_file".into(),
-                            input: json!({"k": i}),
-                        },
+    for case in 0..300 {
+        let mut conv: Vec<Message> = Vec::new();
+        let mut next_id = 0;
+        for _ in 0..rng.next_u64() % 6 {
+            let r = rng.next_u64();
+            conv.push(Message::user_text("p".repeat((r % 37) as usize + 1)));
+            if r.is_multiple_of(5) {
+                conv.push(Message::user_text("[openmax note] n"));
+            }
+            let calls = (r >> 8) % 3;
+            let mut content = vec![Block::text("t".repeat((r % 11) as usize))];
+            let ids: Vec<String> = (0..calls)
+                .map(|_| {
+                    next_id += 1;
+                    format!("c{next_id}")
+                })
+                .collect();
+            content.extend(ids.iter().map(|id| Block::ToolUse {
+                id: id.clone(),
+                name: "read_file".into(),
+                input: json!({"k": id}),
+            }));
+            conv.push(Message {
+                role: Role::Assistant,
+                content,
+            });
+            if !ids.is_empty() {
+                let mut results: Vec<Block> = ids
+                    .iter()
+                    .rev()
+                    .map(|id| Block::ToolResult {
+                        id: id.clone(),
+                        ok: true,
+                        output: "o".repeat((r % 53) as usize),
                     })
                     .collect();
-                Message { role, content }
-            })
-            .collect();
-        let body = turn::build_request(&freeze(), &conv);
+                if (r >> 16).is_multiple_of(2) {
+                    results.insert(0, Block::text("[openmax note] rides the result"));
+                }
+                conv.push(Message {
+                    role: Role::User,
+                    content: results,
+                });
+                if (r >> 17).is_multiple_of(3) {
+                    conv.push(Message {
+                        role: Role::User,
+                        content: vec![],
+                    });
+                }
+                conv.push(Message::assistant_text("done"));
+            }
+        }
+        let body = ModelRequest::shaped(&freeze().system, &freeze().tools, &conv);
         assert_eq!(
             compaction::estimate_request(&freeze().system, &freeze().tools, &conv),
             compaction::estimate_body(&body),
-            "{conv:#?}"
+            "case {case}: {conv:#?}"
         );
     }
+}
+
+/// The messages the core would send for `messages`.
+fn shaped(messages: &[Message]) -> Vec<Message> {
+    let f = freeze();
+    ModelRequest::shaped(&f.system, &f.tools, messages).messages
 }
