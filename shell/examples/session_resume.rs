@@ -112,22 +112,11 @@ fn vm(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// splitmix64 for reproducible content.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
+use openmax_core::rng::SplitMix64 as Rng;
 
 /// Text of `min` plus up to `spread` bytes.
 fn text(rng: &mut Rng, min: usize, spread: u64) -> String {
-    let len = min + (rng.next() % spread.max(1)) as usize;
+    let len = min + (rng.next_u64() % spread.max(1)) as usize;
     const WORDS: [&str; 12] = [
         "the ",
         "fn ",
@@ -144,7 +133,7 @@ fn text(rng: &mut Rng, min: usize, spread: u64) -> String {
     ];
     let mut s = String::with_capacity(len + 16);
     while s.len() < len {
-        s.push_str(WORDS[(rng.next() % WORDS.len() as u64) as usize]);
+        s.push_str(WORDS[(rng.next_u64() % WORDS.len() as u64) as usize]);
     }
     s
 }
@@ -154,7 +143,7 @@ fn turn(rng: &mut Rng, n: u64) -> Vec<Record> {
     let mut out = vec![Record::Message {
         message: Message::user_text(format!("prompt {n}: {}", text(rng, 200, 1800))),
     }];
-    for c in 0..(1 + rng.next() % 4) {
+    for c in 0..(1 + rng.next_u64() % 4) {
         let id = format!("call_{n}_{c}");
         out.push(Record::Message {
             message: Message {
@@ -206,7 +195,7 @@ fn build(state: &ProjectState, target: u64) {
         },
     )
     .expect("create");
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     let mut written = 0u64;
     let mut n = 0u64;
     let tail_turns = 40;

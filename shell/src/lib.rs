@@ -7,17 +7,17 @@
 
 pub use openmax_core as core;
 
-pub mod acp;
+mod acp;
 pub mod app;
 pub mod config;
-pub mod extensions;
+mod extensions;
 pub mod frontend;
 pub mod hooks;
 pub mod mcp;
 pub mod oneshot;
 pub mod provider;
-pub mod run;
+mod run;
 pub mod sandbox;
 pub mod session;
 pub mod tools;
-pub mod tui;
+mod tui;

@@ -23,22 +23,7 @@ const CHILD_ENV: &str = "OPENMAX_TEST_CRASH_CHILD";
 const TEST_NAME: &str = "crash_soak_sigkill_keeps_every_acked_append";
 const KILLS_PER_SESSION: u64 = 10;
 
-/// splitmix64: a seeded source of random numbers for the test.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use openmax_core::rng::SplitMix64 as Rng;
 
 fn state_at(dir: &Path) -> ProjectState {
     ProjectState::open(&Home::new(dir.join("home")), &dir.join("proj"))
@@ -73,10 +58,12 @@ fn child(dir: &Path) {
         .ok()
         .and_then(|s| s.parse().ok())
         .expect("seq given");
-    let mut rng = Rng(std::env::var("OPENMAX_TEST_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .expect("seed given"));
+    let mut rng = Rng::new(
+        std::env::var("OPENMAX_TEST_CRASH_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .expect("seed given"),
+    );
     let mut w = match std::env::var("OPENMAX_TEST_CRASH_NEW") {
         Ok(id) if !id.is_empty() => {
             SessionWriter::create(&state, &id, header(&id)).expect("create")
@@ -265,7 +252,7 @@ fn crash_soak_sigkill_keeps_every_acked_append() {
     fs::create_dir_all(dir.join("proj")).expect("mkdir");
     let state = state_at(&dir);
     let exe = std::env::current_exe().expect("test exe");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let started = Instant::now();
 
     let mut model = Model::new(0);
@@ -287,7 +274,7 @@ fn crash_soak_sigkill_keeps_every_acked_append() {
             .args([TEST_NAME, "--exact", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, &dir)
             .env("OPENMAX_TEST_CRASH_SEQ", model.next_seq.to_string())
-            .env("OPENMAX_TEST_CRASH_SEED", rng.next().to_string())
+            .env("OPENMAX_TEST_CRASH_SEED", rng.next_u64().to_string())
             .env(
                 "OPENMAX_TEST_CRASH_NEW",
                 if new_session { session.as_str() } else { "" },

@@ -85,12 +85,7 @@ pub fn shrink_failure(sc: &Scenario, live: bool, property: &str) -> Scenario {
     rebuild(&cur)
 }
 
-/// SplitMix64 of the seed and case number.
+/// The seed of case `k` of a run seeded `seed`: the `k`-th value of its SplitMix64 stream.
 fn mix(seed: u64, k: u64) -> u64 {
-    let mut z = seed
-        .wrapping_add(k.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    openmax_core::rng::SplitMix64::at(seed, k).next_u64()
 }

@@ -15,21 +15,7 @@ use std::time::{Duration, Instant};
 use openmax_tests::*;
 use serde_json::{json, Value};
 
-/// splitmix64: reproducible choices from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+use openmax_core::rng::SplitMix64 as Rng;
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -132,7 +118,7 @@ fn escaped(s: &str) -> String {
 fn sigkill_soak_loses_nothing_reported_finished() {
     let kills = env_u64("OPENMAX_SOAK_KILLS", 200);
     let seed = env_u64("OPENMAX_SOAK_SEED", 0x5EED_0F0A_CAFE);
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let started = Instant::now();
 
     let env = TestEnv::new();

@@ -128,7 +128,7 @@ mod interface;
 mod lifecycle;
 mod persist;
 mod phase;
-pub mod retry;
+mod retry;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -145,10 +145,10 @@ use crate::record::Record;
 use crate::time::Millis;
 use crate::wire::{Event, Mode, StopReason};
 
+use crate::rng::SplitMix64;
 use gate::Gate;
 use lifecycle::Lifecycle;
 use phase::Phase;
-use retry::SplitMix64;
 use turn::Turn;
 
 /// The core state machine. See the module docs for the drain contract.
@@ -220,7 +220,9 @@ impl Core {
         &self.config.session_id
     }
 
-    /// The exit code once [`Effect::Exit`] was emitted (see [`Core::exit`] for the rule).
+    /// The exit code once [`Effect::Exit`] was emitted: 1 when the last admitted turn ended
+    /// `error`, else 0; a non-interactive session exits with its turn's
+    /// [`crate::wire::StopReason::print_exit_code`] (1 when its command was refused).
     pub fn exit_code(&self) -> Option<i32> {
         self.lifecycle.exit_code()
     }

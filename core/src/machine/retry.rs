@@ -1,5 +1,5 @@
 //! Retry policy of model requests: which failures are retried, in what words the `retry`
-//! event names them, the backoff with seeded jitter, and the PRNG behind the jitter.
+//! event names them, and the backoff with seeded jitter ([`SplitMix64`]).
 //!
 //! Invariants (the contract's `retry` paragraph):
 //! - retried: transport failures, HTTP 429/500/502/503/504/529, and — only before any reply
@@ -15,16 +15,17 @@ use crate::provider::errors::{snippet, MESSAGE_CHARS};
 use crate::provider::{FailureKind, RequestFailure};
 
 use super::interface::RetrySettings;
+use crate::rng::SplitMix64;
 
 /// The longest Retry-After (seconds) that is still honored by waiting.
-pub const MAX_RETRY_AFTER_S: u64 = 60;
+pub(super) const MAX_RETRY_AFTER_S: u64 = 60;
 
 /// Consecutive attempts that never reached the endpoint before the request gives up.
-pub const UNREACHABLE_LIMIT: u32 = 3;
+pub(super) const UNREACHABLE_LIMIT: u32 = 3;
 
 /// What to do about a failed attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     /// Retry (budget permitting) after at least `min_wait_ms`.
     Retry {
         /// Why, for the `retry` line.
@@ -47,7 +48,7 @@ pub enum Verdict {
 }
 
 /// Classify a request that produced no stream.
-pub fn classify_request_failure(f: &RequestFailure) -> Verdict {
+pub(super) fn classify_request_failure(f: &RequestFailure) -> Verdict {
     match f {
         RequestFailure::Unreachable { detail } => Verdict::Retry {
             reason: if detail.trim().is_empty() {
@@ -124,7 +125,7 @@ fn http_reason(status: u16, message: &str) -> String {
 
 /// Classify a failure the provider reported inside the stream. `had_text`: reply text of
 /// this attempt already streamed.
-pub fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool) -> Verdict {
+pub(super) fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool) -> Verdict {
     if kind == FailureKind::ContextLength {
         return Verdict::ContextExceeded {
             message: message.to_string(),
@@ -176,7 +177,11 @@ pub fn classify_stream_failure(kind: FailureKind, message: &str, had_text: bool)
 /// seeded jitter of up to 25%, so the nominal figure is the most it waits (the OpenAI and
 /// Anthropic SDKs jitter the same way). With the defaults (200 ms, 8 s) two transient
 /// failures cost at most 600 ms of waiting.
-pub fn backoff_ms(settings: &RetrySettings, failed_attempt: u32, rng: &mut SplitMix64) -> u64 {
+pub(super) fn backoff_ms(
+    settings: &RetrySettings,
+    failed_attempt: u32,
+    rng: &mut SplitMix64,
+) -> u64 {
     let shift = failed_attempt.saturating_sub(1).min(63);
     let exp = settings
         .retry_base_ms
@@ -189,28 +194,6 @@ pub fn backoff_ms(settings: &RetrySettings, failed_attempt: u32, rng: &mut Split
         rng.next_u64() % (jitter_max + 1)
     };
     base - jitter
-}
-
-/// SplitMix64: a tiny, seedable PRNG (Steele, Lea, Flood 2014). Deterministic per seed.
-#[derive(Debug, Clone)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64 { state: seed }
-    }
-
-    /// The next value of the sequence.
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,4 @@ pub mod prompt;
 pub mod skills;
 pub mod source;
 
-pub use freeze::{freeze, FreezeInputs, Frozen, Snapshot};
 pub use manifest::ExternalTool;
-pub use skills::Skill;

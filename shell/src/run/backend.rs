@@ -612,11 +612,6 @@ impl Backend {
     pub fn set_client_mcp(&mut self, defs: Vec<mcp::ServerDef>) {
         self.client_mcp = defs;
     }
-
-    /// The MCP servers of the current freeze (for `openmax mcp list` and the benchmarks).
-    pub fn mcp(&self) -> &McpSet {
-        &self.ext.mcp
-    }
 }
 
 fn plan_skill(skills: &[Skill], args: &serde_json::Value) -> ToolPlan {

@@ -152,11 +152,6 @@ impl<S: Sink> Runtime<S> {
         self.ready.push_back(input);
     }
 
-    /// The sink (for the handshake before [`Runtime::run`]).
-    pub fn sink_mut(&mut self) -> &mut S {
-        &mut self.sink
-    }
-
     fn now(&self) -> Millis {
         Millis(self.start.elapsed().as_millis() as u64)
     }

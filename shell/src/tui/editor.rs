@@ -35,6 +35,7 @@ impl Editor {
         self.text.is_empty()
     }
 
+    #[cfg(test)]
     pub fn history(&self) -> &[String] {
         &self.history
     }

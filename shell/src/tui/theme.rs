@@ -34,9 +34,6 @@ impl Theme {
     pub fn bold(&self) -> Style {
         Style::default().add_modifier(Modifier::BOLD)
     }
-    pub fn italic(&self) -> Style {
-        Style::default().add_modifier(Modifier::ITALIC)
-    }
     pub fn heading(&self) -> Style {
         self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
     }

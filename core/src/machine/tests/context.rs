@@ -731,7 +731,7 @@ fn three_hundred_turns_with_large_outputs_stay_inside_a_small_window() {
 /// figure, the compaction trigger) is the estimate of the body sent.
 #[test]
 fn the_estimate_of_a_conversation_is_the_estimate_of_its_request_body() {
-    let mut rng = retry::SplitMix64::new(9);
+    let mut rng = crate::rng::SplitMix64::new(9);
     for case in 0..300 {
         let mut conv: Vec<Message> = Vec::new();
         let mut next_id = 0;

@@ -18,7 +18,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
         Freeze,
         Source(String),
     }
-    let mut rng = retry::SplitMix64::new(seed);
+    let mut rng = crate::rng::SplitMix64::new(seed);
     let mut c = config();
     c.retry.stream_idle_timeout_ms = 5_000;
     c.retry.max_attempts = 3;
