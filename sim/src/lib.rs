@@ -7,6 +7,7 @@
 //!
 //! - [`scenario`]: the scenario file format.
 //! - [`driver`]: runs a scenario through the core on a virtual clock.
+//! - [`replies`]: how a scripted reply becomes the core's provider inputs.
 //! - [`trace`]: what a run produced (inputs fed, outputs drained, requests sent) and its views.
 //! - [`checks`]: the turn guarantees as named checks over a run.
 //! - [`oracle`]: the core's stream validator and pairing checker applied to a run.
@@ -20,6 +21,7 @@ pub mod explore;
 pub mod gen;
 pub mod mock;
 pub mod oracle;
+pub mod replies;
 pub mod scenario;
 pub mod script;
 pub mod trace;

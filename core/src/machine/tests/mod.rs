@@ -433,6 +433,7 @@ mod hooks;
 mod limits;
 mod persistence;
 mod quit;
+mod request;
 mod retries;
 mod robustness;
 mod sandbox;
