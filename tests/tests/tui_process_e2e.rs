@@ -286,3 +286,46 @@ fn wait_until(what: &str, pred: impl Fn() -> bool, show: impl Fn() -> String) {
         std::thread::sleep(std::time::Duration::from_millis(40));
     }
 }
+
+/// Whether `pid` is still a live process (not gone, not a zombie waiting for its parent).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_terminal_that_goes_away_mid_stream_ends_the_session_instead_of_spinning() {
+    // The pane's shell is the terminal's session leader: when the tmux server dies, the kernel
+    // hangs the terminal up and signals that shell, not openmax. openmax must notice the dead
+    // terminal itself (its reads return end of file at once, forever), cancel the turn, leave
+    // the session resumable and exit, rather than outlive its terminal reading it in a loop.
+    let (env, _mock) = setup(vec![endless_reply()], "");
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("drip please");
+    pane.keys(&["Enter"]);
+    pane.wait_text("drip0001");
+    let pid = pane.openmax_pid();
+    drop(pane);
+    let end = std::time::Instant::now() + DEADLINE;
+    while alive(pid) && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let still = alive(pid);
+    if still {
+        // SAFETY: a plain kill(2) of the process this test started, so it does not outlive it.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!still, "openmax outlived its terminal by {DEADLINE:?}");
+    let mut s = env.stdio(&["--continue"]);
+    let t = s.event();
+    assert_eq!(t["type"], "transcript", "{t}");
+    assert!(t.to_string().contains("drip please"), "{t}");
+    let (code, _events, stderr) = s.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}

@@ -39,7 +39,8 @@ mod card_tests;
 mod view_tests;
 
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self as cev, Event as TermEvent};
@@ -138,6 +139,7 @@ pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launc
             None
         }
     };
+    let hung_up = watch_hangup(&input);
     let ui = std::thread::spawn(move || ui_loop(rx, &input, launch));
     let (code, _sink) = rt.block_on(runtime.run());
     // Every line written to stderr until now is on the channel ahead of `Exit`.
@@ -145,9 +147,16 @@ pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launc
         c.finish(STDERR_DRAIN);
     }
     let _ = tx.send(Msg::Exit);
+    if hung_up.load(Ordering::SeqCst) {
+        // Nobody is left to see the screen, and the UI thread may be stuck in the terminal
+        // library's read of the dead terminal: exit without waiting for it.
+        restore();
+        return code;
+    }
     let ui = ui.join();
     restore();
     match ui {
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => code,
         Ok(Ok(())) => code,
         Ok(Err(e)) => {
             eprintln!("openmax: the terminal failed: {e}");
@@ -159,6 +168,28 @@ pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launc
         }
         Err(_) => 101,
     }
+}
+
+/// Watch the terminal for a hang-up on a thread of its own: when the terminal goes away with
+/// no signal reaching openmax (the shell that owned it got the SIGHUP, or ignored it), the
+/// running turn is cancelled and input ended, exactly as after a SIGHUP, so the session drains
+/// and the process exits instead of outliving its terminal. The returned flag says it happened.
+fn watch_hangup(input: &InputTx) -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let (seen, input) = (flag.clone(), input.clone());
+    let watcher = std::thread::Builder::new()
+        .name("hangup".into())
+        .spawn(move || {
+            if term::wait_hangup() {
+                seen.store(true, Ordering::SeqCst);
+                let _ = input.send(Input::Line(Command::Cancel.to_line()));
+                let _ = input.send(Input::EndOfInput);
+            }
+        });
+    if let Err(e) = watcher {
+        eprintln!("openmax: a closed terminal will not end the session by itself ({e})");
+    }
+    flag
 }
 
 /// The UI thread: its view, its screen, until the runtime exits. When the terminal fails (it
@@ -243,6 +274,14 @@ fn draw_loop(
             Some(s) if dirty && s < FRAME => (FRAME - s).min(POLL),
             _ => POLL,
         };
+        // The terminal library reads a hung-up terminal in a loop that never returns, so look
+        // before every wait for a key.
+        if term::hung_up() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the terminal hung up",
+            ));
+        }
         if cev::poll(wait)? {
             loop {
                 match cev::read()? {
