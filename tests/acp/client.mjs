@@ -4,7 +4,8 @@
 // usage: node client.mjs <sdk entry (acp.js)> <openmax binary> <cwd> <plan JSON>
 // plan: {"permission": "allow"|"reject", "steps": [step...]} where a step is one of
 //   {"op": "new", "mcpServers": [..]?}  session/new in cwd           → {"new": result} | {"error": e}
-//   {"op": "load", "session": id}       session/load of id           → {"load": result}
+//   {"op": "load", "session": id, "mcpServers": [..]?}
+//                                       session/load of id           → {"load": result}
 //   {"op": "prompt", "text": t, "cancel_after": n?}
 //                                       session/prompt; with cancel_after, session/cancel is
 //                                       sent after n agent_message_chunk updates
@@ -85,7 +86,11 @@ try {
         log({ error: errorOf(e) });
       }
     } else if (step.op === "load") {
-      const r = await agent.request("session/load", { sessionId: step.session, cwd, mcpServers: [] });
+      const r = await agent.request("session/load", {
+        sessionId: step.session,
+        cwd,
+        mcpServers: step.mcpServers ?? [],
+      });
       sessionId = step.session;
       log({ load: r });
     } else if (step.op === "prompt") {
