@@ -14,7 +14,8 @@
 // With "fs": {"read": bool, "write": bool, "buffers": {abs path: text}}, the client offers the
 // fs capability: fs/read_text_file answers a buffer's text (else the file on disk) and is
 // printed as {"fs_read": params}; fs/write_text_file only updates the buffer (nothing is saved)
-// and is printed as {"fs_write": params}. With "fail": true both answer an error.
+// and is printed as {"fs_write": params}. With "fail": true both answer an error; with
+// "hang": true neither is ever answered.
 // Every session/update is printed as {"update": params}, every permission request as
 // {"permission": params}. The process ends with {"exit": code} once openmax has exited.
 
@@ -55,12 +56,14 @@ const app = client()
   })
   .onRequest("fs/read_text_file", async ({ params }) => {
     log({ fs_read: params });
+    if (plan.fs?.hang) await new Promise(() => {});
     if (plan.fs?.fail) throw new Error("the editor refused the read");
     if (params.path in buffers) return { content: buffers[params.path] };
     return { content: readFileSync(params.path, "utf8") };
   })
   .onRequest("fs/write_text_file", async ({ params }) => {
     log({ fs_write: params });
+    if (plan.fs?.hang) await new Promise(() => {});
     if (plan.fs?.fail) throw new Error("the editor refused the write");
     buffers[params.path] = params.content;
     return {};
