@@ -219,19 +219,34 @@ fn a_second_sigterm_while_the_first_waits_exits_130_with_the_terminal_restored()
             format!("{:?}\n{logs:?}\n{}", descendants(pid), pane.history())
         },
     );
-    let sleeper = descendants(pid)
-        .into_iter()
-        .find(|(_, c)| c == "sleep")
-        .map(|(p, _)| p)
-        .unwrap();
+    // The first server (node) and the reload's (the hanging sleep), both tracked MCP groups.
+    let servers = descendants(pid);
+    assert!(
+        servers.iter().any(|(_, c)| c == "node"),
+        "the first server runs: {servers:?}"
+    );
+    assert!(
+        !running_records(&env.home).is_empty(),
+        "the servers' groups are recorded"
+    );
     // SAFETY: plain kill(2)s of processes this test started.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     pane.wait_text("stopping");
     unsafe { libc::kill(pid, libc::SIGTERM) };
     let (code, restored) = pane.wait_exit();
-    // The forced exit leaves the hanging server behind; it is this test's to end.
-    // SAFETY: as above.
-    unsafe { libc::kill(sleeper, libc::SIGKILL) };
+    // The forced exit kills the MCP servers' process groups itself and removes their records,
+    // rather than leaving them to the next start's sweep.
+    let left: Vec<&(i32, String)> = servers.iter().filter(|(p, _)| !wait_gone(*p)).collect();
+    for (p, _) in &left {
+        // SAFETY: as above; a test failure must not leave them running.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "left running after exit 130: {left:?}");
+    assert_eq!(
+        running_records(&env.home),
+        Vec::<PathBuf>::new(),
+        "records left for the next start's sweep"
+    );
     assert_eq!(code, 130, "{}", pane.history());
     assert!(
         restored,
@@ -239,6 +254,14 @@ fn a_second_sigterm_while_the_first_waits_exits_130_with_the_terminal_restored()
         pane.history()
     );
     assert_eq!(pane.format("#{cursor_flag}"), "1", "the cursor is shown");
+}
+
+/// The reaper's records of tracked process groups (`<project state>/running/*`).
+fn running_records(home: &Path) -> Vec<PathBuf> {
+    files_ending(home, "")
+        .into_iter()
+        .filter(|p| p.parent().is_some_and(|d| d.ends_with("running")))
+        .collect()
 }
 
 /// The pid and command name of every descendant of `pid`.
