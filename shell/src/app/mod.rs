@@ -400,10 +400,12 @@ impl OpenError {
 /// How a frontend opens a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Opener {
-    /// `--stdio` and the terminal UI: an untrusted project still gets its session (its turns
-    /// are refused one by one, as the contract says).
-    Session,
-    /// `-p`: a non-interactive turn.
+    /// `--stdio`: an untrusted project still gets its session (its turns are refused one by
+    /// one, as the contract says).
+    Stdio,
+    /// The terminal UI: as `--stdio`; it shows the freeze's notes itself.
+    Tui,
+    /// `-p`: a non-interactive turn; it shows the freeze's notes itself.
     Print,
     /// ACP's `session/new` and `session/load`: an untrusted project is refused before anything
     /// is started or written, so a refused request leaves no session behind.
@@ -423,6 +425,8 @@ pub(crate) async fn open(
     client_mcp: Vec<crate::mcp::ServerDef>,
 ) -> Result<Opened, OpenError> {
     let print = opener == Opener::Print;
+    // The freeze's problems also go to stderr where the client is a program.
+    let echo_notes = matches!(opener, Opener::Stdio | Opener::Acp);
     let setup = match project {
         Some(p) => setup_at(cli, p),
         None => setup(cli, print),
@@ -516,6 +520,7 @@ pub(crate) async fn open(
         &state,
         &hook_configs,
         &mcp,
+        echo_notes,
     );
     let (writer, freeze, history, transcript) = match resumed {
         Some(r) => {
@@ -552,6 +557,7 @@ pub(crate) async fn open(
     .map_err(OpenError::new)?;
     backend.set_sandbox(sandbox);
     backend.set_client_mcp(client_mcp);
+    backend.set_echo_notes(echo_notes);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
@@ -601,7 +607,8 @@ fn with_client_tools(
 fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
     let opener = match front {
         Front::Print(_) => Opener::Print,
-        _ => Opener::Session,
+        Front::Tui => Opener::Tui,
+        Front::Stdio => Opener::Stdio,
     };
     let resume = if resume { Resume::Latest } else { Resume::New };
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -611,6 +618,8 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
         Ok(rt) => rt,
         Err(e) => return fail(format!("could not start the runtime: {e}")),
     };
+    // The terminal UI shows what the start-up writes to stderr as its own notice lines.
+    let early = matches!(front, Front::Tui).then(crate::tui::Early::start);
     let Opened {
         core,
         mut backend,
@@ -625,6 +634,9 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
     } = match rt.block_on(open(cli, None, resume, opener, Vec::new())) {
         Ok(o) => o,
         Err(e) => {
+            if let Some(early) = early {
+                early.abandon();
+            }
             eprintln!("openmax: {}", e.message);
             return e.code;
         }
@@ -632,7 +644,9 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
 
     match front {
         Front::Tui => {
+            let early = early.unwrap_or_else(crate::tui::Early::start);
             if let Err(e) = backend.settle_session() {
+                early.abandon();
                 return fail(format!("could not start a session: {e}"));
             }
             let launch = crate::tui::Launch {
@@ -642,7 +656,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 history: prompt_history,
                 notices: Some(notices),
             };
-            let code = crate::tui::run(&rt, core, backend, launch);
+            let code = crate::tui::run(&rt, core, backend, launch, early);
             rt.shutdown_background();
             crate::sandbox::reaper::sweep();
             code
