@@ -2,12 +2,13 @@
 of what the real servers cannot be made to do on demand: tools/list in two pages, tools with
 and without readOnlyHint / destructiveHint, a tools/list_changed notice, and dying mid-call.
 
-usage: python3 scripted_server.py STARTS_FILE
-Each start appends a line to STARTS_FILE. Tools: page 1 `look` (readOnlyHint); page 2 `poke`
+usage: python3 scripted_server.py [STARTS_FILE]
+Each start appends a line to STARTS_FILE (else to $STARTS_FILE). Tools: page 1 `look` (readOnlyHint); page 2 `poke`
 (no hints), `wipe` (readOnlyHint and destructiveHint), `crash` (the server exits mid-call).
 """
 
 import json
+import os
 import sys
 
 PAGES = [
@@ -29,7 +30,8 @@ def send(msg):
 
 
 def main():
-    with open(sys.argv[1], "a") as f:
+    starts = sys.argv[1] if len(sys.argv) > 1 else os.environ["STARTS_FILE"]
+    with open(starts, "a") as f:
         f.write("start\n")
     for line in sys.stdin:
         msg = json.loads(line)

@@ -3,7 +3,9 @@
 //! loopback model mock: every page of `tools/list` joins the tool set; `tools/list_changed` is
 //! a `harness_note`; `readOnlyHint` (without `destructiveHint`) is what lets a tool of a user
 //! server run without asking in `ask` and at all in `readonly`; a server that dies mid-call is
-//! restarted once, on its next call, and not again until `reload`.
+//! restarted once, on its next call, and not again until `reload`; permission rules match the
+//! full name with a glob; a project `.openmax/config.toml` server is not started until
+//! `openmax --approve` stores the approval of its bytes.
 
 use std::path::{Path, PathBuf};
 
@@ -202,5 +204,92 @@ fn a_server_that_dies_twice_is_restarted_once_then_fails_until_reload() {
     assert_eq!(got.len(), 1);
     assert!(got[0].1, "reload starts it anew: {got:?}");
     assert_eq!(started(), at_freeze + 2);
+    s.finish();
+}
+
+#[test]
+fn permission_rules_match_the_full_name_with_a_glob() {
+    let replies = vec![
+        tool_calls_reply(&[
+            ("c1", "mcp__s__look", json!({})),
+            ("c2", "mcp__s__poke", json!({})),
+        ]),
+        text_reply("ruled"),
+    ];
+    let (env, _mock, _) = setup(replies, "auto");
+    let mut text = std::fs::read_to_string(env.home.join("config.toml")).unwrap();
+    text.push_str("\n[permissions]\ndeny = [\"mcp__s__p*\"]\n");
+    env.user_config(&text);
+    let mut s = env.stdio(&[]);
+    s.user("use them");
+    let (evs, asked) = turn_answering(&mut s, true);
+    assert!(asked.is_empty());
+    let got = ends(&evs);
+    assert_eq!(got[0], ("mcp__s__look".into(), true, "look ran".into()));
+    assert_eq!(got[1].0, "mcp__s__poke");
+    assert!(!got[1].1, "denied by the rule: {got:?}");
+    s.finish();
+}
+
+#[test]
+fn a_project_config_server_starts_only_once_approved_with_openmax_approve() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![
+        call("c1", "look"),
+        text_reply("declined"),
+        call("c2", "look"),
+        text_reply("looked"),
+    ]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    env.set_mode("ask");
+    // The server's script is a project file: its bytes are part of what is approved.
+    let script = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/scripted_server.py"),
+    )
+    .unwrap();
+    env.write("srv.py", &script);
+    // A project server runs in the sandbox: it may write in the project. The file is given by
+    // a literal variable, not in argv (a project file argv names is part of the approved bytes).
+    let starts = env.project.join("starts.txt");
+    env.project_config(&format!(
+        "[mcp_servers.s]\ncommand = \"python3\"\nargs = [\"srv.py\"]\n\
+         env = {{ STARTS_FILE = {:?} }}\n",
+        starts.display().to_string()
+    ));
+    let started = || {
+        std::fs::read_to_string(&starts)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+
+    let mut s = env.stdio(&[]);
+    s.user("look");
+    let mut evs = s.until_type("approval_request");
+    let req = evs.last().unwrap().clone();
+    assert_eq!(req["reason"], "unapproved_source", "{req}");
+    assert_eq!(req["source_path"], ".openmax/config.toml");
+    assert_eq!(started(), 0, "not started before a human approved it");
+    s.approve(&req["approval_id"], false);
+    evs.extend(s.turn().0);
+    assert!(!ends(&evs)[0].1, "declined: {evs:?}");
+    s.finish();
+    assert_eq!(started(), 0);
+
+    let out = env.run_on_tty(&["--approve", ".openmax/config.toml"]);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let mut s = env.stdio(&[]);
+    s.user("look again");
+    let (evs, asked) = turn_answering(&mut s, false);
+    assert_eq!(started(), 1, "approved: started at freeze");
+    assert!(
+        asked.is_empty(),
+        "approved, and read-only in ask: {asked:?}"
+    );
+    assert_eq!(
+        ends(&evs)[0],
+        ("mcp__s__look".into(), true, "look ran".into())
+    );
     s.finish();
 }
