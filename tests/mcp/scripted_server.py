@@ -4,7 +4,8 @@ and without readOnlyHint / destructiveHint, a tools/list_changed notice, and dyi
 
 usage: python3 scripted_server.py [STARTS_FILE]
 Each start appends a line to STARTS_FILE (else to $STARTS_FILE). Tools: page 1 `look` (readOnlyHint); page 2 `poke`
-(no hints), `wipe` (readOnlyHint and destructiveHint), `crash` (the server exits mid-call).
+(no hints), `wipe` (readOnlyHint and destructiveHint), `crash` (the server exits mid-call),
+`hang` (never answered). A `notifications/cancelled` is reported on stderr.
 """
 
 import json
@@ -20,6 +21,8 @@ PAGES = [
       "inputSchema": {"type": "object"},
       "annotations": {"readOnlyHint": True, "destructiveHint": True}},
      {"name": "crash", "description": "the server dies during this call",
+      "inputSchema": {"type": "object"}},
+     {"name": "hang", "description": "never answers",
       "inputSchema": {"type": "object"}}],
 ]
 
@@ -54,8 +57,14 @@ def main():
             name = params.get("name")
             if name == "crash":
                 sys.exit(3)
+            if name == "hang":
+                continue
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "content": [{"type": "text", "text": name + " ran"}]}})
+        elif method == "notifications/cancelled":
+            sys.stderr.write("cancelled request %s: %s\n"
+                             % (params.get("requestId"), params.get("reason")))
+            sys.stderr.flush()
         elif mid is not None:
             send({"jsonrpc": "2.0", "id": mid,
                   "error": {"code": -32601, "message": "no method " + str(method)}})

@@ -3,7 +3,8 @@
 //! loopback model mock: every page of `tools/list` joins the tool set; `tools/list_changed` is
 //! a `harness_note`; `readOnlyHint` (without `destructiveHint`) is what lets a tool of a user
 //! server run without asking in `ask` and at all in `readonly`; a server that dies mid-call is
-//! restarted once, on its next call, and not again until `reload`; permission rules match the
+//! restarted once, on its next call, and not again until `reload`; a call past
+//! `tool_timeout_s` fails naming it and is cancelled at the server; permission rules match the
 //! full name with a glob; a project `.openmax/config.toml` server is not started until
 //! `openmax --approve` stores the approval of its bytes.
 
@@ -291,5 +292,45 @@ fn a_project_config_server_starts_only_once_approved_with_openmax_approve() {
         ends(&evs)[0],
         ("mcp__s__look".into(), true, "look ran".into())
     );
+    s.finish();
+}
+
+#[test]
+fn a_call_past_tool_timeout_s_fails_naming_the_timeout_and_is_cancelled_at_the_server() {
+    let (env, _mock, _) = setup(vec![call("c1", "hang"), text_reply("gave up")], "auto");
+    let mut text = std::fs::read_to_string(env.home.join("config.toml")).unwrap();
+    text.push_str("tool_timeout_s = 0.5\n");
+    env.user_config(&text);
+    let mut s = env.stdio(&[]);
+    s.user("hang");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{evs:?}");
+    let got = ends(&evs);
+    assert!(!got[0].1);
+    assert!(
+        got[0].2.contains("timed out after 500 ms (tool_timeout_s)"),
+        "{}",
+        got[0].2
+    );
+    let log = || -> String {
+        std::fs::read_dir(env.home.join("projects"))
+            .unwrap()
+            .flatten()
+            .filter_map(|p| std::fs::read_dir(p.path().join("sessions")).ok())
+            .flat_map(|d| d.flatten())
+            .filter(|e| e.path().to_string_lossy().ends_with(".mcp.log"))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .collect()
+    };
+    let end = std::time::Instant::now() + DEADLINE;
+    while !log().contains("cancelled request") {
+        assert!(
+            std::time::Instant::now() < end,
+            "no notifications/cancelled: {}",
+            log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(log().contains("timed out after 500 ms"), "{}", log());
     s.finish();
 }
