@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use openmax_core::machine::{Effect, HookEvent, HookOutcome, Input, Output, TimerReason};
 use openmax_core::provider::{FailureKind, ProviderItem, RequestFailure};
+use openmax_core::tool::RunSandbox;
 use openmax_core::wire::{ApprovalOutcome, ApprovalReason, Command, Event};
 
 use crate::checks::live_inputs;
@@ -77,6 +78,8 @@ pub const WANTED: &[&str] = &[
     "feature:continue_history",
     "feature:refreeze_changed",
     "feature:token_cap_reached_exactly",
+    "feature:unsandboxed_run",
+    "feature:read_only_run",
 ];
 
 /// The names of [`WANTED`] (and only those) that this run exercised.
@@ -224,6 +227,15 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
                         seen.insert("feature:hook_compacted");
                     }
                     _ => {}
+                },
+                Output::Effect(Effect::RunTool { sandbox, .. }) => match sandbox {
+                    RunSandbox::Unsandboxed => {
+                        seen.insert("feature:unsandboxed_run");
+                    }
+                    RunSandbox::ReadOnly => {
+                        seen.insert("feature:read_only_run");
+                    }
+                    RunSandbox::Session => {}
                 },
                 Output::Effect(_) => {}
             }

@@ -486,7 +486,7 @@ impl<'a> Driver<'a> {
                 args,
             } => {
                 let script = self.tools.pop_front().unwrap_or_default();
-                let plan = self.sc.plan_for(&name, &args, &script);
+                let plan = Box::new(self.sc.plan_for(&name, &args, &script));
                 self.bound.insert(call_id.clone(), script);
                 self.schedule(0, Owner::Local, Input::ToolPlanned { call_id, plan });
             }

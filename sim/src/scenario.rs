@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use openmax_core::conversation::{Message, ToolSchema};
 use openmax_core::machine::{FramingFault, Freeze, HookOutcome, HookSpec, Limits, RetrySettings};
 use openmax_core::permissions::{Permissions, Rule};
-use openmax_core::tool::{FileDiff, SourceGate, ToolPlan};
+use openmax_core::tool::{FileDiff, PlanSandbox, SourceGate, ToolPlan};
 use openmax_core::wire::Mode;
 use openmax_core::CoreConfig;
 
@@ -251,6 +251,10 @@ pub struct ToolScript {
     /// Overrides the tool's source gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<SourceGate>,
+    /// What the plan says of the sandbox (an escalation, or read-only capable); default: the
+    /// session's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<PlanSandbox>,
 }
 
 fn yes() -> bool {
@@ -267,6 +271,7 @@ impl Default for ToolScript {
             mutating: None,
             invalid: None,
             source: None,
+            sandbox: None,
         }
     }
 }
@@ -457,6 +462,7 @@ impl Scenario {
                 .clone()
                 .or_else(|| tool.and_then(|t| t.source.clone())),
             invalid,
+            sandbox: script.sandbox.clone().unwrap_or_default(),
         }
     }
 

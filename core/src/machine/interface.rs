@@ -6,7 +6,7 @@ use crate::conversation::{Message, ModelRequest, ToolSchema};
 use crate::permissions::Permissions;
 use crate::provider::{ProviderItem, RequestFailure, RequestId};
 use crate::record::Record;
-use crate::tool::{ToolOutcome, ToolPlan};
+use crate::tool::{RunSandbox, ToolOutcome, ToolPlan};
 use crate::wire::{Event, Mode};
 
 /// A stdin framing fault the shell detected before the core could see a line.
@@ -53,8 +53,8 @@ pub enum Input {
     ToolPlanned {
         /// The call inspected.
         call_id: String,
-        /// What running it would do.
-        plan: ToolPlan,
+        /// What running it would do (boxed: the largest input by far).
+        plan: Box<ToolPlan>,
     },
     /// A tool call finished (or was killed).
     ToolDone {
@@ -180,6 +180,8 @@ pub enum Effect {
         name: String,
         /// The model's arguments.
         args: serde_json::Value,
+        /// The sandbox to run it in: the policy's decision, never read from `args`.
+        sandbox: RunSandbox,
     },
     /// Kill a running tool (its whole process group). A `ToolDone` still follows.
     CancelTool {

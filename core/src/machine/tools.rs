@@ -7,7 +7,7 @@
 //! goes out only after its result is on disk.
 
 use crate::conversation::{Block, Message, Role};
-use crate::tool::{SourceGate, ToolOutcome, ToolPlan};
+use crate::tool::{PlanSandbox, RunSandbox, SourceGate, ToolOutcome, ToolPlan};
 use crate::wire::{ApprovalOutcome, ApprovalReason, Event};
 
 use super::approval::{self, Verdict};
@@ -76,7 +76,7 @@ impl Core {
         self.turn.round.get(call).is_some_and(|c| c.id == call_id)
     }
 
-    pub(super) fn on_tool_planned(&mut self, call_id: &str, plan: ToolPlan) {
+    pub(super) fn on_tool_planned(&mut self, call_id: &str, plan: Box<ToolPlan>) {
         let call = match &self.phase {
             Phase::Planning { call } if self.current_call_is(*call, call_id) => *call,
             Phase::Idle
@@ -95,12 +95,21 @@ impl Core {
             | Phase::PersistCompaction { .. } => return,
         };
         let name = self.call_name(call);
-        match approval::decide(self.config.mode, &self.config.permissions, &name, &plan) {
+        let human = !self.config.non_interactive && !self.config.agent_spawned;
+        match approval::decide(
+            self.config.mode,
+            &self.config.permissions,
+            human,
+            &name,
+            &plan,
+        ) {
             Verdict::Refuse { output, note } => self.finish_call(call, false, output, note),
-            Verdict::Run => self.run_tool(call),
-            Verdict::Ask { reason, source } => {
-                self.request_approval(call, &name, plan, reason, source)
-            }
+            Verdict::Run(sandbox) => self.run_tool(call, sandbox),
+            Verdict::Ask {
+                reason,
+                source,
+                sandbox,
+            } => self.request_approval(call, &name, *plan, reason, source, sandbox),
         }
     }
 
@@ -111,7 +120,14 @@ impl Core {
         plan: ToolPlan,
         reason: ApprovalReason,
         source: Option<SourceGate>,
+        sandbox: RunSandbox,
     ) {
+        let (summary, detail) = match &plan.sandbox {
+            PlanSandbox::Escalate { justification } => {
+                approval::escalation_card(&plan, justification)
+            }
+            PlanSandbox::Session | PlanSandbox::ReadOnlyCapable => (plan.summary, plan.detail),
+        };
         let approval_id = format!("a{}", self.next_approval);
         self.next_approval += 1;
         self.approvals.insert(approval_id.clone(), false);
@@ -122,8 +138,8 @@ impl Core {
         self.ev(Event::ApprovalRequest {
             approval_id: approval_id.clone(),
             name: name.to_string(),
-            summary: plan.summary,
-            detail: plan.detail,
+            summary,
+            detail,
             reason,
             source_path,
             source_sha,
@@ -148,6 +164,7 @@ impl Core {
             approval_id,
             deadline,
             source,
+            sandbox,
         };
     }
 
@@ -180,6 +197,7 @@ impl Core {
                 call,
                 approval_id: id,
                 source,
+                sandbox,
                 ..
             } if id == approval_id => {
                 if approved {
@@ -190,7 +208,7 @@ impl Core {
                             source_sha: g.source_sha,
                         });
                     }
-                    self.run_tool(call);
+                    self.run_tool(call, sandbox);
                 } else {
                     self.settle(&id, ApprovalOutcome::Declined);
                     self.finish_call(
@@ -223,7 +241,7 @@ impl Core {
         }
     }
 
-    fn run_tool(&mut self, call: usize) {
+    fn run_tool(&mut self, call: usize, sandbox: RunSandbox) {
         let Some(c) = self.turn.round.get(call).cloned() else {
             return;
         };
@@ -231,6 +249,7 @@ impl Core {
             call_id: c.id,
             name: c.name,
             args: serde_json::Value::Object(c.args.unwrap_or_default()),
+            sandbox,
         });
         self.phase = Phase::RunningTool {
             call,

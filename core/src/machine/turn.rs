@@ -17,7 +17,7 @@ use crate::compaction::Receipt;
 use crate::conversation::{Block, Message, ModelRequest, Role};
 use crate::provider::RequestId;
 use crate::time::Millis;
-use crate::tool::SourceGate;
+use crate::tool::{RunSandbox, SourceGate};
 
 use super::interface::{Freeze, HookEvent, HookSpec};
 
@@ -58,6 +58,8 @@ pub(super) enum Phase {
         approval_id: String,
         deadline: Option<Millis>,
         source: Option<SourceGate>,
+        /// The sandbox the call runs in if approved.
+        sandbox: RunSandbox,
     },
     /// Call `call` runs; `cancelling` once a `CancelTool` went out.
     RunningTool { call: usize, cancelling: bool },

@@ -25,6 +25,7 @@ use agent_client_protocol_schema::v1::{
     SessionId, SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall,
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
+use openmax_core::tool::UNSANDBOXED_SUMMARY_PREFIX;
 use openmax_core::wire::{ApprovalReason, Event, Mode};
 use serde_json::Value;
 
@@ -408,6 +409,11 @@ impl Translator {
             lines.push(detail.to_string());
         }
         let (allow_name, allow_kind) = match reason {
+            // The core starts the summary of a request to run outside the sandbox so.
+            ApprovalReason::Gate if summary.starts_with(UNSANDBOXED_SUMMARY_PREFIX) => (
+                "Allow this command to run UNSANDBOXED",
+                PermissionOptionKind::AllowOnce,
+            ),
             ApprovalReason::Gate => ("Allow", PermissionOptionKind::AllowOnce),
             ApprovalReason::UnapprovedSource => {
                 lines.push(format!(

@@ -281,6 +281,41 @@ fn a_gate_asks_with_allow_and_reject_on_the_open_call() {
     assert_eq!(out[2], json!({"settled": "a1"}));
 }
 
+/// A request to run a command outside the sandbox keeps the core's UNSANDBOXED summary as the
+/// title and its detail as the body, and its allow option says so.
+#[test]
+fn an_unsandboxed_run_says_so_in_title_body_and_allow_option() {
+    let mut t = tr();
+    let out = feed(
+        &mut t,
+        vec![Event::ApprovalRequest {
+            approval_id: "a1".into(),
+            name: "shell".into(),
+            summary: "UNSANDBOXED shell: make install".into(),
+            detail: "UNSANDBOXED: this command runs outside the sandbox, with no write or \
+                     network limits.\nThe model's reason: x\n\nmake install"
+                .into(),
+            reason: ApprovalReason::Gate,
+            source_path: String::new(),
+            source_sha: String::new(),
+            env: vec![],
+        }],
+    );
+    let req = &out[0]["request"];
+    assert_eq!(
+        req["toolCall"]["title"],
+        json!("UNSANDBOXED shell: make install")
+    );
+    let body = req["toolCall"]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(body.starts_with("UNSANDBOXED: this command runs outside the sandbox"));
+    assert_eq!(
+        req["options"][0],
+        json!({"optionId": "allow", "name": "Allow this command to run UNSANDBOXED", "kind": "allow_once"})
+    );
+}
+
 #[test]
 fn an_unapproved_source_names_file_sha_env_and_the_approve_command() {
     let mut t = tr();

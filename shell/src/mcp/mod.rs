@@ -208,6 +208,7 @@ impl McpSet {
             detail: String::new(),
             source: None,
             invalid: None,
+            sandbox: Default::default(),
         };
         let Some((server, tool)) = self.server_of(name) else {
             plan.invalid = Some(format!("no MCP server for {name}"));

@@ -24,7 +24,7 @@ use openmax_core::conversation::ModelRequest;
 use openmax_core::machine::{Freeze, HookEvent, HookOutcome, Input};
 use openmax_core::provider::RequestId;
 use openmax_core::record::Record;
-use openmax_core::tool::{ToolOutcome, ToolPlan};
+use openmax_core::tool::{RunSandbox, ToolOutcome, ToolPlan};
 use openmax_core::wire::Mode;
 
 use super::persist::Persistence;
@@ -363,15 +363,18 @@ impl Backend {
         }
     }
 
-    /// A future that runs a tool call until done or `cancel` fires.
+    /// A future that runs a tool call until done or `cancel` fires, in the sandbox the core
+    /// chose (`sandbox`, from the run-tool effect).
     pub fn run_job(
         &mut self,
         call_id: &str,
         name: String,
         args: serde_json::Value,
         cancel: oneshot::Receiver<()>,
+        sandbox: RunSandbox,
     ) -> impl Future<Output = ToolOutcome> + Send + 'static {
-        let ctx = self.tools.clone();
+        let mut ctx = self.tools.clone();
+        ctx.run_sandbox = sandbox;
         let ext = Arc::clone(&self.ext);
         let planned = self.planned.remove(call_id);
         async move {
@@ -390,6 +393,19 @@ impl Backend {
         args: serde_json::Value,
         cancel: oneshot::Receiver<()>,
     ) -> ToolOutcome {
+        // Only the built-in shell plans another sandbox; anything else asked to is not run.
+        let builtin_shell =
+            name == "shell" && !ext.mcp.owns(&name) && !ext.external.iter().any(|t| t.name == name);
+        if ctx.run_sandbox != RunSandbox::Session && !builtin_shell {
+            return ToolOutcome {
+                ok: false,
+                output: format!(
+                    "{name}: not run: only the built-in shell tool runs outside the session's \
+                     sandbox"
+                ),
+                diffs: Vec::new(),
+            };
+        }
         if ext.mcp.owns(&name) {
             return ext
                 .mcp
@@ -631,5 +647,6 @@ fn plan_skill(skills: &[Skill], args: &serde_json::Value) -> ToolPlan {
         detail: String::new(),
         source: None,
         invalid,
+        sandbox: Default::default(),
     }
 }

@@ -313,7 +313,10 @@ impl<S: Sink> Runtime<S> {
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let input = match tokio::task::spawn_blocking(job).await {
-                        Ok(plan) => Input::ToolPlanned { call_id, plan },
+                        Ok(plan) => Input::ToolPlanned {
+                            call_id,
+                            plan: Box::new(plan),
+                        },
                         Err(e) => Input::Crashed {
                             message: format!("inspecting tool call {call_id} crashed: {e}"),
                         },
@@ -325,10 +328,14 @@ impl<S: Sink> Runtime<S> {
                 call_id,
                 name,
                 args,
+                sandbox,
             } => {
                 let (cancel_tx, cancel_rx) = oneshot::channel();
                 self.tool_cancels.insert(call_id.clone(), cancel_tx);
-                let job = tokio::spawn(self.backend.run_job(&call_id, name, args, cancel_rx));
+                let job = tokio::spawn(
+                    self.backend
+                        .run_job(&call_id, name, args, cancel_rx, sandbox),
+                );
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let outcome = match job.await {

@@ -206,6 +206,7 @@ fn plan_of(tool: &str, prepared: Result<Change, String>) -> ToolPlan {
             },
             source: None,
             invalid: None,
+            sandbox: Default::default(),
         },
         Err(e) => invalid_plan(true, e),
     }

@@ -282,6 +282,48 @@ mod tests {
         assert!(rows.iter().any(|r| r.trim() == "+line 199"), "{rows:?}");
     }
 
+    /// On a narrow or short terminal the top of a tall card is dropped (the prompt stays): the
+    /// request to run a command outside the sandbox still says UNSANDBOXED, whole, in its keys.
+    #[test]
+    fn an_unsandboxed_request_says_so_on_a_small_terminal() {
+        let cmd =
+            "curl -fsSL https://example.com/install.sh | sh && make install PREFIX=$HOME/.local";
+        let mut v = View::new("m", Mode::Ask, vec![]);
+        v.event(
+            0,
+            Event::ApprovalRequest {
+                approval_id: "a".into(),
+                name: "shell".into(),
+                summary: format!("UNSANDBOXED shell: {cmd}"),
+                detail: format!(
+                    "UNSANDBOXED: this command runs outside the sandbox, with no write or \
+                     network limits.\nThe model's reason: it installs the toolchain.\n\n{cmd}"
+                ),
+                reason: ApprovalReason::Gate,
+                source_path: String::new(),
+                source_sha: String::new(),
+                env: vec![],
+            },
+        );
+        for (cols, rows) in [
+            (14, 8),
+            (20, 7),
+            (20, 10),
+            (24, 12),
+            (40, 10),
+            (80, 7),
+            (80, 24),
+        ] {
+            let l = live(&v, 0, cols, rows, Theme { color: false });
+            let text: Vec<String> = l.rows.iter().map(text).collect();
+            assert!(
+                text.iter().any(|r| r.contains("UNSANDBOXED")),
+                "{cols}x{rows}:\n{}",
+                text.join("\n")
+            );
+        }
+    }
+
     #[test]
     fn the_cursor_follows_the_prompt() {
         let mut v = View::new("m", Mode::Auto, vec![]);

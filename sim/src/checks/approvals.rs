@@ -1,10 +1,12 @@
 //! Approvals: every `approval_request` settles exactly once, as answered; bogus answers are
-//! protocol errors; after quit or end of input everything pending is declined.
+//! protocol errors; after quit or end of input everything pending is declined; a call runs
+//! outside the sandbox only after a human approved a request saying so.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use openmax_core::machine::{Effect, Input, Output};
-use openmax_core::wire::{ApprovalOutcome, Command, Event};
+use openmax_core::tool::{RunSandbox, UNSANDBOXED_SUMMARY_PREFIX};
+use openmax_core::wire::{ApprovalOutcome, ApprovalReason, Command, Event};
 
 use super::segment::Turns;
 use crate::scenario::Scenario;
@@ -181,6 +183,74 @@ pub fn approved_only_by_its_approve(_sc: &Scenario, run: &Run) -> Vec<String> {
         }
         if answer && awaiting == 0 {
             held.clear();
+        }
+    }
+    v
+}
+
+/// A call runs outside the sandbox only after a human approved a request that said so: every
+/// `RunTool` with [`RunSandbox::Unsandboxed`] is in the drain that settled, as approved, an
+/// approval request of that call whose summary starts with [`UNSANDBOXED_SUMMARY_PREFIX`] (and
+/// `approved_only_by_its_approve` ties that to an `approve … true`); an approved request of
+/// that kind runs its call unsandboxed, never in a sandbox the human did not choose; and no
+/// such request is raised where no human can answer (`-p`, an agent-spawned session).
+pub fn unsandboxed_only_after_a_human_approved_it(sc: &Scenario, run: &Run) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut call: Option<String> = None;
+    // approval id → (its call, whether it asked to run unsandboxed)
+    let mut asked: BTreeMap<String, (Option<String>, bool)> = BTreeMap::new();
+    for (i, fed) in run.trace.iter().enumerate() {
+        let mut approved_here: Vec<(Option<String>, bool)> = Vec::new();
+        for o in &fed.outputs {
+            match o {
+                Output::Event(Event::ToolStart { call_id, .. }) => call = Some(call_id.clone()),
+                Output::Event(Event::ApprovalRequest {
+                    approval_id,
+                    summary,
+                    reason,
+                    ..
+                }) => {
+                    let outside = *reason == ApprovalReason::Gate
+                        && summary.starts_with(UNSANDBOXED_SUMMARY_PREFIX);
+                    if outside && (sc.config.non_interactive || sc.config.agent_spawned) {
+                        v.push(format!(
+                            "approval {approval_id} asks to run unsandboxed at input #{i} in a \
+                             session no human can answer"
+                        ));
+                    }
+                    asked.insert(approval_id.clone(), (call.clone(), outside));
+                }
+                Output::Event(Event::ApprovalSettled {
+                    approval_id,
+                    outcome: ApprovalOutcome::Approved,
+                }) => {
+                    if let Some(a) = asked.get(approval_id) {
+                        approved_here.push(a.clone());
+                    }
+                }
+                Output::Effect(Effect::RunTool {
+                    call_id, sandbox, ..
+                }) => {
+                    let by_approval = approved_here
+                        .iter()
+                        .find(|(c, _)| c.as_deref() == Some(call_id.as_str()));
+                    match (sandbox, by_approval) {
+                        (RunSandbox::Unsandboxed, Some((_, true))) => {}
+                        (RunSandbox::Unsandboxed, _) => v.push(format!(
+                            "call {call_id} runs unsandboxed at input #{i} without an approved \
+                             UNSANDBOXED request"
+                        )),
+                        (RunSandbox::Session | RunSandbox::ReadOnly, Some((_, true))) => {
+                            v.push(format!(
+                                "call {call_id} approved to run unsandboxed runs {sandbox:?} at \
+                                 input #{i}"
+                            ))
+                        }
+                        (RunSandbox::Session | RunSandbox::ReadOnly, _) => {}
+                    }
+                }
+                Output::Event(_) | Output::Effect(_) => {}
+            }
         }
     }
     v

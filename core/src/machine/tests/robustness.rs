@@ -177,7 +177,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                             Owed::Persist(ticket) => Input::Persisted { ticket },
                             Owed::Plan(call_id) => Input::ToolPlanned {
                                 call_id,
-                                plan: plan((r >> 9).is_multiple_of(2)),
+                                plan: Box::new(plan((r >> 9).is_multiple_of(2))),
                             },
                             Owed::Tool(call_id) => Input::ToolDone {
                                 call_id,
