@@ -8,7 +8,8 @@
 //! - [`blocks`], [`card`], [`markdown`], [`live`], [`wrap`], [`theme`]: drawing the model as
 //!   styled rows at a width (pure, tested with ratatui's test backend).
 //! - [`term`]: the terminal itself (raw mode, inline viewport, restore on every exit).
-//! - [`capture`]: fd 2 while the UI holds the terminal (each line a notice, never raw text).
+//! - [`capture`]: fd 2 from before the session opens until the UI gives the terminal back
+//!   (each line a notice, never raw text; see [`Early`]).
 //! - [`signals`]: SIGTERM, SIGHUP and SIGINT answered as a person stopping the session.
 //! - [`history`]: this project's earlier prompts.
 //!
@@ -103,14 +104,73 @@ impl Sink for ChannelSink {
 /// How long the exit waits for the last lines written to stderr to reach the screen.
 const STDERR_DRAIN: Duration = Duration::from_millis(500);
 
-/// Run the session under the TUI until the core exits; returns the exit code.
-pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launch: Launch) -> i32 {
-    let (tx, rx) = mpsc::channel();
+/// fd 2 captured from before the session opens, so the start-up's warnings (a torn session
+/// record, processes left by an earlier openmax, the demo project's place) are notice lines of
+/// the UI like every later one, drawn in order and with terminal controls made inert, instead
+/// of raw text above it. Lines wait on the UI's own channel until it starts; if it never does,
+/// [`Early::abandon`] gives fd 2 back and writes them out, so no warning is lost.
+pub struct Early {
+    tx: mpsc::Sender<Msg>,
+    rx: mpsc::Receiver<Msg>,
+    capture: Result<capture::Capture, String>,
+}
+
+impl Early {
+    /// Capture fd 2 now. A panic before the UI takes the terminal gives fd 2 back first, so
+    /// its message is printed.
+    pub fn start() -> Early {
+        let (tx, rx) = mpsc::channel();
+        let to_ui = tx.clone();
+        let capture = capture::start(move |line| {
+            let _ = to_ui.send(Msg::Stderr(line));
+        })
+        .map_err(|e| e.to_string());
+        if capture.is_ok() {
+            let prev = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                capture::give_back();
+                prev(info);
+            }));
+        }
+        Early { tx, rx, capture }
+    }
+
+    /// The UI will not start: give fd 2 back and write what was captured to it.
+    pub fn abandon(self) {
+        if let Ok(c) = self.capture {
+            c.finish(STDERR_DRAIN);
+        }
+        for msg in self.rx.try_iter() {
+            if let Msg::Stderr(line) = msg {
+                eprintln!("{line}");
+            }
+        }
+    }
+}
+
+/// Run the session under the TUI until the core exits; returns the exit code. `early` is
+/// stderr as captured since before the session opened.
+pub fn run(
+    rt: &tokio::runtime::Runtime,
+    core: Core,
+    backend: Backend,
+    mut launch: Launch,
+    early: Early,
+) -> i32 {
+    let Early {
+        tx,
+        rx,
+        capture: captured,
+    } = early;
     let sink = ChannelSink {
         tx: tx.clone(),
         gone: false,
     };
     let mut runtime = Runtime::new(core, backend, sink);
+    // The person is there from the first frame: start the session now (an early `Timeout`
+    // does nothing else), so the freeze's notes (an MCP server that did not start, a broken
+    // manifest) and the session_start hooks come at launch, not with the first key.
+    runtime.push_input(Input::Timeout);
     if let Some(notices) = launch.notices.take() {
         runtime.forward_notices(notices);
     }
@@ -124,13 +184,16 @@ pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launc
     let input = runtime.sender();
     if let Err(e) = term::enter() {
         restore();
+        Early {
+            tx,
+            rx,
+            capture: captured,
+        }
+        .abandon();
         eprintln!("openmax: could not take the terminal: {e}");
         return 1;
     }
-    let to_ui = tx.clone();
-    let capture = match capture::start(move |line| {
-        let _ = to_ui.send(Msg::Stderr(line));
-    }) {
+    let capture = match captured {
         Ok(c) => Some(c),
         Err(e) => {
             let _ = tx.send(Msg::Stderr(format!(
