@@ -94,27 +94,27 @@ fn stop_reasons() {
         ("cancelled", "cancelled"),
     ];
     for (core, acp) in cases {
-        let end = prompt_end(core, false, None);
+        let end = prompt_end(&core.into(), false, None);
         let PromptEnd::Stop(r) = end else {
             panic!("{core}: {end:?}")
         };
         assert_eq!(serde_json::to_value(r).unwrap(), json!(acp), "{core}");
     }
     assert_eq!(
-        prompt_end("error", false, Some("boom")),
+        prompt_end(&"error".into(), false, Some("boom")),
         PromptEnd::Error("boom".into())
     );
     assert_eq!(
-        prompt_end("truncated", false, Some("cut")),
+        prompt_end(&"truncated".into(), false, Some("cut")),
         PromptEnd::Error("cut".into())
     );
     // A cancel wins, also over an error.
     assert_eq!(
-        prompt_end("error", true, Some("boom")),
+        prompt_end(&"error".into(), true, Some("boom")),
         PromptEnd::Stop(StopReason::Cancelled)
     );
     assert_eq!(
-        prompt_end("stop", true, None),
+        prompt_end(&"stop".into(), true, None),
         PromptEnd::Stop(StopReason::Cancelled)
     );
 }

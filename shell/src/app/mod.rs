@@ -213,7 +213,7 @@ fn approve_hooks(state: &ProjectState, path: &Path) -> i32 {
             "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms",
             h.name,
             crate::extensions::source::short(sha),
-            h.config.event,
+            h.config.event.as_str(),
             h.config.command,
             h.config.blocking,
             h.config.timeout_ms()

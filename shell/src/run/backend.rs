@@ -453,7 +453,7 @@ impl Backend {
         let found = self
             .hooks
             .iter()
-            .find(|h| h.name == hook && h.event == event)
+            .find(|h| h.name == hook && h.config.event == event)
             .cloned();
         let project = self.project.clone();
         if let serde_json::Value::Object(m) = &mut payload {

@@ -8,9 +8,9 @@
 //! - Session appends go to the writer thread ([`super::persist`]) in emission order; each
 //!   `Persisted`/`PersistFailed` comes on the channel once its records are durable, so the loop
 //!   goes on emitting events that wait on nothing while an `fdatasync` runs. Other quick
-//!   effects (save mode, approve source) are performed inline and their answer is queued
-//!   locally, ahead of anything else. At exit the loop waits for the writer to finish. Hooks run as tasks (their processes are killed at shutdown) and
-//!   answer with `HookDone`. A refreeze runs as a task too (MCP servers start and list
+//!   effects (save mode, record a source's approval) are performed inline and their answer is
+//!   queued locally, ahead of anything else. At exit the loop waits for the writer to finish.
+//!   Hooks run as tasks (their processes are killed at shutdown) and answer with `HookDone`. A refreeze runs as a task too (MCP servers start and list
 //!   asynchronously); the core holds client input until its `Frozen` answer.
 //! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
 //!   process group; only a second signal exits at once (130), killing the tracked process
@@ -388,12 +388,18 @@ impl<S: Sink> Runtime<S> {
                 self.ready.push_back(input);
             }
             Effect::ApproveSource {
+                approval_id,
                 source_path,
                 source_sha,
             } => {
-                if let Err(e) = self.backend.approve_source(&source_path, &source_sha) {
-                    eprintln!("openmax: could not record the approval of {source_path}: {e}");
-                }
+                let input = match self.backend.approve_source(&source_path, &source_sha) {
+                    Ok(()) => Input::SourceApproved { approval_id },
+                    Err(message) => Input::SourceApprovalFailed {
+                        approval_id,
+                        message,
+                    },
+                };
+                self.ready.push_back(input);
             }
             Effect::Refreeze => {
                 // MCP servers start and list asynchronously; the core holds client input until

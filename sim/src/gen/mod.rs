@@ -501,6 +501,9 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
     if !sc.mode_save_failures.is_empty() {
         out.push(with(&|s| s.mode_save_failures.clear()));
     }
+    if !sc.approval_record_failures.is_empty() {
+        out.push(with(&|s| s.approval_record_failures.clear()));
+    }
     if sc.persist_delay_ms > 0 {
         out.push(with(&|s| s.persist_delay_ms = 0));
     }
