@@ -7,6 +7,10 @@
 #   bench/mutants.sh            # everything (hours on 2 cores)
 #   bench/mutants.sh 0 40       # shard 0 of 40
 #   bench/mutants.sh --list     # only list the mutants
+#   JOBS=2 bench/mutants.sh     # two mutants at a time (each in its own copy of the tree)
+#
+# An unmutated baseline runs first (BASELINE=skip to skip it): a broken oracle (a test that
+# fails anyway, a bad test argument) would otherwise count every mutant as caught.
 #
 # cargo-mutants is installed into target/tools/ when missing. Results: target/mutants/<k>-of-<n>/
 # (mutants.out/caught.txt, missed.txt, timeout.txt, unviable.txt). Account for every entry of
@@ -26,11 +30,20 @@ fi
 k=${1:-0}
 n=${2:-1}
 mkdir -p "$root/target/mutants"
+# The oracle: the core's unit tests and wire tests, the simulator's unit tests, scenarios with
+# their goldens, properties, context receipts and CLI. Named test targets, so the mock-server
+# tests (the HTTP mock, not the machine) are not even built. cargo-mutants hands everything
+# after its own `--` to `cargo test`; the second `--` passes `--skip mock_` on to the test
+# binaries (one `--` gives `cargo test --skip`, which cargo rejects, so every mutant "fails":
+# the baseline run below catches such a broken oracle before any mutant is judged).
+tests=(--lib --test corpus --test pairing --test wire_golden
+  --test golden --test properties --test context_receipts --test core_purity --test cli)
 cargo mutants --package openmax-core "${files[@]}" \
-  --shard "$k/$n" --baseline skip --timeout 600 \
+  --shard "$k/$n" --baseline "${BASELINE:-run}" --timeout 600 --build-timeout 1200 \
+  --jobs "${JOBS:-1}" \
   --test-package openmax-core --test-package openmax-sim \
   --output "$root/target/mutants/$k-of-$n" \
-  -- --skip mock_ 2>&1 | tee "$root/target/mutants/$k-of-$n.log"
+  -- "${tests[@]}" -- --skip mock_ 2>&1 | tee "$root/target/mutants/$k-of-$n.log"
 out=$root/target/mutants/$k-of-$n/mutants.out
 caught=$(wc -l <"$out/caught.txt")
 missed=$(wc -l <"$out/missed.txt")
