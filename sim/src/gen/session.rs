@@ -346,7 +346,7 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
 }
 
 /// A client line while a hook runs: a prompt gate, a `turn_end` gate or an observe-only
-/// `turn_end` hook that takes 50 ms or 2 s, and during it a `cancel` (half the time), a `quit`,
+/// `turn_end` hook that takes 50 ms to 15 s, and during it a `cancel` (half the time), a `quit`,
 /// end of input, another `user`, a mode change, a `reload`, a garbage line or a crash; then,
 /// after the hook's answer, one more `user` (the session must have recovered).
 fn during_hook(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
@@ -377,7 +377,9 @@ fn during_hook(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
             detail: "exit 1".into(),
         },
     };
-    let delay_ms = pick(g, &[50, 2000]);
+    // 15 s outlasts the shutdown drain's 10 s deadline: a `quit` then cancels the turn while
+    // its hook still runs.
+    let delay_ms = pick(g, &[50, 2000, 2000, 15_000]);
     sc.hooks = vec![HookScript { outcome, delay_ms }];
     let action = if chance(g, 1, 2) {
         Action::Cancel
