@@ -125,6 +125,7 @@ impl<'a> Driver<'a> {
             final_timeout: None,
             went_quiet: false,
             in_turn_after_done: Vec::new(),
+            non_interactive: sc.config.non_interactive,
         };
         let core = match sc.core_config() {
             Ok(cfg) => Some(Core::new(cfg)),

@@ -84,6 +84,8 @@ pub struct Run {
     /// Trace indices of drains that emitted a `done` after which the core still reported a
     /// turn in flight with no new turn started (checked by the driver after every drain).
     pub in_turn_after_done: Vec<usize>,
+    /// The session was non-interactive (`-p`): its first `done` ends its input.
+    pub non_interactive: bool,
 }
 
 impl Run {

@@ -62,19 +62,13 @@ impl Core {
             );
         }
         if text.trim().is_empty() {
-            self.protocol_error("user text is empty");
-            return self.ev(Event::Done {
-                stop_reason: StopReason::Refused,
-            });
+            return self.refuse_user("user text is empty");
         }
         if !self.config.trusted {
-            self.protocol_error(
+            return self.refuse_user(
                 "this project is not trusted: run `openmax --trust` in the project, then try \
                  again",
             );
-            return self.ev(Event::Done {
-                stop_reason: StopReason::Refused,
-            });
         }
         self.turn = Turn::default();
         self.fire_observe(
@@ -82,6 +76,15 @@ impl Core {
             serde_json::json!({"prompt": text.clone()}),
         );
         self.start_prompt_hooks(text);
+    }
+
+    /// A `user` that starts no turn: `protocol_error`, then `done refused`.
+    fn refuse_user(&mut self, message: &str) {
+        self.protocol_error(message);
+        self.ev(Event::Done {
+            stop_reason: StopReason::Refused,
+        });
+        self.after_done();
     }
 
     /// The prompt passed its hooks: into the conversation (after pending notes), persisted,

@@ -7,7 +7,9 @@
 //! - Observe-only hooks (`session_start`, `tool_start`, `tool_end`, `compacted`, and any
 //!   non-blocking hook of the two blocking events) are fire-and-forget: only a failure is
 //!   reported, as `hook_failed`.
-//! - A hook with `not_loaded` set is never run: `hook_failed` carries why.
+//! - The hook gate: a project hook (agent-writable code) runs only when a human approved its
+//!   whole definition and the exact bytes of its files ([`not_run`]); otherwise it
+//!   is never run and `hook_failed` says why and how to approve it.
 //!
 //! Every payload carries `event` and `session_id`, plus the event's own fields.
 
@@ -21,6 +23,23 @@ use super::{Core, Effect, HookEvent, HookOutcome, HookSpec};
 
 /// `turn_end` refusals honored per turn before it ends `unverified`.
 pub(super) const MAX_CONTINUATIONS: u32 = 8;
+
+/// The hook gate: why `h` must not run, or `None` when it may. A project hook whose files
+/// could not be read at the freeze, or whose definition and bytes no human approved, is not
+/// run; the user's own hooks always run.
+fn not_run(h: &HookSpec) -> Option<String> {
+    let src = h.source.as_ref()?;
+    if let Some(why) = &src.unreadable {
+        return Some(why.clone());
+    }
+    (!src.approved).then(|| {
+        format!(
+            "project hook {} (command {:?}) is not approved as defined; a human can run: \
+             openmax --approve {}",
+            h.name, src.command, src.approve_path
+        )
+    })
+}
 
 impl Core {
     fn payload(&self, event: HookEvent, mut fields: serde_json::Value) -> serde_json::Value {
@@ -54,8 +73,8 @@ impl Core {
         }
         let payload = self.payload(event, fields);
         for h in hooks {
-            if let Some(why) = &h.not_loaded {
-                self.hook_failed(&h.name, event, why.clone());
+            if let Some(why) = not_run(&h) {
+                self.hook_failed(&h.name, event, why);
                 continue;
             }
             let run = self.next_hook_run;
@@ -89,8 +108,8 @@ impl Core {
         fields: &serde_json::Value,
     ) -> Option<HookRun> {
         while let Some(h) = rest.pop_front() {
-            if let Some(why) = &h.not_loaded {
-                self.hook_failed(&h.name, event, why.clone());
+            if let Some(why) = not_run(&h) {
+                self.hook_failed(&h.name, event, why);
                 continue;
             }
             let run = self.next_hook_run;

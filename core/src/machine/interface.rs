@@ -393,8 +393,26 @@ pub struct HookSpec {
     pub event: HookEvent,
     /// Whether the action waits for it (and a refusal can stop it).
     pub blocking: bool,
-    /// Why it will not run, when its file is unapproved or changed since the freeze.
-    pub not_loaded: Option<String>,
+    /// Set for a project hook: agent-writable code behind a human's approval. `None`: the
+    /// user's own hook, which always runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<HookSource>,
+}
+
+/// What the freeze found about a project hook's code. The core decides from it whether the
+/// hook runs (the hook gate, in `machine::hooks`); the shell still re-hashes the files right before a run
+/// and refuses bytes changed since the freeze, as it does for an external tool's source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookSource {
+    /// The command as configured (shown when the hook is not run).
+    pub command: Vec<String>,
+    /// The project file a human approves it by (`openmax --approve PATH`).
+    pub approve_path: String,
+    /// Whether a human approved exactly this definition and these file bytes.
+    pub approved: bool,
+    /// Why a file the hook runs could not be read at the freeze, if one could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 /// What the model sees, read once per session (and again on `reload`).

@@ -13,13 +13,20 @@
 //!   that turn's `done`, or at once when none runs.
 //! - `Closed`: [`Effect::Exit`] was emitted with `code`; every input is ignored.
 //!
-//! Exit code: 1 when the last admitted turn ended `error`, else 0.
+//! A non-interactive session (`-p`) has one command: its `done` ends the input, as end of
+//! input would, so the session exits right after it (a `cancel` can still reach the turn
+//! until then).
+//!
+//! Exit code: 1 when the last admitted turn ended `error`, else 0. A non-interactive session
+//! exits with its turn's [`StopReason::print_exit_code`] (0 for a normal end, 1 for a missing
+//! or incomplete reply, 4 when a limit or a hook stopped the turn), and 1 when its command was
+//! refused before any turn ran.
 
 use crate::time::Millis;
 use crate::wire::{ApprovalOutcome, StopReason};
 
 use super::phase::Phase;
-use super::{Core, Effect, HookEvent};
+use super::{Core, Effect, HookEvent, Input};
 
 /// Where the session is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,19 +144,35 @@ impl Core {
         }
     }
 
-    /// A turn's `done` is out: a draining session exits now.
+    /// A `done` is out: a draining session exits now, and a non-interactive one ends its
+    /// input (it had its one command).
     pub(super) fn after_done(&mut self) {
         match self.lifecycle {
             Lifecycle::Draining { .. } => self.exit(),
+            // Like end of input from the client: behind input already held, or an answer
+            // still awaited.
+            Lifecycle::Open
+                if self.config.non_interactive
+                    && (self.gate.awaiting_answer() || !self.gate.held.is_empty()) =>
+            {
+                self.hold(Input::EndOfInput)
+            }
+            Lifecycle::Open if self.config.non_interactive => self.on_quit(),
             Lifecycle::Starting | Lifecycle::Open | Lifecycle::Closed { .. } => {}
         }
     }
 
-    /// Close the session: `Exit` with 1 when the last admitted turn ended `error`, else 0.
+    /// Close the session with its exit code (see the module docs).
     pub(super) fn exit(&mut self) {
-        let code = match self.last_stop {
-            Some(StopReason::Error) => 1,
-            Some(_) | None => 0,
+        let code = if self.config.non_interactive {
+            self.last_stop
+                .as_ref()
+                .map_or(1, StopReason::print_exit_code)
+        } else {
+            match self.last_stop {
+                Some(StopReason::Error) => 1,
+                Some(_) | None => 0,
+            }
         };
         self.lifecycle = Lifecycle::Closed { code };
         self.eff(Effect::Exit { code });

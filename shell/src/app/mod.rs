@@ -669,13 +669,14 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
             let mut runtime = Runtime::new(core, backend, sink);
             runtime.forward_notices(notices);
             runtime.handle_signals(SignalPolicy::CancelTurn);
+            // The core is non-interactive: it ends the session after this command's done,
+            // with the one-shot exit code.
             runtime.push_input(Input::Line(Command::User { text: prompt }.to_line()));
-            runtime.end_input_after_done();
-            let (code, sink) = rt.block_on(runtime.run());
+            let (code, _sink) = rt.block_on(runtime.run());
             // Do not wait for leftover blocking work (a plan job) after the session is over.
             rt.shutdown_background();
             crate::sandbox::reaper::sweep();
-            sink.exit_code().unwrap_or(code)
+            code
         }
         Front::Stdio => {
             let mut sink = JsonlSink::new(&session_id, std::io::stdout());

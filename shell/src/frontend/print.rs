@@ -3,9 +3,9 @@
 //! (tool starts and ends, diffs, retries, notes, declined approvals, errors) goes to stderr, one
 //! line each where it fits.
 //!
-//! Exit codes ([`PrintSink::exit_code`]): 0 for a normal end; 1 when the turn ended `error`,
-//! `truncated` (the reply is incomplete), `refused` (nothing ran, e.g. an untrusted project),
-//! `blocked` or `cancelled`; 4 for `max_iterations`, `budget_exhausted` and `unverified`.
+//! The exit code is the core's (a non-interactive session exits after its turn's `done` with
+//! [`openmax_core::wire::StopReason::print_exit_code`]); this sink only says on stderr why a turn that did not end
+//! normally ended.
 //!
 //! Invariant: stdout carries only the model's reply text, so `openmax -p … > file` captures
 //! exactly the answer.
@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use openmax_core::wire::{ApprovalOutcome, ApprovalReason, Event, StopReason};
+use openmax_core::wire::{ApprovalOutcome, ApprovalReason, Event};
 
 use super::Sink;
 
@@ -26,7 +26,6 @@ pub struct PrintSink<O: Write, E: Write> {
     out_at_line_start: bool,
     thinking_open: bool,
     pending: BTreeMap<String, (String, String, ApprovalReason, String)>,
-    stop_reason: Option<StopReason>,
 }
 
 impl<O: Write, E: Write> PrintSink<O, E> {
@@ -38,13 +37,7 @@ impl<O: Write, E: Write> PrintSink<O, E> {
             out_at_line_start: true,
             thinking_open: false,
             pending: BTreeMap::new(),
-            stop_reason: None,
         }
-    }
-
-    /// The exit code, once the turn's `done` was seen.
-    pub fn exit_code(&self) -> Option<i32> {
-        self.stop_reason.as_ref().map(StopReason::print_exit_code)
     }
 
     /// The writers (tests).
@@ -219,7 +212,6 @@ impl<O: Write, E: Write> Sink for PrintSink<O, E> {
                 if stop_reason.print_exit_code() != 0 || stop_reason.as_str() == "length" {
                     self.note(&format!("openmax: turn ended: {stop_reason}"));
                 }
-                self.stop_reason = Some(stop_reason);
             }
             Event::Budget { .. }
             | Event::Usage { .. }
@@ -264,7 +256,6 @@ mod tests {
             stop_reason: "max_iterations".into(),
         });
         s.flush();
-        assert_eq!(s.exit_code(), Some(4));
         let (out, err) = s.into_inner();
         assert_eq!(String::from_utf8(out).unwrap(), "Hello\n");
         let err = String::from_utf8(err).unwrap();

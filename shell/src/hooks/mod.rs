@@ -11,12 +11,16 @@
 //! or the project config) its whole definition — event, argv, blocking, timeout — together with
 //! the exact bytes of every project file its command names ([`definition_sha`]); and only while
 //! those bytes are the ones frozen. Any change to the definition or the files asks again.
-//! Otherwise it is not run and reported.
+//!
+//! The freeze reports what it found (a [`HookSource`]: approved or not, a file unreadable);
+//! the core decides that such a hook is not run and reports it. Right before a run this module
+//! hashes the files again and refuses bytes changed since the freeze, as an external tool's
+//! run does with its source.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use openmax_core::machine::{HookEvent, HookOutcome, HookSpec};
+use openmax_core::machine::{HookEvent, HookOutcome, HookSource, HookSpec};
 use serde::Deserialize;
 
 use crate::extensions::manifest::project_file;
@@ -96,8 +100,8 @@ pub struct FrozenHook {
     pub files: BTreeMap<String, String>,
     /// Project hooks: the key and sha256 an approval is recorded under ([`definition_sha`]).
     pub approval: Option<(String, String)>,
-    /// Why it will not run, decided at the freeze.
-    pub not_loaded: Option<String>,
+    /// Project hooks: what the freeze found (the core's hook gate decides from it).
+    pub source: Option<HookSource>,
 }
 
 impl FrozenHook {
@@ -107,7 +111,7 @@ impl FrozenHook {
             name: self.name.clone(),
             event: self.config.event,
             blocking: self.config.blocking,
-            not_loaded: self.not_loaded.clone(),
+            source: self.source.clone(),
         }
     }
 }
@@ -181,7 +185,10 @@ pub fn freeze(
     hooks
         .iter()
         .map(|(config, origin)| {
-            let base = Path::new(&config.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let base = Path::new(&config.command[0])
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let mut name = format!("{}:{}", config.event.as_str(), base);
             let n = seen.entry(name.clone()).or_insert(0);
             *n += 1;
@@ -189,33 +196,47 @@ pub fn freeze(
                 name = format!("{name}#{n}");
             }
             let mut files = BTreeMap::new();
-            let mut not_loaded = None;
+            let mut source = None;
             let mut approval = None;
             if *origin == Origin::Project {
-                let mut named: Vec<String> = config.command.iter().filter_map(|a| project_file(project, a)).collect();
+                let mut named: Vec<String> = config
+                    .command
+                    .iter()
+                    .filter_map(|a| project_file(project, a))
+                    .collect();
                 if named.is_empty() {
                     named.push(PROJECT_CONFIG.to_string());
                 }
-                let show = named[0].clone();
+                let approve_path = named[0].clone();
+                let mut unreadable = None;
                 for f in named {
                     match std::fs::read(project.join(&f)) {
                         Ok(bytes) => {
                             files.insert(f, sha256_hex(&bytes));
                         }
-                        Err(e) => not_loaded = Some(format!("project hook file {f} cannot be read: {e}")),
+                        Err(e) => {
+                            unreadable = Some(format!("project hook file {f} cannot be read: {e}"))
+                        }
                     }
                 }
                 let key = approval_key(&name);
                 let sha = definition_sha(config, &files);
-                if not_loaded.is_none() && !approved(&key, &sha) {
-                    not_loaded = Some(format!(
-                        "project hook {name} (command {:?}) is not approved as defined; a human can run: openmax --approve {show}",
-                        config.command
-                    ));
-                }
+                source = Some(HookSource {
+                    command: config.command.clone(),
+                    approve_path,
+                    approved: unreadable.is_none() && approved(&key, &sha),
+                    unreadable,
+                });
                 approval = Some((key, sha));
             }
-            FrozenHook { config: config.clone(), origin: *origin, name, files, approval, not_loaded }
+            FrozenHook {
+                config: config.clone(),
+                origin: *origin,
+                name,
+                files,
+                approval,
+                source,
+            }
         })
         .collect()
 }
@@ -239,11 +260,7 @@ pub async fn run(
     sandbox: &std::sync::Arc<crate::sandbox::Policy>,
     cancel: tokio::sync::oneshot::Receiver<()>,
 ) -> HookOutcome {
-    if let Some(why) = &hook.not_loaded {
-        return HookOutcome::Failed {
-            detail: why.clone(),
-        };
-    }
+    // Whether it may run at all is the core's hook gate; this is the last look at its bytes.
     for (f, sha) in &hook.files {
         let now = std::fs::read(project.join(f))
             .map(|b| sha256_hex(&b))
@@ -398,29 +415,25 @@ mod tests {
             cfg("turn_end", &["bash", "check.sh"], true),
             Origin::Project,
         )];
+        let approved = |h: &FrozenHook| h.source.as_ref().unwrap().approved;
         let frozen = freeze(&hooks, &p, &|_, _| false);
-        assert!(frozen[0]
-            .not_loaded
-            .as_deref()
-            .unwrap()
-            .contains("openmax --approve check.sh"));
+        assert!(!approved(&frozen[0]));
+        assert_eq!(frozen[0].source.as_ref().unwrap().approve_path, "check.sh");
+        assert_eq!(frozen[0].source.as_ref().unwrap().unreadable, None);
         // Approving the file alone is not enough: the approval covers the whole definition.
         let frozen = freeze(&hooks, &p, &|f, _| f == "check.sh");
-        assert!(frozen[0].not_loaded.is_some());
+        assert!(!approved(&frozen[0]));
         let (key, sha) = frozen[0].approval.clone().unwrap();
         let frozen = freeze(&hooks, &p, &|f, s| f == key && s == sha);
-        assert_eq!(frozen[0].not_loaded, None);
+        assert!(approved(&frozen[0]));
         // Another definition naming the same file is another approval.
         let inline = vec![(
             cfg("turn_end", &["sh", "-c", "touch x", "check.sh"], true),
             Origin::Project,
         )];
         let other = freeze(&inline, &p, &|f, s| f == key && s == sha);
-        assert!(other[0]
-            .not_loaded
-            .as_deref()
-            .unwrap()
-            .contains("--approve check.sh"));
+        assert!(!approved(&other[0]));
+        assert_eq!(other[0].source.as_ref().unwrap().approve_path, "check.sh");
         let mut longer = hooks[0].0.clone();
         longer.timeout_s = Some(6.0);
         assert_ne!(definition_sha(&longer, &frozen[0].files), sha);

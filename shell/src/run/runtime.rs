@@ -35,7 +35,6 @@ use tokio::task::AbortHandle;
 use openmax_core::machine::{Effect, HookOutcome, Input, Output};
 use openmax_core::provider::RequestId;
 use openmax_core::tool::ToolOutcome;
-use openmax_core::wire::Event;
 use openmax_core::{Core, Millis};
 
 use super::backend::{Backend, InputTx};
@@ -59,9 +58,6 @@ pub struct Runtime<S: Sink> {
     hook_cancels: BTreeMap<u64, oneshot::Sender<()>>,
     start: Instant,
     signals: Option<SignalPolicy>,
-    /// `-p`: end input once the first turn's `done` is out (so a cancel can still reach the
-    /// turn; the core ignores commands after end of input).
-    eof_after_done: bool,
     /// End of input was queued because the sink found the client gone.
     client_gone: bool,
     /// Notices from tool sources (MCP `tools/list_changed`), forwarded as `Input::Notice`.
@@ -71,8 +67,8 @@ pub struct Runtime<S: Sink> {
 /// What SIGINT / SIGTERM do (see [`Runtime::handle_signals`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignalPolicy {
-    /// `-p`: the first signal cancels the turn (its tools' process groups are killed; input
-    /// ends after its `done`); a second one exits at once with 130.
+    /// `-p`: the first signal cancels the turn (its tools' process groups are killed; the
+    /// core ends the session after its `done`); a second one exits at once with 130.
     CancelTurn,
     /// `--stdio`: the first signal is end of input (like `quit`: the turn in flight drains,
     /// pending approvals are declined); a second one exits at once with 130.
@@ -95,7 +91,6 @@ impl<S: Sink> Runtime<S> {
             hook_cancels: BTreeMap::new(),
             start: Instant::now(),
             signals: None,
-            eof_after_done: false,
             client_gone: false,
             notices: None,
         }
@@ -104,11 +99,6 @@ impl<S: Sink> Runtime<S> {
     /// Forward these notices to the core as harness notes while the loop runs.
     pub fn forward_notices(&mut self, rx: mpsc::UnboundedReceiver<String>) {
         self.notices = Some(rx);
-    }
-
-    /// Feed end of input right after the first `done` (`-p`).
-    pub fn end_input_after_done(&mut self) {
-        self.eof_after_done = true;
     }
 
     /// Turn SIGINT and SIGTERM into inputs (unix) instead of killing the process outright, so
@@ -214,13 +204,7 @@ impl<S: Sink> Runtime<S> {
             let mut exit = None;
             while let Some(out) = self.core.poll() {
                 match out {
-                    Output::Event(ev) => {
-                        if self.eof_after_done && matches!(ev, Event::Done { .. }) {
-                            self.eof_after_done = false;
-                            self.ready.push_back(Input::EndOfInput);
-                        }
-                        self.sink.event(ev)
-                    }
+                    Output::Event(ev) => self.sink.event(ev),
                     Output::Effect(effect) => {
                         if let Some(code) = self.perform(effect) {
                             exit = Some(code);

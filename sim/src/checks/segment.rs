@@ -39,7 +39,8 @@ pub struct Turns {
     pub in_flight: Vec<usize>,
     /// Events outside any turn (trace index, event).
     pub outside: Vec<(usize, Event)>,
-    /// Trace index of the first `quit` or end of input.
+    /// Trace index of the first `quit` or end of input (in a non-interactive session, of its
+    /// first `done`, which ends its input).
     pub quit_at: Option<usize>,
     /// Trace indices of `user` commands after `quit` that got no answer (openmax is draining
     /// and answers nothing more).
@@ -70,7 +71,12 @@ impl Turns {
         let mut t = Turns::default();
         let mut open: Option<Turn> = None;
         for (i, fed) in run.trace.iter().enumerate() {
-            if t.quit_at.is_none() && is_quit(&fed.input) {
+            let ends_input = run.non_interactive
+                && fed
+                    .outputs
+                    .iter()
+                    .any(|o| matches!(o, Output::Event(Event::Done { .. })));
+            if t.quit_at.is_none() && (is_quit(&fed.input) || ends_input) {
                 t.quit_at = Some(i);
             }
             let mut events: Vec<&Event> = Vec::new();

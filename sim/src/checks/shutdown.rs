@@ -2,14 +2,17 @@
 //! the session exits with the contract's code.
 
 use openmax_core::machine::{Effect, Output};
+use openmax_core::wire::StopReason;
 
 use super::segment::Turns;
 use crate::scenario::Scenario;
 use crate::trace::Run;
 
-/// After `quit` or end of input: the in-flight turn drains to its `done`, no new turn starts,
-/// then the `Exit` effect is the last output, with code 1 exactly when the last turn ended
-/// `error`.
+/// After `quit` or end of input (or a non-interactive session's first `done`): the in-flight
+/// turn drains to its `done`, no new turn starts, then the `Exit` effect is the last output,
+/// with code 1 exactly when the last turn ended `error`; a non-interactive session's code is
+/// its turn's one-shot code (0 normal, 1 missing or incomplete reply, 4 a limit or a hook),
+/// or 1 when its command was refused.
 pub fn quit_drains(_sc: &Scenario, run: &Run) -> Vec<String> {
     let turns = Turns::of(run);
     let mut v = Vec::new();
@@ -53,11 +56,17 @@ pub fn quit_drains(_sc: &Scenario, run: &Run) -> Vec<String> {
         .iter()
         .filter_map(|t| t.done.as_ref())
         .next_back()
-        .map(|(_, s)| s.as_str());
-    let want = if last_stop == Some("error") { 1 } else { 0 };
+        .map(|(_, s)| s);
+    let want = match (run.non_interactive, last_stop) {
+        (true, Some(stop)) => stop.print_exit_code(),
+        (true, None) => 1,
+        (false, Some(StopReason::Error)) => 1,
+        (false, Some(_) | None) => 0,
+    };
     if code != want {
         v.push(format!(
-            "exit code {code}, expected {want} (last turn ended {last_stop:?})"
+            "exit code {code}, expected {want} (last turn ended {:?})",
+            last_stop.map(StopReason::as_str)
         ));
     }
     v

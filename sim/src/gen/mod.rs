@@ -144,7 +144,7 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
             name: name.into(),
             event,
             blocking,
-            not_loaded: None,
+            source: None,
         }];
         let n = range(g, 0, 3);
         for _ in 0..n {

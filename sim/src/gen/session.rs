@@ -9,7 +9,7 @@
 use quickcheck::Gen;
 
 use openmax_core::conversation::{Block, Message, Role};
-use openmax_core::machine::{Freeze, HookEvent, HookOutcome, HookSpec};
+use openmax_core::machine::{Freeze, HookEvent, HookOutcome, HookSource, HookSpec};
 use openmax_core::tool::SourceGate;
 use openmax_core::wire::event::FreezeChange;
 
@@ -126,11 +126,13 @@ fn hooks(g: &mut Gen, sc: &mut Scenario) {
             name: name.into(),
             event,
             blocking,
-            not_loaded: if chance(g, 1, 12) {
-                Some("the hook file changed since it was approved".into())
-            } else {
-                None
-            },
+            // Now and then a project hook whose changed bytes no human approved: not run.
+            source: chance(g, 1, 12).then(|| HookSource {
+                command: vec!["sh".into(), name.into()],
+                approve_path: name.into(),
+                approved: false,
+                unreadable: None,
+            }),
         });
     }
     let refusals = if chance(g, 1, 2) { range(g, 9, 11) } else { 0 };
@@ -187,7 +189,7 @@ fn changed_freeze(g: &mut Gen, sc: &Scenario) -> Freeze {
                 name: "verify.sh".into(),
                 event: HookEvent::TurnEnd,
                 blocking: true,
-                not_loaded: None,
+                source: None,
             });
             f.changes.push(FreezeChange {
                 kind: "hook".into(),
@@ -284,7 +286,7 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
                 name: "verify.sh".into(),
                 event: HookEvent::TurnEnd,
                 blocking: true,
-                not_loaded: None,
+                source: None,
             });
             sc.config.limits.max_agent_tokens = 0;
             sc.hooks = (0..range(g, 8, 10))
@@ -305,7 +307,7 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
                 name: "shrunk.sh".into(),
                 event: HookEvent::Compacted,
                 blocking: false,
-                not_loaded: None,
+                source: None,
             });
             for k in 1..range(g, 2, 4) {
                 sc.steps.push(Step {
@@ -369,7 +371,7 @@ fn during_hook(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
         name: name.into(),
         event,
         blocking,
-        not_loaded: None,
+        source: None,
     }];
     sc.config.limits.max_agent_tokens = 0;
     let outcome = match range(g, 0, 3) {

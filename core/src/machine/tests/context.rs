@@ -211,8 +211,8 @@ fn compacted_hooks_observe_the_receipt() {
     c.freeze.hooks = vec![
         hook("log", "compacted", false),
         HookSpec {
-            not_loaded: Some("changed since the freeze".into()),
-            ..hook("gone", "compacted", false)
+            blocking: false,
+            ..project_hook("gone", "compacted", false, None)
         },
     ];
     let mut h = H::with(c);

@@ -23,8 +23,7 @@ fn prompt_hook_refusal_blocks_the_turn() {
 #[test]
 fn failed_and_unloaded_prompt_hooks_are_reported_and_the_turn_proceeds() {
     let mut c = config();
-    let mut unloaded = hook("stale", "user_prompt_submit", true);
-    unloaded.not_loaded = Some("hook file changed since the freeze".into());
+    let unloaded = project_hook("stale", "user_prompt_submit", false, None);
     c.freeze.hooks = vec![unloaded, hook("guard", "user_prompt_submit", true)];
     let mut h = H::with(c);
     h.user("hi");
@@ -191,4 +190,57 @@ fn observe_hooks_are_fire_and_forget() {
     h.planned("c1", plan(true));
     h.tool_done("c1", true, "ok");
     h.reply("ok");
+}
+
+#[test]
+fn the_hook_gate_runs_only_approved_readable_project_hooks() {
+    let mut c = config();
+    c.freeze.hooks = vec![
+        project_hook("unapproved", "turn_end", false, None),
+        project_hook(
+            "unreadable",
+            "turn_end",
+            true,
+            Some("project hook file check.sh cannot be read: gone"),
+        ),
+        project_hook("approved", "turn_end", true, None),
+    ];
+    let mut h = H::with(c);
+    h.user("hi");
+    h.reply("ok");
+    // Only the approved, readable project hook runs.
+    let runs: Vec<String> = h
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::RunHook { hook, .. } => Some(hook.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(runs, ["approved"]);
+    let failed = h.messages("hook_failed");
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    let details: Vec<String> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::HookFailed { detail, .. } => Some(detail.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        details[0],
+        "project hook unapproved (command [\"sh\", \"check.sh\"]) is not approved as defined; \
+         a human can run: openmax --approve check.sh"
+    );
+    assert_eq!(
+        details[1],
+        "project hook file check.sh cannot be read: gone"
+    );
+    let run = last_hook_run(&h);
+    h.input(Input::HookDone {
+        hook_run: run,
+        outcome: HookOutcome::Pass,
+    });
+    assert!(h.take().ends_with(&["done stop".to_string()]));
 }

@@ -395,7 +395,20 @@ fn hook(name: &str, event: &str, blocking: bool) -> HookSpec {
         name: name.into(),
         event: HookEvent::parse(event).expect("a hook event"),
         blocking,
-        not_loaded: None,
+        source: None,
+    }
+}
+
+/// A project hook as the freeze saw it: approved or not, its file readable or not.
+fn project_hook(name: &str, event: &str, approved: bool, unreadable: Option<&str>) -> HookSpec {
+    HookSpec {
+        source: Some(HookSource {
+            command: vec!["sh".into(), "check.sh".into()],
+            approve_path: "check.sh".into(),
+            approved,
+            unreadable: unreadable.map(str::to_string),
+        }),
+        ..hook(name, event, true)
     }
 }
 

@@ -168,3 +168,64 @@ fn a_user_cancel_still_names_the_user() {
     h.cmd(json!({"cmd":"cancel"}));
     assert!(h.messages("tool_end")[0].starts_with("cancelled: the user cancelled"));
 }
+
+fn one_shot() -> H {
+    let mut c = config();
+    c.non_interactive = true;
+    H::with(c)
+}
+
+#[test]
+fn a_non_interactive_session_exits_after_its_first_done_with_the_one_shot_code() {
+    // A normal end: 0.
+    let mut h = one_shot();
+    h.user("hi");
+    h.reply("ok");
+    assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 0 }));
+    assert_eq!(h.core.exit_code(), Some(0));
+
+    // An error: 1.
+    let mut h = one_shot();
+    h.user("hi");
+    h.fail(http(400, None, FailureKind::Other));
+    assert_eq!(h.core.exit_code(), Some(1));
+
+    // The tool-round ceiling: 4 (over --stdio it would exit 0).
+    let mut c = config();
+    c.non_interactive = true;
+    c.limits.max_iterations = 1;
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    h.planned("c1", plan(false));
+    h.tool_done("c1", true, "ok");
+    assert_eq!(h.take(), s(&["tool_end c1 true", "done max_iterations"]));
+    assert_eq!(h.core.exit_code(), Some(4));
+}
+
+#[test]
+fn a_non_interactive_cancel_ends_the_run_with_1() {
+    let mut h = one_shot();
+    h.user("hi");
+    h.item(text_d("par"));
+    h.cmd(json!({"cmd":"cancel"}));
+    assert_eq!(
+        h.take(),
+        s(&["token par", "message_done par", "done cancelled"])
+    );
+    assert_eq!(h.core.exit_code(), Some(1));
+}
+
+#[test]
+fn a_refused_non_interactive_prompt_exits_1() {
+    let mut h = one_shot();
+    h.user("   ");
+    assert_eq!(h.take(), s(&["protocol_error", "done refused"]));
+    assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 1 }));
+
+    let mut c = config();
+    c.non_interactive = true;
+    c.trusted = false;
+    let mut h = H::with(c);
+    h.user("hi");
+    assert_eq!(h.core.exit_code(), Some(1));
+}

@@ -25,7 +25,8 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
     c.limits.approval_timeout_ms = if seed.is_multiple_of(3) { 7_000 } else { 0 };
     c.limits.max_iterations = 3;
     c.limits.max_agent_tokens = if seed.is_multiple_of(4) { 500 } else { 0 };
-    c.non_interactive = seed.is_multiple_of(7);
+    let one_shot = seed.is_multiple_of(7);
+    c.non_interactive = one_shot;
     // A tiny window for some seeds: forced compactions happen all the time.
     c.context_tokens = if seed % 5 == 1 { 400 } else { 200_000 };
     c.mode = [Mode::Ask, Mode::Auto, Mode::Readonly][(seed % 3) as usize];
@@ -235,6 +236,12 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
         while let Some(o) = core.poll() {
             match &o {
                 Output::Event(e) => {
+                    // A non-interactive session's first done ends its input (the core's rule):
+                    // the client sends nothing more.
+                    if one_shot && !quit && matches!(e, Event::Done { .. }) {
+                        quit = true;
+                        steps.push(Step::EndOfInput);
+                    }
                     if let Event::ApprovalRequest { approval_id, .. } = e {
                         approvals.push(approval_id.clone());
                     }
