@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
 # Mutation testing of the turn machine with cargo-mutants: every mutant of core/src/machine/
-# and core/src/compaction.rs is built and judged by the core's unit tests and the simulator's
-# tests (the hand-written and regression scenarios, and the quickcheck properties). Too slow
-# for CI on 2 cores, so it is sharded: run shard K of N (default 0/1, the whole set).
+# and core/src/compaction.rs is judged by the oracle: the core's unit and wire tests and the
+# simulator's tests (its unit tests, the hand-written and regression scenarios with their
+# goldens, the quickcheck properties, the context receipts and the CLI). Too slow for CI on
+# 2 cores, so it can be sharded: shard K of N (default 0/1, the whole set).
 #
 #   bench/mutants.sh            # everything (hours on 2 cores)
 #   bench/mutants.sh 0 40       # shard 0 of 40
 #   bench/mutants.sh --list     # only list the mutants
+#   JOBS=2 bench/mutants.sh     # two mutants at a time (each in its own copy of the tree)
 #
-# cargo-mutants is installed into target/tools/ when missing. Results: target/mutants/<k>-of-<n>/
-# (mutants.out/caught.txt, missed.txt, timeout.txt, unviable.txt). Account for every entry of
-# missed.txt in docs/testing.md: a property that kills it, or why it is equivalent.
+# Two passes, so most mutants cost one build of the core alone:
+# 1. `unit`: every mutant against the core's unit tests (`cargo test -p openmax-core --lib`).
+#    What they catch, the oracle catches.
+# 2. `full`: each survivor of pass 1 against the whole oracle (core and simulator tests, the
+#    mock-server tests left out: they exercise the HTTP mock, not the machine). Before it, the
+#    oracle runs once on the unmutated tree here: a broken oracle (a test that fails anyway, a
+#    bad test argument) would otherwise count every mutant as caught. (cargo-mutants' own
+#    baseline tests only the mutated package, where the simulator's targets do not exist.)
+#
+# cargo-mutants is installed into target/tools/ when missing. Results in target/mutants/K-of-N/:
+# unit/mutants.out and full/mutants.out (caught.txt, missed.txt, timeout.txt, unviable.txt
+# each), and missed.txt: the survivors of both passes. Account for every one of them in
+# docs/testing.md: a property that kills it, or why it is equivalent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -25,17 +37,53 @@ if [ "${1:-}" = "--list" ]; then
 fi
 k=${1:-0}
 n=${2:-1}
-mkdir -p "$root/target/mutants"
-cargo mutants --package openmax-core "${files[@]}" \
-  --shard "$k/$n" --baseline skip --timeout 600 \
-  --test-package openmax-core --test-package openmax-sim \
-  --output "$root/target/mutants/$k-of-$n" \
-  -- --skip mock_ 2>&1 | tee "$root/target/mutants/$k-of-$n.log"
-out=$root/target/mutants/$k-of-$n/mutants.out
-caught=$(wc -l <"$out/caught.txt")
-missed=$(wc -l <"$out/missed.txt")
-timeout=$(wc -l <"$out/timeout.txt")
-unviable=$(wc -l <"$out/unviable.txt")
+out=$root/target/mutants/$k-of-$n
+mkdir -p "$out"
+common=(--package openmax-core "${files[@]}" --build-timeout 3600 --jobs "${JOBS:-1}")
+
+echo "== pass 1: the core's unit tests"
+cargo mutants "${common[@]}" --shard "$k/$n" --baseline run --timeout 300 \
+  --test-package openmax-core --output "$out/unit" -- --lib 2>&1 | tee "$out/unit.log" || true
+if grep -q '^ERROR' "$out/unit.log" || [ ! -f "$out/unit/mutants.out/missed.txt" ]; then
+  echo "pass 1 did not run: see $out/unit.log" >&2
+  exit 1
+fi
+
+# The whole oracle, by test target (so the mock-server tests are not even built).
+# cargo-mutants hands everything after its own `--` to `cargo test`; the second `--` passes
+# `--skip mock_` on to the test binaries (with one `--`, `cargo test --skip` is rejected and
+# every mutant "fails").
+tests=(--lib --test corpus --test pairing --test wire_golden
+  --test golden --test properties --test context_receipts --test core_purity --test cli)
+left=()
+while IFS= read -r m; do
+  [ -n "$m" ] && left+=(-F "^$(printf '%s' "$m" | sed 's/[][\.|$(){}?+*^]/\\&/g')\$")
+done <"$out/unit/mutants.out/missed.txt"
+mkdir -p "$out/full/mutants.out"
+: >"$out/full/mutants.out/caught.txt"
+: >"$out/full/mutants.out/missed.txt"
+: >"$out/full/mutants.out/timeout.txt"
+if [ ${#left[@]} -gt 0 ]; then
+  echo "== pass 2: $((${#left[@]} / 2)) survivors against the whole oracle"
+  cargo test -p openmax-core -p openmax-sim "${tests[@]}" -- --skip mock_ >"$out/oracle-check.log" 2>&1 || {
+    echo "the oracle fails on the unmutated tree: see $out/oracle-check.log" >&2
+    exit 1
+  }
+  cargo mutants "${common[@]}" "${left[@]}" --baseline skip --timeout "${TEST_TIMEOUT:-900}" \
+    --test-package openmax-core --test-package openmax-sim --output "$out/full" \
+    -- "${tests[@]}" -- --skip mock_ 2>&1 | tee "$out/full.log" || true
+  if grep -q '^ERROR' "$out/full.log"; then
+    echo "pass 2 did not run: see $out/full.log" >&2
+    exit 1
+  fi
+fi
+u=$out/unit/mutants.out
+f=$out/full/mutants.out
+cp "$f/missed.txt" "$out/missed.txt"
+caught=$(cat "$u/caught.txt" "$f/caught.txt" | wc -l)
+missed=$(wc -l <"$f/missed.txt")
+timeout=$(cat "$u/timeout.txt" "$f/timeout.txt" | wc -l)
+unviable=$(wc -l <"$u/unviable.txt")
 viable=$((caught + missed + timeout))
-echo "shard $k/$n: caught $caught, missed $missed, timeout $timeout, unviable $unviable"
+echo "shard $k/$n: caught $caught (by the unit tests $(wc -l <"$u/caught.txt")), missed $missed, timeout $timeout, unviable $unviable"
 echo "score (caught + timeout) / viable: $((caught + timeout)) / $viable"

@@ -13,9 +13,9 @@ use openmax_core::tool::RunSandbox;
 use openmax_core::wire::StopReason;
 use openmax_core::wire::{ApprovalOutcome, ApprovalReason, Command, Event};
 
-use crate::checks::live_inputs;
+use crate::checks::{blocking, live_inputs};
 use crate::scenario::Scenario;
-use crate::trace::{FedInput, Run};
+use crate::trace::{Fed, FedInput, Run};
 
 /// Every feature, fault and ending the generator must reach, grouped by kind.
 pub const WANTED: &[&str] = &[
@@ -68,6 +68,10 @@ pub const WANTED: &[&str] = &[
     "fault:approval_record_failure",
     "fault:malformed_tool_args",
     "fault:cancel_in_backoff",
+    "fault:cancel_in_prompt_hooks",
+    "fault:cancel_in_turn_end_hooks",
+    "fault:quit_in_hooks",
+    "fault:input_during_hook",
     // Session features.
     "feature:compaction",
     "feature:hook_refusals_over_3",
@@ -107,8 +111,10 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
     let mut refusals = 0;
     let mut retry_pending = false;
     let mut texted = BTreeSet::new();
+    let mut hooks = HookRuns::default();
     for (i, fed) in run.trace.iter().enumerate() {
         let is_live = live.contains(&i);
+        hooks.observe(sc, fed, &mut seen);
         match &fed.input {
             FedInput::Core(Input::RequestFailed { failure, .. }) if is_live => match failure {
                 RequestFailure::Unreachable { .. } => {
@@ -303,6 +309,80 @@ fn observe_event(e: &Event, seen: &mut BTreeSet<&'static str>) {
         _ => return,
     };
     seen.insert(name);
+}
+
+/// Hook runs started and not yet answered, and which of them hold the current turn (a
+/// blocking hook started since the last `done`).
+#[derive(Default)]
+struct HookRuns {
+    running: BTreeSet<u64>,
+    /// Blocking runs of the turn in flight: run id to event.
+    holding: BTreeMap<u64, HookEvent>,
+}
+
+impl HookRuns {
+    /// A client input fed while a hook runs; a `cancel` ending the turn while a blocking hook
+    /// holds it; a `quit` or end of input while one does.
+    fn observe(&mut self, sc: &Scenario, fed: &Fed, seen: &mut BTreeSet<&'static str>) {
+        let done = |reason: &str| {
+            fed.outputs.iter().any(
+                |o| matches!(o, Output::Event(Event::Done { stop_reason }) if stop_reason.as_str() == reason),
+            )
+        };
+        match &fed.input {
+            FedInput::Core(Input::HookDone { hook_run, .. }) => {
+                self.running.remove(hook_run);
+                self.holding.remove(hook_run);
+            }
+            FedInput::Core(Input::Line(_) | Input::EndOfInput | Input::Framing(_))
+                if !self.running.is_empty() =>
+            {
+                seen.insert("fault:input_during_hook");
+                let cmd = match &fed.input {
+                    FedInput::Core(Input::Line(l)) => Command::parse_line(l).ok().flatten(),
+                    _ => None,
+                };
+                let held_by = |e: HookEvent| self.holding.values().any(|h| *h == e);
+                match cmd {
+                    Some(Command::Cancel) if done("cancelled") => {
+                        if held_by(HookEvent::UserPromptSubmit) {
+                            seen.insert("fault:cancel_in_prompt_hooks");
+                        }
+                        if held_by(HookEvent::TurnEnd) {
+                            seen.insert("fault:cancel_in_turn_end_hooks");
+                        }
+                    }
+                    Some(Command::Quit) if !self.holding.is_empty() => {
+                        seen.insert("fault:quit_in_hooks");
+                    }
+                    None if matches!(fed.input, FedInput::Core(Input::EndOfInput))
+                        && !self.holding.is_empty() =>
+                    {
+                        seen.insert("fault:quit_in_hooks");
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        for o in &fed.outputs {
+            match o {
+                Output::Effect(Effect::RunHook {
+                    hook_run,
+                    hook,
+                    event,
+                    ..
+                }) => {
+                    self.running.insert(*hook_run);
+                    if event.can_block() && blocking(sc, hook, *event) {
+                        self.holding.insert(*hook_run, *event);
+                    }
+                }
+                Output::Event(Event::Done { .. }) => self.holding.clear(),
+                _ => {}
+            }
+        }
+    }
 }
 
 /// A turn ended `budget_exhausted` with its reported usage summing exactly to the cap.

@@ -6,8 +6,9 @@
 //! core's `poll_timeout`, jumping the clock there. Ties at one instant go, in this order, to
 //! local answers (persistence, mode saves, approval records, refreezes, hooks, tool plans: work on this machine
 //! that completes before the client's next line), then the timeline step, then remote answers
-//! (provider items, tool results, late persistence answers, in scheduling order), then the timer. The run ends when nothing is due
-//! (the core is quiet), after the `Exit` effect, or when the step cap is hit (a violation).
+//! (provider items, tool results, late persistence answers, hooks scripted with a duration, in
+//! scheduling order), then the timer. The run ends when nothing is due (the core is quiet),
+//! after the `Exit` effect, or when the step cap is hit (a violation).
 //!
 //! Defaults when a queue is dry: a model request gets one `Text "ok"` reply that completes; a
 //! planned tool call gets [`ToolScript::default`]; a hook passes; persistence and mode saves
@@ -55,6 +56,10 @@ enum Owner {
     Local,
     /// A session append answered late (`persist_delay_ms`), among the remote answers.
     Disk,
+    /// A hook process that runs a while (`HookScript::delay_ms`), among the remote answers.
+    /// Nothing cancels it: the shell kills hook processes only at exit, so its answer comes
+    /// even after the turn that started it has ended.
+    Hook,
 }
 
 #[derive(Debug)]
@@ -76,7 +81,7 @@ struct Driver<'a> {
     seq: u64,
     replies: std::collections::VecDeque<(Option<usize>, Reply)>,
     tools: std::collections::VecDeque<ToolScript>,
-    hooks: std::collections::VecDeque<openmax_core::machine::HookOutcome>,
+    hooks: std::collections::VecDeque<crate::scenario::HookScript>,
     refreezes: std::collections::VecDeque<openmax_core::machine::Freeze>,
     persist_failures: BTreeSet<u64>,
     mode_failures: BTreeSet<u64>,
@@ -530,11 +535,18 @@ impl<'a> Driver<'a> {
                 }
             }
             Effect::RunHook { hook_run, .. } => {
-                let outcome = self
+                let script = self
                     .hooks
                     .pop_front()
-                    .unwrap_or(openmax_core::machine::HookOutcome::Pass);
-                self.schedule(0, Owner::Local, Input::HookDone { hook_run, outcome });
+                    .unwrap_or_else(|| openmax_core::machine::HookOutcome::Pass.into());
+                let input = Input::HookDone {
+                    hook_run,
+                    outcome: script.outcome,
+                };
+                match script.delay_ms {
+                    0 => self.schedule(0, Owner::Local, input),
+                    ms => self.schedule(ms, Owner::Hook, input),
+                }
             }
             Effect::Persist { ticket, .. } => {
                 let n = self.persist_count;

@@ -8,9 +8,10 @@
 //!   in file order after a stable sort by `at`.
 //! - queues of scripted outcomes consumed in order as the core asks: `replies` (one
 //!   [`Reply`] per model request attempt), `tools` (one [`ToolScript`] per planned call),
-//!   `hooks`, `persist_failures` / `mode_save_failures` / `approval_record_failures`
-//!   (ordinals, counted from 0, of the `Persist` / `SaveMode` / `ApproveSource` effects that
-//!   fail) and `refreezes`; `persist_delay_ms` makes every
+//!   `hooks` (each a [`HookScript`]: an outcome and how long the hook runs),
+//!   `persist_failures` / `mode_save_failures` / `approval_record_failures` (ordinals, counted
+//!   from 0, of the `Persist` / `SaveMode` / `ApproveSource` effects that fail) and
+//!   `refreezes`; `persist_delay_ms` makes every
 //!   `Persist` answer arrive later, after whatever else is due by then.
 //!
 //! Invariant: a scenario is plain data; everything the driver does with it is a pure function of
@@ -46,7 +47,7 @@ pub struct Scenario {
     pub tools: Vec<ToolScript>,
     /// One per hook run, consumed in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub hooks: Vec<HookOutcome>,
+    pub hooks: Vec<HookScript>,
     /// Ordinals (from 0) of the `Persist` effects that fail.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub persist_failures: Vec<u64>,
@@ -277,6 +278,29 @@ impl Default for ToolScript {
             invalid: None,
             source: None,
             sandbox: None,
+        }
+    }
+}
+
+/// The scripted outcome of one hook run and how long the hook runs. Written flat, as the
+/// outcome's own fields plus `delay_ms`: `{"outcome": "refuse", "reason": "…", "delay_ms": 50}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookScript {
+    #[serde(flatten)]
+    pub outcome: HookOutcome,
+    /// Milliseconds from `RunHook` to `HookDone`. 0: answered at once, before the client's
+    /// next line (local work). Above 0: the hook process runs that long, and client lines,
+    /// provider items and timers due first come first (a `cancel` or `quit` can reach the
+    /// core while the hook runs, and the late answer must then be ignored).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
+}
+
+impl From<HookOutcome> for HookScript {
+    fn from(outcome: HookOutcome) -> Self {
+        HookScript {
+            outcome,
+            delay_ms: 0,
         }
     }
 }

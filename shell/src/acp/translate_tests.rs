@@ -421,6 +421,15 @@ fn notices_become_thoughts_and_a_hook_refusal_a_visible_message() {
                 tokens_after: 300,
                 compacted_messages: 4,
             },
+            Event::SchemasOverBudget {
+                schema_tokens: 9000,
+                budget_tokens: 8000,
+            },
+            Event::HookFailed {
+                hook: "audit".into(),
+                event: "pre_tool".into(),
+                detail: "exit 3".into(),
+            },
             Event::TurnRefused {
                 hook: "verify".into(),
                 reason: "tests fail".into(),
@@ -439,15 +448,43 @@ fn notices_become_thoughts_and_a_hook_refusal_a_visible_message() {
             "agent_thought_chunk",
             "agent_thought_chunk",
             "agent_thought_chunk",
+            "agent_thought_chunk",
+            "agent_thought_chunk",
             "agent_message_chunk"
         ]
     );
+    let text = |i: usize| out[i]["update"]["update"]["content"]["text"].to_string();
+    assert!(text(1).contains("settings changed"), "{}", text(1));
+    assert!(text(3).contains("9000"), "{}", text(3));
+    assert!(text(4).contains("audit"), "{}", text(4));
     assert!(out[0]["update"]["update"]["content"]["text"]
         .as_str()
         .unwrap()
         .contains("attempt 2 of 5"));
-    assert!(out[3]["update"]["update"]["content"]["text"]
+    assert!(out[5]["update"]["update"]["content"]["text"]
         .as_str()
         .unwrap()
         .contains("tests fail"));
+    // A reload's receipt, between turns, is a thought too.
+    let mut idle = Translator::new("s1", PathBuf::from("/p"));
+    let receipt = feed(
+        &mut idle,
+        vec![Event::Refrozen {
+            tools: vec!["lint".into()],
+            skills: vec![],
+            changes: vec![openmax_core::wire::event::FreezeChange {
+                kind: "tool".into(),
+                name: "lint".into(),
+                change: "added".into(),
+                path: ".openmax/tools/lint.json".into(),
+                by: "outside".into(),
+            }],
+        }],
+    );
+    assert_eq!(
+        receipt[0]["update"]["update"]["sessionUpdate"],
+        json!("agent_thought_chunk"),
+        "{receipt:?}"
+    );
+    assert!(receipt[0].to_string().contains("lint"), "{receipt:?}");
 }

@@ -13,7 +13,8 @@
 //!   Hooks run as tasks (their processes are killed at shutdown) and answer with `HookDone`. A refreeze runs as a task too (MCP servers start and list
 //!   asynchronously); the core holds client input until its `Frozen` answer.
 //! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
-//!   process group; only a second signal exits at once (130).
+//!   process group; only a second signal exits at once (130), killing the tracked process
+//!   groups (MCP servers, running tools) on the way out.
 //! - The sink is flushed when the core goes quiet: no queued input and nothing ready on the
 //!   channel, or when [`FLUSH_AT_BYTES`] are buffered. A burst of inputs therefore costs one
 //!   stdout write per 64 KiB, and memory stays bounded while input floods in; provider tasks
@@ -127,7 +128,7 @@ impl<S: Sink> Runtime<S> {
                 if seen > 1 {
                     // The terminal UI's raw mode must not outlive the process.
                     crate::tui::restore();
-                    std::process::exit(130);
+                    crate::sandbox::reaper::exit_now(130);
                 }
                 if policy == SignalPolicy::CancelTurn {
                     let cancel = openmax_core::wire::Command::Cancel.to_line();

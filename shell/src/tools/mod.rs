@@ -24,7 +24,7 @@ mod list;
 pub mod path;
 mod read;
 mod schema;
-mod stop;
+pub mod stop;
 mod walk;
 mod write;
 
@@ -188,10 +188,16 @@ async fn run_blocking(
             },
             r = &mut job => return joined(name, r),
             () = &mut timer, if limit.is_some() => {
+                let hint = if stop.client_wait() {
+                    "the client did not answer its file request in time"
+                } else if mutating {
+                    "try again or use shell"
+                } else {
+                    "narrow the path, pattern or glob"
+                };
                 break format!(
-                    "{name}: timed out after {} (the [limits] tool_timeout_s limit){unchanged}; {}",
+                    "{name}: timed out after {} (the [limits] tool_timeout_s limit){unchanged}; {hint}",
                     seconds(ctx.tool_timeout_ms),
-                    if mutating { "try again or use shell" } else { "narrow the path, pattern or glob" }
                 );
             }
         }

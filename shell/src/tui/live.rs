@@ -374,4 +374,36 @@ mod tests {
         let s = text(narrow.rows.last().unwrap());
         assert!(width(&s) <= 12 && s.ends_with('…'), "{s}");
     }
+
+    #[test]
+    fn a_retry_being_waited_out_counts_its_seconds_until_the_reply_comes() {
+        let mut v = View::new("m", Mode::Ask, vec![]);
+        v.running = Some(0);
+        v.event(
+            1000,
+            Event::Retry {
+                attempt: 2,
+                max_attempts: 5,
+                reason: "HTTP 503".into(),
+            },
+        );
+        let shown = |v: &View, now| -> Vec<String> {
+            live(v, now, 80, 20, Theme { color: true })
+                .rows
+                .iter()
+                .map(text)
+                .filter(|r| r.starts_with("waiting to retry"))
+                .collect()
+        };
+        assert_eq!(
+            shown(&v, 1000),
+            ["waiting to retry (attempt 2/5): HTTP 503 · 0s"]
+        );
+        assert_eq!(
+            shown(&v, 4500),
+            ["waiting to retry (attempt 2/5): HTTP 503 · 3s"]
+        );
+        v.event(5000, Event::Token { text: "hi".into() });
+        assert!(shown(&v, 5000).is_empty());
+    }
 }

@@ -99,7 +99,7 @@ pub fn token_cap_refuses_at_admission(sc: &Scenario, run: &Run) -> Vec<String> {
 }
 
 /// Whether hook `name` of `event` is blocking in any freeze the scenario offers.
-fn blocking(sc: &Scenario, name: &str, event: HookEvent) -> bool {
+pub(crate) fn blocking(sc: &Scenario, name: &str, event: HookEvent) -> bool {
     sc.config
         .hooks
         .iter()

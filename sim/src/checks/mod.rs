@@ -40,6 +40,7 @@ pub use done::{
 pub use endings::{no_dispatch_from_truncated_stream, three_ending_shapes};
 pub use expect::scenario_expectations;
 pub use kept::{only_message_done_text_is_kept, voided_thinking_never_kept};
+pub(crate) use limits::blocking;
 pub use limits::{token_cap_refuses_at_admission, tool_rounds_bounded, turn_end_refusals_bounded};
 pub use liveness::{liveness_after_faults, machine_goes_quiet};
 pub use retries::{

@@ -1,7 +1,8 @@
 //! quickcheck generators of scenarios: client commands interleaved with faults (every reply
-//! shape, tool outcomes, approvals answered, unanswered and bogus, cancels at random times,
-//! quit and end of input, persistence and mode-save failures, crashes), and real shrinking
-//! (drop steps and queue entries, simplify replies and configuration, pull times together).
+//! shape, tool outcomes, hooks that run a while, approvals answered, unanswered and bogus,
+//! cancels at random times, quit and end of input, persistence and mode-save failures,
+//! crashes), and real shrinking (drop steps and queue entries, simplify replies, hooks and
+//! configuration, pull times together).
 //!
 //! - [`GenScenario`]: any scenario (it usually ends with end of input).
 //! - [`LiveScenario`]: a fault prefix with no quit or end of input, then the faults stop
@@ -16,7 +17,7 @@ use openmax_core::machine::{FramingFault, HookEvent, HookOutcome, HookSpec};
 use openmax_core::tool::{FileDiff, PlanSandbox};
 use openmax_core::wire::Mode;
 
-use crate::scenario::{Action, Scenario, Step, ToolScript};
+use crate::scenario::{Action, HookScript, Scenario, Step, ToolScript};
 use crate::script::{Reply, StreamEnd, StreamItem};
 
 mod session;
@@ -94,6 +95,15 @@ pub(crate) fn pick<T: Clone>(g: &mut Gen, xs: &[T]) -> T {
     g.choose(xs).expect("non-empty choice").clone()
 }
 
+/// A hook outcome with a duration: mostly answered at once, sometimes running long enough
+/// for a client line (a `cancel`, `quit`, end of input, another `user`) to arrive first.
+pub(crate) fn hook_script(g: &mut Gen, outcome: HookOutcome) -> HookScript {
+    HookScript {
+        outcome,
+        delay_ms: pick(g, &[0, 0, 0, 0, 5, 50, 2000]),
+    }
+}
+
 /// Generate one scenario. `may_quit`: whether quit / end of input / untrusted projects and
 /// token caps may appear (off for the liveness prefix).
 pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
@@ -138,7 +148,7 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
         }];
         let n = range(g, 0, 3);
         for _ in 0..n {
-            sc.hooks.push(match range(g, 0, 2) {
+            let outcome = match range(g, 0, 2) {
                 0 => HookOutcome::Pass,
                 1 => HookOutcome::Refuse {
                     reason: "not today".into(),
@@ -146,7 +156,8 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
                 _ => HookOutcome::Failed {
                     detail: "exit 1".into(),
                 },
-            });
+            };
+            sc.hooks.push(hook_script(g, outcome));
         }
     }
 
@@ -224,7 +235,7 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
         sc.mode_save_failures.push(0);
     }
     session::add_features(g, &mut sc, may_quit);
-    if chance(g, 1, 4) {
+    if chance(g, 3, 10) {
         session::recipe(g, &mut sc, may_quit);
     }
     // The sandbox a call's plan asks for (an escalation) or allows (read-only), mostly on the
@@ -430,8 +441,8 @@ fn gen_reply(g: &mut Gen, call: &mut u32) -> Reply {
                 });
             }
             let end = match range(g, 0, 19) {
-                0..=9 => StreamEnd::Complete { finish: None },
-                10 => StreamEnd::Complete {
+                0..=8 => StreamEnd::Complete { finish: None },
+                9..=10 => StreamEnd::Complete {
                     finish: Some("length".into()),
                 },
                 11..=12 => StreamEnd::Abort,
@@ -494,6 +505,11 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
     }
     if !sc.config.hooks.is_empty() {
         out.push(with(&|s| s.config.hooks.clear()));
+    }
+    for (i, h) in sc.hooks.iter().enumerate() {
+        if h.delay_ms > 0 {
+            out.push(with(&|s| s.hooks[i].delay_ms = 0));
+        }
     }
     if !sc.persist_failures.is_empty() {
         out.push(with(&|s| s.persist_failures.clear()));

@@ -13,7 +13,7 @@ use openmax_core::machine::{Freeze, HookEvent, HookOutcome, HookSource, HookSpec
 use openmax_core::tool::SourceGate;
 use openmax_core::wire::event::FreezeChange;
 
-use super::{chance, pick, range};
+use super::{chance, hook_script, pick, range};
 use crate::scenario::{Scenario, SimTool};
 
 /// The external tool a generated reply may call (present only when the scenario installs it).
@@ -137,12 +137,15 @@ fn hooks(g: &mut Gen, sc: &mut Scenario) {
     }
     let refusals = if chance(g, 1, 2) { range(g, 9, 11) } else { 0 };
     for _ in 0..refusals {
-        sc.hooks.push(HookOutcome::Refuse {
-            reason: "the tests do not pass yet".into(),
-        });
+        sc.hooks.push(
+            HookOutcome::Refuse {
+                reason: "the tests do not pass yet".into(),
+            }
+            .into(),
+        );
     }
     for _ in 0..range(g, 0, 4) {
-        sc.hooks.push(match range(g, 0, 2) {
+        let outcome = match range(g, 0, 2) {
             0 => HookOutcome::Pass,
             1 => HookOutcome::Refuse {
                 reason: "not today".into(),
@@ -150,7 +153,8 @@ fn hooks(g: &mut Gen, sc: &mut Scenario) {
             _ => HookOutcome::Failed {
                 detail: "exit 1".into(),
             },
-        });
+        };
+        sc.hooks.push(hook_script(g, outcome));
     }
 }
 
@@ -203,7 +207,7 @@ fn changed_freeze(g: &mut Gen, sc: &Scenario) -> Freeze {
 /// One focused recipe in place of the random timeline and replies: a short, fault-light run
 /// aimed at a feature random interleavings rarely reach (an approval answered or timed out,
 /// an external tool's source and env grant, nine refusals, a compaction with its hook, a
-/// token cap reached exactly, diffs).
+/// token cap reached exactly, diffs, a client line while a hook runs).
 pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
     use crate::scenario::{Action, Step, ToolScript};
     use crate::script::{Reply, StreamEnd, StreamItem};
@@ -230,7 +234,8 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
     }];
     sc.replies.clear();
     sc.persist_failures.clear();
-    match range(g, 0, 5) {
+    match range(g, 0, 8) {
+        7.. => during_hook(g, sc, may_quit),
         0 | 1 => {
             // An approval answered (or left to time out / be cancelled), maybe of an external
             // tool with an env grant.
@@ -285,23 +290,25 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
             });
             sc.config.limits.max_agent_tokens = 0;
             sc.hooks = (0..range(g, 8, 10))
-                .map(|_| HookOutcome::Refuse {
-                    reason: "the tests do not pass yet".into(),
+                .map(|_| {
+                    HookOutcome::Refuse {
+                        reason: "the tests do not pass yet".into(),
+                    }
+                    .into()
                 })
                 .collect();
         }
-        3 => {
+        3 | 4 => {
             // A compaction: a small window, long history, a compacted hook.
             sc.config.context_tokens = 2000;
             sc.config.history = history(g);
-            if chance(g, 3, 4) {
-                sc.config.hooks.push(HookSpec {
-                    name: "shrunk.sh".into(),
-                    event: HookEvent::Compacted,
-                    blocking: false,
-                    source: None,
-                });
-            }
+            sc.config.hooks.retain(|h| h.name != "shrunk.sh");
+            sc.config.hooks.push(HookSpec {
+                name: "shrunk.sh".into(),
+                event: HookEvent::Compacted,
+                blocking: false,
+                source: None,
+            });
             for k in 1..range(g, 2, 4) {
                 sc.steps.push(Step {
                     at: k * 1000,
@@ -311,7 +318,7 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
                 });
             }
         }
-        4 => {
+        5 => {
             // A token cap reached exactly by reported usage, then a tool round.
             sc.config.mode = openmax_core::wire::Mode::Auto;
             sc.config.limits.max_agent_tokens = pick(g, &[110, 200]);
@@ -321,7 +328,7 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
             sc.replies
                 .push(stream(vec![usage(80, 10), call("c2", "read_file")]));
         }
-        _ => {
+        6 => {
             // Diffs from file tools.
             sc.config.mode = openmax_core::wire::Mode::Auto;
             sc.replies.push(stream(vec![call("c1", "write_file")]));
@@ -342,4 +349,74 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
             action: Action::Eof,
         });
     }
+}
+
+/// A client line while a hook runs: a prompt gate, a `turn_end` gate or an observe-only
+/// `turn_end` hook that takes 50 ms to 15 s, and during it a `cancel` (half the time), a `quit`,
+/// end of input, another `user`, a mode change, a `reload`, a garbage line or a crash; then,
+/// after the hook's answer, one more `user` (the session must have recovered).
+fn during_hook(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
+    use crate::scenario::{Action, HookScript, Step};
+    let (name, event, blocking) = pick(
+        g,
+        &[
+            ("gate.sh", HookEvent::UserPromptSubmit, true),
+            ("gate.sh", HookEvent::UserPromptSubmit, true),
+            ("verify.sh", HookEvent::TurnEnd, true),
+            ("verify.sh", HookEvent::TurnEnd, true),
+            ("notify.sh", HookEvent::TurnEnd, false),
+        ],
+    );
+    sc.config.hooks = vec![HookSpec {
+        name: name.into(),
+        event,
+        blocking,
+        source: None,
+    }];
+    sc.config.limits.max_agent_tokens = 0;
+    let outcome = match range(g, 0, 3) {
+        0 | 1 => HookOutcome::Pass,
+        2 => HookOutcome::Refuse {
+            reason: "not yet".into(),
+        },
+        _ => HookOutcome::Failed {
+            detail: "exit 1".into(),
+        },
+    };
+    // 15 s outlasts the shutdown drain's 10 s deadline: a `quit` then cancels the turn while
+    // its hook still runs.
+    let delay_ms = pick(g, &[50, 2000, 2000, 15_000]);
+    sc.hooks = vec![HookScript { outcome, delay_ms }];
+    let action = if chance(g, 1, 2) {
+        Action::Cancel
+    } else {
+        match range(g, 0, 8) {
+            0 | 1 if may_quit => Action::Quit,
+            2 | 3 if may_quit => Action::Eof,
+            4 => Action::User {
+                text: "and another thing".into(),
+            },
+            5 => Action::ApprovalMode {
+                mode: "auto".into(),
+            },
+            6 => Action::Reload,
+            7 => Action::Line {
+                line: "not json".into(),
+            },
+            8 => Action::Crash {
+                message: "effect runner panicked (scripted)".into(),
+            },
+            _ => Action::Cancel,
+        }
+    };
+    sc.steps.push(Step {
+        at: pick(g, &[1, 20, 40]),
+        action,
+    });
+    sc.steps.push(Step {
+        at: delay_ms + pick(g, &[0, 1, 500]),
+        action: Action::User {
+            text: "after the hook".into(),
+        },
+    });
 }
