@@ -68,6 +68,7 @@ pub const WANTED: &[&str] = &[
     "fault:approval_record_failure",
     "fault:malformed_tool_args",
     "fault:cancel_in_backoff",
+    "fault:retry_after_thinking",
     "fault:cancel_in_prompt_hooks",
     "fault:cancel_in_turn_end_hooks",
     "fault:quit_in_hooks",
@@ -110,6 +111,8 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
     }
     let mut refusals = 0;
     let mut retry_pending = false;
+    // The live attempt streamed thinking and no reply text yet.
+    let mut thought = false;
     let mut texted = BTreeSet::new();
     let mut hooks = HookRuns::default();
     for (i, fed) in run.trace.iter().enumerate() {
@@ -150,7 +153,9 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
             }) if is_live => match item {
                 ProviderItem::TextDelta { .. } => {
                     texted.insert((*request, *attempt));
+                    thought = false;
                 }
+                ProviderItem::ThinkingDelta { .. } => thought = true,
                 ProviderItem::Failed { .. } => {
                     seen.insert("fault:stream_error");
                     if texted.contains(&(*request, *attempt)) {
@@ -213,7 +218,12 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
                 Output::Event(e) => {
                     observe_event(e, &mut seen);
                     match e {
-                        Event::Retry { .. } => retry_pending = true,
+                        Event::Retry { .. } => {
+                            retry_pending = true;
+                            if thought {
+                                seen.insert("fault:retry_after_thinking");
+                            }
+                        }
                         Event::Done { .. } => {
                             retry_pending = false;
                             refusals = 0;
@@ -229,7 +239,10 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
                         _ => {}
                     }
                 }
-                Output::Effect(Effect::SendRequest { .. }) => retry_pending = false,
+                Output::Effect(Effect::SendRequest { .. }) => {
+                    retry_pending = false;
+                    thought = false;
+                }
                 Output::Effect(Effect::RunHook { event, .. }) => match event {
                     HookEvent::SessionStart => {
                         seen.insert("feature:hook_session_start");

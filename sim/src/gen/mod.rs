@@ -235,7 +235,7 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
         sc.mode_save_failures.push(0);
     }
     session::add_features(g, &mut sc, may_quit);
-    if chance(g, 3, 10) {
+    if chance(g, 1, 3) {
         session::recipe(g, &mut sc, may_quit);
     }
     // The sandbox a call's plan asks for (an escalation) or allows (read-only), mostly on the

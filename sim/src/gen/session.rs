@@ -207,7 +207,8 @@ fn changed_freeze(g: &mut Gen, sc: &Scenario) -> Freeze {
 /// One focused recipe in place of the random timeline and replies: a short, fault-light run
 /// aimed at a feature random interleavings rarely reach (an approval answered or timed out,
 /// an external tool's source and env grant, nine refusals, a compaction with its hook, a
-/// token cap reached exactly, diffs, a client line while a hook runs).
+/// token cap reached exactly, diffs, thinking voided by a retry, a shell call asking to leave
+/// the sandbox or able to run read-only, a client line while a hook runs).
 pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
     use crate::scenario::{Action, Step, ToolScript};
     use crate::script::{Reply, StreamEnd, StreamItem};
@@ -234,14 +235,45 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
     }];
     sc.replies.clear();
     sc.persist_failures.clear();
-    match range(g, 0, 8) {
-        7.. => during_hook(g, sc, may_quit),
+    match range(g, 0, 10) {
+        9.. => during_hook(g, sc, may_quit),
+        8 => {
+            // A shell call that asks to run outside the sandbox (answered by the human) or
+            // can run read-only (in readonly mode, half the time).
+            let sandbox = if chance(g, 2, 3) {
+                openmax_core::tool::PlanSandbox::Escalate {
+                    justification: "it writes outside the project".into(),
+                }
+            } else {
+                openmax_core::tool::PlanSandbox::ReadOnlyCapable
+            };
+            sc.config.mode =
+                if sandbox == openmax_core::tool::PlanSandbox::ReadOnlyCapable && chance(g, 1, 2) {
+                    openmax_core::wire::Mode::Readonly
+                } else {
+                    openmax_core::wire::Mode::Ask
+                };
+            sc.config.non_interactive = false;
+            sc.config.agent_spawned = false;
+            sc.replies.push(stream(vec![call("c1", "shell")]));
+            sc.tools = vec![ToolScript {
+                sandbox: Some(sandbox),
+                mutating: Some(true),
+                ..ToolScript::default()
+            }];
+            sc.steps.push(Step {
+                at: pick(g, &[10, 100]),
+                action: Action::ApprovePending {
+                    approved: chance(g, 3, 4),
+                },
+            });
+        }
         0 | 1 => {
             // An approval answered (or left to time out / be cancelled), maybe of an external
             // tool with an env grant.
             sc.config.mode = openmax_core::wire::Mode::Ask;
             sc.config.non_interactive = false;
-            let name = if chance(g, 1, 2) {
+            let name = if chance(g, 2, 3) {
                 sc.config.tools.retain(|t| t.name != EXTERNAL_TOOL);
                 sc.config.tools.push(SimTool {
                     name: EXTERNAL_TOOL.into(),
@@ -260,21 +292,20 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
                         approved: false,
                     }),
                 });
-                if chance(g, 1, 4) {
-                    // The human's approval cannot be recorded.
-                    sc.approval_record_failures.push(0);
-                }
+                // The human's approval cannot be recorded (recorded approvals come from the
+                // random timelines).
+                sc.approval_record_failures.push(0);
                 EXTERNAL_TOOL
             } else {
                 "write_file"
             };
             sc.replies.push(stream(vec![call("c1", name)]));
-            sc.config.limits.approval_timeout_ms = pick(g, &[0, 2000]);
+            sc.config.limits.approval_timeout_ms = pick(g, &[0, 2000, 2000]);
             let at = pick(g, &[10, 100, 5000]);
             let action = match range(g, 0, 3) {
                 0 => Action::Cancel,
                 _ => Action::ApprovePending {
-                    approved: chance(g, 2, 3),
+                    approved: chance(g, 3, 4),
                 },
             };
             sc.steps.push(Step { at, action });
@@ -341,6 +372,31 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
                 }],
                 ..ToolScript::default()
             }];
+        }
+        7 => {
+            // Thinking voided by a retry: the first attempt thinks, then fails before any
+            // reply text (overloaded, cut off, silent); the retry thinks again and completes.
+            sc.config.retry.max_attempts = range(g, 2, 5) as u32;
+            let thinking = |text: &str| StreamItem::Thinking { text: text.into() };
+            let end = match range(g, 0, 3) {
+                0 => StreamEnd::Stall,
+                1 => StreamEnd::Abort,
+                _ => StreamEnd::Error {
+                    error: "overloaded_error".into(),
+                    message: "Overloaded".into(),
+                },
+            };
+            sc.replies.push(Reply::Stream {
+                items: vec![thinking("first thoughts")],
+                end,
+                delay_ms: 0,
+            });
+            sc.replies.push(stream(vec![
+                thinking("second thoughts"),
+                StreamItem::Text {
+                    text: "Hello".into(),
+                },
+            ]));
         }
     }
     if may_quit {
