@@ -16,6 +16,7 @@
 //!   file (at most 64 KiB apart), so a stopped search frees its threads promptly.
 
 use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -31,7 +32,7 @@ use super::args::Args;
 use super::cap::{cut_chars, take_lines};
 use super::path::{display_rel, io_reason, resolve, Resolved};
 use super::stop::Stop;
-use super::walk::{self, Batch, GlobFilter, Opener};
+use super::walk::{self, Batch, GlobFilter};
 use super::{fail, invalid_plan, ok, read_plan, ToolContext};
 
 /// Longest matched line shown in full.
@@ -171,8 +172,7 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &Stop) -> ToolOutcome {
     let hits = Mutex::new(Vec::new());
     if meta.is_file() {
         let mut batch = Batch::new(&hits);
-        let file = walk::open_nonblocking(&call.base.abs);
-        let found = search_file(&shared, &mut searcher(), &call.base.abs, file, &mut batch);
+        let found = search_file(&shared, &mut searcher(), &call.base.abs, &mut batch);
         if found == Found::Binary {
             return ok(format!(
                 "{} is a binary file (it contains NUL bytes); not searched\n",
@@ -185,7 +185,6 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &Stop) -> ToolOutcome {
         walk::builder(base, hidden).build_parallel().run(|| {
             let mut batch = Batch::new(&hits);
             let mut searcher = searcher();
-            let mut opener = Opener::default();
             let shared = &shared;
             Box::new(move |entry| {
                 if shared.halted() {
@@ -203,8 +202,7 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &Stop) -> ToolOutcome {
                         return WalkState::Continue;
                     }
                 }
-                let file = opener.open(entry.path());
-                search_file(shared, &mut searcher, entry.path(), file, &mut batch);
+                search_file(shared, &mut searcher, entry.path(), &mut batch);
                 WalkState::Continue
             })
         });
@@ -302,11 +300,15 @@ fn search_file(
     shared: &Shared<'_>,
     searcher: &mut Searcher,
     path: &Path,
-    file: io::Result<std::fs::File>,
     batch: &mut Batch<'_, FileHits>,
 ) -> Found {
-    // The file was opened once (see `walk::Opener`); its size comes from the open file.
-    let Ok(file) = file else {
+    // Open, then size the open file: one path lookup per file, as rg does. O_NONBLOCK so that a
+    // file swapped for a FIFO after the walk cannot hold the search (no effect on regular files).
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    else {
         return Found::Nothing;
     };
     match file.metadata() {
