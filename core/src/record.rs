@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::{Message, ToolSchema};
-use crate::wire::Mode;
+use crate::wire::{Mode, StopReason};
 
 /// The record format version written in every line's `v`.
 pub const RECORD_VERSION: u32 = 1;
@@ -60,7 +60,7 @@ pub enum Record {
     /// A turn ended (stop reason), so a resume knows turn boundaries.
     TurnEnd {
         /// The `done` line's stop reason.
-        stop_reason: String,
+        stop_reason: StopReason,
     },
 }
 

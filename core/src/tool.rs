@@ -24,6 +24,48 @@ pub struct ToolPlan {
     /// The call cannot run at all (unknown tool, bad arguments, path escape): this message is
     /// the failed `tool_end`'s output, and nothing is asked or run.
     pub invalid: Option<String>,
+    /// What the call can run in, or asks to run in, beside the session's sandbox (only the
+    /// `shell` tool's plan says anything but [`PlanSandbox::Session`]).
+    #[serde(default)]
+    pub sandbox: PlanSandbox,
+}
+
+/// What a planned call can run in, or asks to run in, beside the session's sandbox. The core
+/// decides from it and the mode which [`RunSandbox`] the call gets, if it runs at all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanSandbox {
+    /// The session's sandbox (or no process at all); a mutating call is refused in `readonly`.
+    #[default]
+    Session,
+    /// The call can also run in a read-only sandbox, so `readonly` mode runs it there instead of
+    /// refusing it (the `shell` tool where the kernel offers what that needs).
+    ReadOnlyCapable,
+    /// The model asks to run the call outside the sandbox, for this reason (its own words).
+    /// Only a human's `gate` approval in `ask` mode grants it.
+    Escalate {
+        /// The model's justification, shown to the human.
+        justification: String,
+    },
+}
+
+/// How the summary of the `gate` request for a [`PlanSandbox::Escalate`] call begins, so a
+/// client can mark the card (the core writes it; no other summary of a built-in tool starts so).
+pub const UNSANDBOXED_SUMMARY_PREFIX: &str = "UNSANDBOXED ";
+
+/// The sandbox a call runs in, decided by the core and carried by `Effect::RunTool`. The
+/// shell never takes it from the call's arguments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunSandbox {
+    /// The session's sandbox, as every agent process.
+    #[default]
+    Session,
+    /// A read-only sandbox (`readonly` mode): no writes but to the session's temp directory,
+    /// no sockets.
+    ReadOnly,
+    /// No kernel sandbox: a human approved running this call outside it.
+    Unsandboxed,
 }
 
 /// The unapproved-source gate of one external tool call.

@@ -2,7 +2,8 @@
 //! starts it (own process group, output to a pipe, waited for), without the sandbox, with only
 //! an empty `pre_exec` (which makes std fork instead of using its `posix_spawn`/`vfork` fast
 //! path), and inside the session's sandbox (Landlock + seccomp with the network off, prepared
-//! once per session as openmax does). Also the once-per-session preparation itself.
+//! once per session as openmax does), and inside the read-only sandbox of `readonly` mode. Also
+//! the once-per-session preparation of both.
 //!
 //! Run: `bench/sandbox.sh` (or `cargo bench -p openmax-shell --bench sandbox`). The medians and
 //! their differences are the figures in docs/benchmarks.md.
@@ -89,6 +90,21 @@ fn spawn_confined(b: Bencher) {
     b.bench_local(|| {
         let mut cmd = bash_true();
         confine.apply(&mut cmd).unwrap();
+        run(cmd);
+    });
+}
+
+/// The read-only sandbox of `readonly` mode (prepared beside the session's).
+#[divan::bench(sample_count = 300)]
+fn spawn_read_only(b: Bencher) {
+    let layout = Layout::new();
+    let confine = layout.confine();
+    assert!(confine.read_only_available(), "{confine:?}");
+    b.bench_local(|| {
+        let mut cmd = bash_true();
+        confine
+            .apply_as(&mut cmd, openmax_core::tool::RunSandbox::ReadOnly)
+            .unwrap();
         run(cmd);
     });
 }

@@ -188,7 +188,7 @@ fn turn(rng: &mut Rng, n: u64) -> Vec<Record> {
         message: Message::assistant_text(format!("answer {n}: {}", text(rng, 300, 3000))),
     });
     out.push(Record::TurnEnd {
-        stop_reason: "stop".to_string(),
+        stop_reason: "stop".into(),
     });
     out
 }

@@ -102,7 +102,7 @@ fn child(dir: &Path) {
                     }],
                 }),
                 2 if !last => batch.push(Record::TurnEnd {
-                    stop_reason: "stop".to_string(),
+                    stop_reason: "stop".into(),
                 }),
                 3 => {
                     batch.push(Record::Compaction {

@@ -113,7 +113,7 @@ fn create_append_resume_round_trip() {
     records.extend(tool_call_pair("c1"));
     records.push(msg(Message::assistant_text("done reading")));
     records.push(Record::TurnEnd {
-        stop_reason: "stop".to_string(),
+        stop_reason: "stop".into(),
     });
     w.append(&records).expect("append");
     w.append(&[msg(Message::user_text("again"))])

@@ -5,7 +5,7 @@ mod tools_support;
 
 use std::time::Duration;
 
-use openmax_shell::tools;
+use openmax_shell::tools::{self, PlanSandbox};
 use serde_json::json;
 use tools_support::{eventually, live_in_group, process_dead, Project};
 
@@ -120,7 +120,33 @@ async fn plan_targets_the_whole_command_line() {
     p.refused(
         "shell",
         json!({"cmd": "ls"}),
-        "unknown argument `cmd` (accepted: command, timeout_s)",
+        "unknown argument `cmd` (accepted: command, timeout_s, sandbox, justification)",
+    )
+    .await;
+    // Asking to run outside the sandbox: the plan carries the model's reason; the core decides.
+    let plan = p.plan(
+        "shell",
+        json!({"command": "make install", "sandbox": "off", "justification": " writes ~/.local "}),
+    );
+    assert_eq!(
+        plan.sandbox,
+        PlanSandbox::Escalate {
+            justification: "writes ~/.local".into()
+        }
+    );
+    // No kernel sandbox in this context: nothing read-only to offer.
+    let plan = p.plan("shell", json!({"command": "ls", "sandbox": "on"}));
+    assert_eq!(plan.sandbox, PlanSandbox::Session);
+    p.refused(
+        "shell",
+        json!({"command": "make install", "sandbox": "off"}),
+        "\"sandbox\": \"off\" needs a \"justification\"",
+    )
+    .await;
+    p.refused(
+        "shell",
+        json!({"command": "ls", "sandbox": "none"}),
+        "\"sandbox\" must be \"on\" or \"off\"",
     )
     .await;
 }

@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use openmax_core::machine::{Effect, HookEvent, HookOutcome, Input, Output, TimerReason};
 use openmax_core::provider::{FailureKind, ProviderItem, RequestFailure};
+use openmax_core::tool::RunSandbox;
+use openmax_core::wire::StopReason;
 use openmax_core::wire::{ApprovalOutcome, ApprovalReason, Command, Event};
 
 use crate::checks::live_inputs;
@@ -63,6 +65,7 @@ pub const WANTED: &[&str] = &[
     "fault:framing",
     "fault:persist_failure",
     "fault:mode_save_failure",
+    "fault:approval_record_failure",
     "fault:malformed_tool_args",
     "fault:cancel_in_backoff",
     // Session features.
@@ -77,6 +80,8 @@ pub const WANTED: &[&str] = &[
     "feature:continue_history",
     "feature:refreeze_changed",
     "feature:token_cap_reached_exactly",
+    "feature:unsandboxed_run",
+    "feature:read_only_run",
 ];
 
 /// The names of [`WANTED`] (and only those) that this run exercised.
@@ -169,6 +174,9 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
             FedInput::Core(Input::ModeSaveFailed { .. }) => {
                 seen.insert("fault:mode_save_failure");
             }
+            FedInput::Core(Input::SourceApprovalFailed { .. }) => {
+                seen.insert("fault:approval_record_failure");
+            }
             FedInput::Core(Input::HookDone {
                 outcome: HookOutcome::Refuse { .. },
                 ..
@@ -178,7 +186,7 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
                     seen.insert("feature:hook_refusals_over_3");
                 }
                 if fed.outputs.iter().any(|o| {
-                    matches!(o, Output::Event(Event::Done { stop_reason }) if stop_reason == "unverified")
+                    matches!(o, Output::Event(Event::Done { stop_reason }) if *stop_reason == StopReason::Unverified)
                 }) {
                     seen.insert("feature:unverified_by_count");
                 }
@@ -187,7 +195,7 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
                 if retry_pending
                     && matches!(Command::parse_line(l), Ok(Some(Command::Cancel)))
                     && fed.outputs.iter().any(|o| {
-                        matches!(o, Output::Event(Event::Done { stop_reason }) if stop_reason == "cancelled")
+                        matches!(o, Output::Event(Event::Done { stop_reason }) if *stop_reason == StopReason::Cancelled)
                     }) =>
             {
                 seen.insert("fault:cancel_in_backoff");
@@ -224,6 +232,15 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
                         seen.insert("feature:hook_compacted");
                     }
                     _ => {}
+                },
+                Output::Effect(Effect::RunTool { sandbox, .. }) => match sandbox {
+                    RunSandbox::Unsandboxed => {
+                        seen.insert("feature:unsandboxed_run");
+                    }
+                    RunSandbox::ReadOnly => {
+                        seen.insert("feature:read_only_run");
+                    }
+                    RunSandbox::Session => {}
                 },
                 Output::Effect(_) => {}
             }
@@ -310,7 +327,7 @@ fn token_cap_reached_exactly(sc: &Scenario, run: &Run) -> bool {
         }
         for o in &fed.outputs {
             if let Output::Event(Event::Done { stop_reason }) = o {
-                if stop_reason == "budget_exhausted" && sum == cap {
+                if *stop_reason == StopReason::BudgetExhausted && sum == cap {
                     return true;
                 }
                 sum = 0;

@@ -4,7 +4,7 @@
 //! from the scenario's queues and their answers scheduled at `now + delay`), then pick the next
 //! thing to happen: the earliest of the next timeline step, the next scheduled answer and the
 //! core's `poll_timeout`, jumping the clock there. Ties at one instant go, in this order, to
-//! local answers (persistence, mode saves, refreezes, hooks, tool plans: work on this machine
+//! local answers (persistence, mode saves, approval records, refreezes, hooks, tool plans: work on this machine
 //! that completes before the client's next line), then the timeline step, then remote answers
 //! (provider items, tool results, late persistence answers, in scheduling order), then the timer. The run ends when nothing is due
 //! (the core is quiet), after the `Exit` effect, or when the step cap is hit (a violation).
@@ -16,7 +16,7 @@
 //! Effects answered: `SendRequest` (stream items, or `RequestFailed`), `CancelRequest` (drops
 //! the request's pending answers, as a shell that aborted the socket would), `PlanTool`,
 //! `RunTool`, `CancelTool` (the pending `ToolDone` comes at once as a killed outcome), `RunHook`,
-//! `Persist`, `SaveMode`, `Refreeze`, `Exit` (ends the run). `ApproveSource` needs no answer.
+//! `Persist`, `SaveMode`, `ApproveSource`, `Refreeze`, `Exit` (ends the run).
 //!
 //! Client steps after an `eof` step are dropped: stdin is closed, no line can arrive.
 //!
@@ -79,6 +79,8 @@ struct Driver<'a> {
     refreezes: std::collections::VecDeque<openmax_core::machine::Freeze>,
     persist_failures: BTreeSet<u64>,
     mode_failures: BTreeSet<u64>,
+    record_failures: BTreeSet<u64>,
+    record_count: u64,
     persist_count: u64,
     mode_count: u64,
     /// Scripts bound to planned calls.
@@ -147,6 +149,8 @@ impl<'a> Driver<'a> {
             refreezes: sc.refreezes.iter().cloned().collect(),
             persist_failures: sc.persist_failures.iter().copied().collect(),
             mode_failures: sc.mode_save_failures.iter().copied().collect(),
+            record_failures: sc.approval_record_failures.iter().copied().collect(),
+            record_count: 0,
             persist_count: 0,
             mode_count: 0,
             bound: BTreeMap::new(),
@@ -317,6 +321,7 @@ impl<'a> Driver<'a> {
                 self.hooks.clear();
                 self.persist_failures.clear();
                 self.mode_failures.clear();
+                self.record_failures.clear();
             }
             Action::User { .. }
             | Action::Approve { .. }
@@ -486,7 +491,7 @@ impl<'a> Driver<'a> {
                 args,
             } => {
                 let script = self.tools.pop_front().unwrap_or_default();
-                let plan = self.sc.plan_for(&name, &args, &script);
+                let plan = Box::new(self.sc.plan_for(&name, &args, &script));
                 self.bound.insert(call_id.clone(), script);
                 self.schedule(0, Owner::Local, Input::ToolPlanned { call_id, plan });
             }
@@ -574,7 +579,19 @@ impl<'a> Driver<'a> {
             Effect::CancelRequest { request } => {
                 self.cancelled.insert(request);
             }
-            Effect::ApproveSource { .. } => {}
+            Effect::ApproveSource { approval_id, .. } => {
+                let n = self.record_count;
+                self.record_count += 1;
+                let input = if self.record_failures.contains(&n) {
+                    Input::SourceApprovalFailed {
+                        approval_id,
+                        message: "permission denied (scripted)".into(),
+                    }
+                } else {
+                    Input::SourceApproved { approval_id }
+                };
+                self.schedule(0, Owner::Local, input);
+            }
             Effect::Exit { code } => {
                 self.run.exit_code = Some(code);
             }

@@ -8,8 +8,9 @@
 //!   in file order after a stable sort by `at`.
 //! - queues of scripted outcomes consumed in order as the core asks: `replies` (one
 //!   [`Reply`] per model request attempt), `tools` (one [`ToolScript`] per planned call),
-//!   `hooks`, `persist_failures` / `mode_save_failures` (ordinals, counted from 0, of the
-//!   `Persist` / `SaveMode` effects that fail) and `refreezes`; `persist_delay_ms` makes every
+//!   `hooks`, `persist_failures` / `mode_save_failures` / `approval_record_failures`
+//!   (ordinals, counted from 0, of the `Persist` / `SaveMode` / `ApproveSource` effects that
+//!   fail) and `refreezes`; `persist_delay_ms` makes every
 //!   `Persist` answer arrive later, after whatever else is due by then.
 //!
 //! Invariant: a scenario is plain data; everything the driver does with it is a pure function of
@@ -21,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use openmax_core::conversation::{Message, ToolSchema};
 use openmax_core::machine::{FramingFault, Freeze, HookOutcome, HookSpec, Limits, RetrySettings};
 use openmax_core::permissions::{Permissions, Rule};
-use openmax_core::tool::{FileDiff, SourceGate, ToolPlan};
+use openmax_core::tool::{FileDiff, PlanSandbox, SourceGate, ToolPlan};
 use openmax_core::wire::Mode;
 use openmax_core::CoreConfig;
 
@@ -57,6 +58,10 @@ pub struct Scenario {
     /// Ordinals (from 0) of the `SaveMode` effects that fail.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mode_save_failures: Vec<u64>,
+    /// Ordinals (from 0) of the `ApproveSource` effects (records of a human's approval of
+    /// external code) that fail.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approval_record_failures: Vec<u64>,
     /// Answers to `Refreeze`, consumed in order (default: the initial freeze again).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refreezes: Vec<Freeze>,
@@ -251,6 +256,10 @@ pub struct ToolScript {
     /// Overrides the tool's source gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<SourceGate>,
+    /// What the plan says of the sandbox (an escalation, or read-only capable); default: the
+    /// session's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<PlanSandbox>,
 }
 
 fn yes() -> bool {
@@ -267,6 +276,7 @@ impl Default for ToolScript {
             mutating: None,
             invalid: None,
             source: None,
+            sandbox: None,
         }
     }
 }
@@ -457,6 +467,7 @@ impl Scenario {
                 .clone()
                 .or_else(|| tool.and_then(|t| t.source.clone())),
             invalid,
+            sandbox: script.sandbox.clone().unwrap_or_default(),
         }
     }
 

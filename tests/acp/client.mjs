@@ -4,7 +4,8 @@
 // usage: node client.mjs <sdk entry (acp.js)> <openmax binary> <cwd> <plan JSON>
 // plan: {"permission": "allow"|"reject", "steps": [step...]} where a step is one of
 //   {"op": "new", "mcpServers": [..]?}  session/new in cwd           → {"new": result} | {"error": e}
-//   {"op": "load", "session": id}       session/load of id           → {"load": result}
+//   {"op": "load", "session": id, "mcpServers": [..]?}
+//                                       session/load of id           → {"load": result}
 //   {"op": "prompt", "text": t, "cancel_after": n?}
 //                                       session/prompt; with cancel_after, session/cancel is
 //                                       sent after n agent_message_chunk updates
@@ -13,7 +14,8 @@
 // With "fs": {"read": bool, "write": bool, "buffers": {abs path: text}}, the client offers the
 // fs capability: fs/read_text_file answers a buffer's text (else the file on disk) and is
 // printed as {"fs_read": params}; fs/write_text_file only updates the buffer (nothing is saved)
-// and is printed as {"fs_write": params}. With "fail": true both answer an error.
+// and is printed as {"fs_write": params}. With "fail": true both answer an error; with
+// "hang": true neither is ever answered.
 // Every session/update is printed as {"update": params}, every permission request as
 // {"permission": params}. The process ends with {"exit": code} once openmax has exited.
 
@@ -54,12 +56,14 @@ const app = client()
   })
   .onRequest("fs/read_text_file", async ({ params }) => {
     log({ fs_read: params });
+    if (plan.fs?.hang) await new Promise(() => {});
     if (plan.fs?.fail) throw new Error("the editor refused the read");
     if (params.path in buffers) return { content: buffers[params.path] };
     return { content: readFileSync(params.path, "utf8") };
   })
   .onRequest("fs/write_text_file", async ({ params }) => {
     log({ fs_write: params });
+    if (plan.fs?.hang) await new Promise(() => {});
     if (plan.fs?.fail) throw new Error("the editor refused the write");
     buffers[params.path] = params.content;
     return {};
@@ -85,7 +89,11 @@ try {
         log({ error: errorOf(e) });
       }
     } else if (step.op === "load") {
-      const r = await agent.request("session/load", { sessionId: step.session, cwd, mcpServers: [] });
+      const r = await agent.request("session/load", {
+        sessionId: step.session,
+        cwd,
+        mcpServers: step.mcpServers ?? [],
+      });
       sessionId = step.session;
       log({ load: r });
     } else if (step.op === "prompt") {

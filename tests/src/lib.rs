@@ -616,11 +616,11 @@ pub fn without_cache_control(v: &Value) -> Value {
 
 impl TestEnv {
     /// Set the project's approval mode through a short `--stdio` process (acknowledged, so
-    /// saved) and check it exits 0.
+    /// saved; a harness note of the start-up may come first) and check it exits 0.
     pub fn set_mode(&self, mode: &str) {
         let mut s = self.stdio(&[]);
         s.send(serde_json::json!({"cmd":"approval_mode","mode":mode}));
-        let ack = s.event();
+        let ack = s.until(|e| e["type"] != "harness_note").pop().unwrap();
         assert_eq!(
             ack,
             serde_json::json!({"type":"approval_mode","mode":mode}),

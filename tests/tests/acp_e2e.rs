@@ -23,7 +23,14 @@ fn a_prompt_streams_its_chunks_in_order_and_ends_the_turn() {
     let init = &lines[0]["initialize"];
     assert_eq!(init["protocolVersion"], 1);
     assert_eq!(init["agentCapabilities"]["loadSession"], true);
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["embeddedContext"],
+        true
+    );
+    assert_eq!(init["agentCapabilities"]["mcpCapabilities"]["http"], true);
+    assert_eq!(init["authMethods"], json!([]), "{init}");
     assert_eq!(init["agentInfo"]["name"], "openmax");
+    assert_eq!(init["agentInfo"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(
         lines[1]["new"]["modes"]["currentModeId"], "ask",
         "{lines:#?}"
@@ -220,6 +227,9 @@ fn protocol_hygiene_and_eof() {
     let next = || rx.recv_timeout(DEADLINE).expect("an answer in time");
     send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
     assert_eq!(next()["result"]["protocolVersion"], 1);
+    // No auth methods: keys come from the environment; authenticate is answered all the same.
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"authenticate","params":{"methodId":"any"}}"#);
+    assert_eq!(next(), json!({"jsonrpc":"2.0","id":2,"result":{}}));
     let cases = [
         ("{bad", Value::Null, -32700),
         ("[1,2]", Value::Null, -32600),

@@ -185,3 +185,54 @@ fn a_client_error_is_the_tools_failure_with_the_reason() {
         vec![&json!({"response": {"stopReason": "end_turn"}})]
     );
 }
+
+#[test]
+fn a_client_that_never_answers_fails_the_call_at_the_tools_time_limit() {
+    // The wait for the client is the call's own: `[limits] tool_timeout_s` ends it.
+    let (env, mock) = setup_with(
+        vec![
+            tool_reply("c1", "read_file", json!({"path": "a.txt"})),
+            tool_reply(
+                "c2",
+                "write_file",
+                json!({"path": "b.txt", "content": "x\n"}),
+            ),
+            text_reply("done"),
+        ],
+        "[limits]\ntool_timeout_s = 1",
+    );
+    std::fs::write(env.project.join("a.txt"), "on disk\n").unwrap();
+    let lines = client(
+        &env,
+        json!({"permission": "allow", "fs": {"read": true, "write": true, "hang": true},
+               "steps": [{"op": "new"}, {"op": "prompt", "text": "try"}]}),
+    );
+    assert_eq!(fs_calls(&lines, "fs_read").len(), 1, "{lines:#?}");
+    assert_eq!(fs_calls(&lines, "fs_write").len(), 1, "{lines:#?}");
+    let failed: Vec<&Value> = updates(&lines, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["status"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 2, "{lines:#?}");
+    let second = mock.requests()[1].body.to_string();
+    assert!(
+        second.contains(
+            "read_file: timed out after 1 s (the [limits] tool_timeout_s limit); the client did \
+             not answer its file request in time"
+        ),
+        "{second}"
+    );
+    // The write went out: whether the client applies it later is not known, and it says so.
+    let third = mock.requests()[2].body.to_string();
+    assert!(
+        third.contains(
+            "before the client answered the write of b.txt; the client may still write it"
+        ),
+        "{third}"
+    );
+    assert!(!env.project.join("b.txt").exists());
+    assert_eq!(
+        answers(&lines),
+        vec![&json!({"response": {"stopReason": "end_turn"}})]
+    );
+}

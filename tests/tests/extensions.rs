@@ -138,6 +138,62 @@ fn external_tool_approved_over_the_wire_then_agent_edit_asks_again() {
 }
 
 #[test]
+fn an_approval_that_cannot_be_recorded_is_a_protocol_error_before_it_settles() {
+    let env = TestEnv::new();
+    greet_tool(&env);
+    let mock = MockServer::start(vec![
+        tool_reply("c1", "greet", json!({"who":"w"})),
+        text_reply("greeted"),
+        tool_reply("c2", "greet", json!({"who":"w"})),
+        text_reply("again"),
+    ]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    // The project's approval store cannot be written: its lock file is a directory.
+    let state = std::fs::read_dir(env.home.join("projects"))
+        .unwrap()
+        .next()
+        .expect("the project's state dir")
+        .unwrap()
+        .path();
+    std::fs::create_dir_all(state.join("approvals.lock")).unwrap();
+    let mut s = env.stdio(&[]);
+
+    s.user("greet w");
+    let req = s.until_type("approval_request").last().unwrap().clone();
+    assert_eq!(req["reason"], "unapproved_source");
+    approve(&mut s, &req, true);
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn");
+    let t = types(&evs);
+    let err = t
+        .iter()
+        .position(|t| t == "protocol_error")
+        .expect("a protocol_error");
+    let settled = t.iter().position(|t| t == "approval_settled").unwrap();
+    assert!(err < settled, "{t:?}");
+    let msg = evs[err]["message"].as_str().unwrap();
+    assert!(
+        msg.contains(".openmax/tools/greet.json") && msg.contains("could not be recorded"),
+        "{msg}"
+    );
+    assert_eq!(evs[settled]["outcome"], "approved");
+    // The human's approval covers this call: it ran.
+    assert_eq!(last_of(&evs, "tool_end")["ok"], true);
+
+    // Nothing was recorded, so the next call of the same bytes asks again.
+    s.user("once more");
+    let req2 = s.until_type("approval_request").last().unwrap().clone();
+    assert_eq!(req2["reason"], "unapproved_source");
+    approve(&mut s, &req2, false);
+    let (_, reason) = s.turn();
+    assert_eq!(reason, "end_turn");
+    let (code, _, stderr) = s.finish();
+    assert_eq!(code, Some(0));
+    assert!(!stderr.contains("could not record"), "{stderr}");
+}
+
+#[test]
 fn approve_in_advance_skips_the_request_and_agents_cannot_approve() {
     let env = TestEnv::new();
     greet_tool(&env);

@@ -661,3 +661,64 @@ fn a_project_server_runs_in_the_sandbox_and_a_user_server_does_not() {
     assert!(env.home.join("user.txt").exists());
     s.finish();
 }
+
+#[test]
+fn the_mcp_schemas_count_in_budget_and_schemas_over_budget() {
+    // A window so small that the built-in schemas alone are over half of it: both sessions get
+    // `schemas_over_budget`, and the MCP server's schemas make both figures larger.
+    let figures = |servers: &str| -> (u64, u64) {
+        let env = TestEnv::new();
+        let mock = MockServer::start(vec![text_reply("hi")]);
+        env.mock_config(Flavor::Anthropic, &mock.base_url(), "context_tokens = 2000");
+        let mut text = std::fs::read_to_string(env.home.join("config.toml")).unwrap();
+        text.push_str(servers);
+        env.user_config(&text);
+        env.trust();
+        let mut s = env.stdio(&[]);
+        s.user("hello");
+        let (evs, _) = s.turn();
+        s.finish();
+        let over = evs
+            .iter()
+            .find(|e| e["type"] == "schemas_over_budget")
+            .unwrap_or_else(|| panic!("no schemas_over_budget: {evs:?}"));
+        let budget = last_of(&evs, "budget");
+        (
+            over["schema_tokens"].as_u64().unwrap(),
+            budget["used_tokens"].as_u64().unwrap(),
+        )
+    };
+    let (schemas, used) = figures("");
+    let (schemas_mcp, used_mcp) = figures(&format!("\n{}", everything_server("everything", "")));
+    assert!(schemas_mcp > schemas, "{schemas_mcp} vs {schemas}");
+    assert!(
+        used_mcp - used >= schemas_mcp - schemas,
+        "budget: {used_mcp} vs {used}; schemas {schemas_mcp} vs {schemas}"
+    );
+}
+
+#[test]
+fn a_server_that_does_not_start_is_one_note_on_stderr_under_p() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![text_reply("fine without it")]);
+    config(
+        &env,
+        &mock,
+        "[mcp_servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n",
+    );
+    env.trust();
+    let out = env.run(&["-p", "hello"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("fine without it"), "{}", out.stdout);
+    assert_eq!(
+        out.stderr.matches("MCP server broken").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("note: MCP server broken") && out.stderr.contains("did not start"),
+        "{}",
+        out.stderr
+    );
+}

@@ -182,13 +182,14 @@ fn without_landlock_the_shell_is_refused_unless_the_user_turns_the_sandbox_off()
     let (mut env, mock) = setup("");
     env.env
         .push(("OPENMAX_SANDBOX_SIMULATE".into(), "no-landlock".into()));
-    let r = shell_calls(&env, &mock, &["echo ran > ran.txt".to_string()]);
-    let (ok, out) = &r[0];
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("the sandbox is unavailable") && out.contains("[sandbox] mode = \"off\""),
-        "{out}"
-    );
+    let commands = with_grandchild(&["echo ran > ran.txt".to_string()]);
+    for (cmd, (ok, out)) in commands.iter().zip(shell_calls(&env, &mock, &commands)) {
+        assert!(!ok, "{cmd}: {out}");
+        assert!(
+            out.contains("the sandbox is unavailable") && out.contains("[sandbox] mode = \"off\""),
+            "{cmd}: {out}"
+        );
+    }
     assert!(env.read("ran.txt").is_none());
 
     let (mut env, mock) = setup("[sandbox]\nmode = \"off\"\n");
@@ -286,4 +287,118 @@ fn the_user_config_can_add_a_writable_directory() {
         "{}",
         out.stderr
     );
+}
+
+/// `readonly` mode runs the shell in a read-only sandbox instead of refusing it: reading works
+/// and so does a scratch file in `$TMPDIR`, while every change fails, from the command and
+/// from a grandchild: writing, creating, removing, renaming, linking, truncating, and the
+/// changes Landlock does not judge (mode, times); no socket can be opened, not even with
+/// `[sandbox] network = true`. Nothing is asked.
+#[test]
+fn readonly_runs_the_shell_in_a_read_only_sandbox() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![]);
+    env.mock_config(
+        Flavor::Anthropic,
+        &mock.base_url(),
+        "[sandbox]\nnetwork = true\n",
+    );
+    env.trust();
+    env.set_mode("readonly");
+    env.write("inside.txt", "inside\n");
+    let sock = env.root.join("agent.sock");
+    let unix = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let probe = env.root.join("probe.py");
+    std::fs::write(
+        &probe,
+        format!(
+            "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({:?})\nprint('connected')\n",
+            sock.display().to_string()
+        ),
+    )
+    .unwrap();
+    let file = env.project.join("inside.txt");
+    let meta = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(p).unwrap();
+        (m.mode(), m.mtime(), m.mtime_nsec(), m.len())
+    };
+    let before = meta(&file);
+    let attacks = with_grandchild(&[
+        "echo x > inside.txt".to_string(),
+        "echo x >> inside.txt".to_string(),
+        "touch new.txt".to_string(),
+        "mkdir d".to_string(),
+        "rm inside.txt".to_string(),
+        "mv inside.txt moved.txt".to_string(),
+        "ln inside.txt hard.txt".to_string(),
+        "ln -s inside.txt soft.txt".to_string(),
+        "truncate -s 0 inside.txt".to_string(),
+        "touch inside.txt".to_string(),
+        "chmod 600 inside.txt".to_string(),
+        format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        format!("python3 {}", probe.display()),
+    ]);
+    let mut commands = vec![
+        "ls && cat inside.txt".to_string(),
+        "t=$(mktemp) && echo scratch > \"$t\" && cat \"$t\" && rm \"$t\"".to_string(),
+        "bash -c 'bash -c \"cat inside.txt | wc -l\"'".to_string(),
+    ];
+    commands.extend(attacks.iter().cloned());
+    let results = shell_calls(&env, &mock, &commands);
+    let (ok, out) = &results[0];
+    assert!(
+        *ok && out.contains("inside.txt") && out.contains("inside\n"),
+        "{out}"
+    );
+    let (ok, out) = &results[1];
+    assert!(*ok && out.contains("scratch"), "{out}");
+    let (ok, out) = &results[2];
+    assert!(*ok && out.contains('1'), "{out}");
+    for (cmd, (ok, out)) in attacks.iter().zip(&results[3..]) {
+        assert!(!ok, "{cmd} succeeded: {out}");
+        assert!(!out.contains("connected"), "{cmd}: {out}");
+        assert!(
+            out.contains(
+                "the approval mode is readonly, so this command ran in a read-only sandbox"
+            ),
+            "{cmd}: {out}"
+        );
+    }
+    assert_eq!(meta(&file), before, "inside.txt changed");
+    assert_eq!(env.read("inside.txt").as_deref(), Some("inside\n"));
+    let mut left: Vec<String> = std::fs::read_dir(&env.project)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, [".git", "inside.txt"]);
+    unix.set_nonblocking(true).unwrap();
+    assert!(unix.accept().is_err(), "a Unix connection got through");
+}
+
+/// Where the read-only sandbox cannot be had, `readonly` refuses the shell without running it,
+/// as before: on a kernel older than Landlock ABI 6 (simulated) and with the sandbox off.
+#[test]
+fn readonly_refuses_the_shell_without_the_read_only_sandbox() {
+    for (extra, simulate) in [("", Some("abi-5")), ("[sandbox]\nmode = \"off\"\n", None)] {
+        let mut env = TestEnv::new();
+        let mock = MockServer::start(vec![]);
+        env.mock_config(Flavor::Anthropic, &mock.base_url(), extra);
+        env.trust();
+        env.set_mode("readonly");
+        if let Some(s) = simulate {
+            env.env.push(("OPENMAX_SANDBOX_SIMULATE".into(), s.into()));
+        }
+        let r = shell_calls(&env, &mock, &["echo ran > ran.txt; ls".to_string()]);
+        let (ok, out) = &r[0];
+        assert!(!ok, "{extra}: {out}");
+        assert!(
+            out.starts_with("refused: the approval mode is readonly"),
+            "{extra}: {out}"
+        );
+        assert!(env.read("ran.txt").is_none());
+    }
 }

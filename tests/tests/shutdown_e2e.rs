@@ -1,7 +1,8 @@
 //! The real `openmax --stdio` shutting down while a reply streams without end: end of input
 //! and the first SIGTERM let the turn go on for `[limits] drain_timeout_s` (default 10 s),
 //! then cancel it (`message_done` with the partial text, `done cancelled`, exactly one `done`)
-//! and exit 0. Every stream is checked by the validator.
+//! and exit 0; a second SIGTERM exits 130 at once and kills the MCP servers' process groups.
+//! Every stream is checked by the validator.
 
 use std::time::{Duration, Instant};
 
@@ -112,4 +113,81 @@ fn quit_during_an_endless_stream_cancels_at_the_deadline() {
     assert_eq!(code, Some(0), "{stderr}");
     seen.extend(rest.iter().map(|v| v.to_string()));
     assert_cancelled_once(&seen, &rest);
+}
+
+/// A second SIGTERM while the first drains exits 130 at once, and takes the MCP servers' whole
+/// process groups with it: a process the server left in its group (here a `sleep`, which stdin
+/// closing would not end) is killed, and no record is left for the next start's sweep.
+#[test]
+fn a_second_sigterm_exits_130_and_kills_the_mcp_servers_process_groups() {
+    use std::io::{BufRead, BufReader, Write};
+    let (env, _mock) = setup(Flavor::Anthropic, "");
+    let pidfile = env.root.join("sleep.pid");
+    let script = format!(
+        "sleep 600 & echo $! > {:?}; exec node {:?} stdio",
+        pidfile,
+        openmax_tests::deps::everything_js()
+    );
+    let mut text = std::fs::read_to_string(env.home.join("config.toml")).unwrap();
+    text.push_str(&format!(
+        "\n[mcp_servers.grouped]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n"
+    ));
+    env.user_config(&text);
+    let mut child = env
+        .command(&["--stdio"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("openmax starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin
+        .write_all(b"{\"cmd\":\"user\",\"text\":\"go on forever\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let mut seen = Vec::new();
+    for l in lines.by_ref() {
+        let l = l.unwrap();
+        let token = l.contains("\"type\":\"token\"");
+        seen.push(l);
+        if token {
+            break;
+        }
+    }
+    let sleeper: i32 = std::fs::read_to_string(&pidfile)
+        .expect("the server started")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(process_alive(sleeper));
+    let pid = child.id() as i32;
+    // The first signal ends input and the turn drains (10 s by default); a later one forces
+    // the exit. Two sent back to back may be delivered as one, so send until it exits.
+    let end = std::time::Instant::now() + DEADLINE;
+    let status = loop {
+        // SAFETY: plain kill(2) of the child this test started.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        std::thread::sleep(Duration::from_millis(50));
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < end, "openmax did not exit");
+    };
+    seen.extend(lines.map_while(Result::ok));
+    assert_valid_prefix(&seen, "a stdio session forced out by a second SIGTERM");
+    let gone = wait_gone(sleeper);
+    if !gone {
+        // SAFETY: as above; a failing test must not leave it running.
+        unsafe { libc::kill(sleeper, libc::SIGKILL) };
+    }
+    assert_eq!(status.code(), Some(130));
+    assert!(gone, "the server's process group outlived the forced exit");
+    let records: Vec<_> = std::fs::read_dir(env.home.join("projects"))
+        .unwrap()
+        .flatten()
+        .filter_map(|p| std::fs::read_dir(p.path().join("running")).ok())
+        .flat_map(|d| d.flatten().map(|e| e.path()))
+        .collect();
+    assert!(records.is_empty(), "records left: {records:?}");
 }

@@ -50,7 +50,10 @@ fn ineligible(sc: &Scenario) -> Option<String> {
     if !sc.tools.is_empty() || !sc.hooks.is_empty() || !c.hooks.is_empty() {
         return Some("scripted tools or hooks".into());
     }
-    if !sc.persist_failures.is_empty() || !sc.mode_save_failures.is_empty() {
+    if !sc.persist_failures.is_empty()
+        || !sc.mode_save_failures.is_empty()
+        || !sc.approval_record_failures.is_empty()
+    {
         return Some("injected disk faults".into());
     }
     if !sc.refreezes.is_empty() {

@@ -458,7 +458,7 @@ fn escape_sequences_from_the_model_are_drawn_inert() {
 }
 
 #[test]
-fn model_and_project_flags_work_as_everywhere() {
+fn model_project_provider_and_base_url_flags_work_as_everywhere() {
     let (env, mock) = setup(vec![text_reply("from the other model")]);
     // Started outside the project, pointed at it by --project.
     let elsewhere = env.root.join("elsewhere");
@@ -477,6 +477,29 @@ fn model_and_project_flags_work_as_everywhere() {
     pane.wait_text("from the other model");
     let reqs = mock.requests();
     assert_eq!(reqs[0].body["model"], "other-model");
+    quit(&pane);
+    drop(pane);
+
+    // --provider and --base-url: another API at another server.
+    let other = MockServer::start(vec![text_reply("from the other provider")]);
+    let base = format!("{}/v1", other.base_url());
+    let pane = Pane::start(
+        &env,
+        &["--provider", "openai-chat", "--base-url", &base],
+        80,
+        30,
+    );
+    pane.wait_text("test-model");
+    pane.type_text("hi");
+    pane.keys(&["Enter"]);
+    pane.wait_text("from the other provider");
+    let reqs = other.requests();
+    assert_eq!(reqs[0].flavor, Some(Flavor::OpenaiChat), "{}", reqs[0].path);
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "the configured server is not asked"
+    );
     quit(&pane);
 }
 

@@ -1,6 +1,8 @@
 //! End to end: what reaches the terminal UI from the rest of the process, in a real terminal (a
-//! tmux pane) against the loopback mock. Warnings openmax writes to stderr while the UI holds
-//! the terminal are notice lines above the live region, not raw text over it; the stderr of a
+//! tmux pane) against the loopback mock. Warnings openmax writes to stderr, from before the UI
+//! takes the terminal on, are notice lines above the live region, not raw text over it; a
+//! problem that is a note (an MCP server that did not start, a broken config on `/reload`) is
+//! shown once, as a note, at launch and on each reload; the stderr of a
 //! stdio MCP server (the real npm server-everything) goes to the session's MCP log; a server's
 //! `tools/list_changed` notice is shown as on the wire; SIGTERM and SIGHUP mid-stream cancel
 //! the turn, keep the session resumable and give the shell a sane terminal back; a second
@@ -101,20 +103,24 @@ fn stderr_warnings_and_mcp_notices_are_notice_lines_and_the_screen_stays_intact(
     let log = std::fs::read_to_string(&logs[0]).unwrap();
     assert!(log.contains("Starting default (STDIO) server"), "{log}");
 
-    // A broken project config read by `/reload` while the UI runs: openmax's warning on stderr
-    // becomes a notice line, the live region is drawn whole under it.
+    // A broken project config read by `/reload` while the UI runs: the problem is a note line
+    // of its own (once: not also a copy on stderr), the live region is drawn whole under it.
     env.project_config("this is [[ not toml\n");
     pane.type_text("/reload");
     pane.keys(&["Enter"]);
-    // Raw, it would be drawn from the cursor (the prompt row) on; as a notice it is a row of
-    // its own above the live region.
-    pane.wait_for("the stderr warning as a notice line of its own", |s| {
-        s.lines()
-            .any(|r| r.starts_with("openmax: hooks and MCP servers not re-read"))
-    });
     pane.wait_text("reloaded:");
+    pane.wait_for("the reload's problem as a note line of its own", |s| {
+        s.lines()
+            .any(|r| r.starts_with("note: hooks and MCP servers not re-read"))
+    });
     let screen = pane.screen();
     assert_live_region_intact(&screen);
+    assert_eq!(
+        count(&pane.history(), "hooks and MCP servers not re-read"),
+        1,
+        "{}",
+        pane.history()
+    );
     // The session goes on: a prompt still streams its reply into an intact screen.
     pane.type_text("are you there");
     pane.keys(&["Enter"]);
@@ -131,6 +137,80 @@ fn stderr_warnings_and_mcp_notices_are_notice_lines_and_the_screen_stays_intact(
     let (code, restored) = pane.wait_exit();
     assert_eq!(code, 0, "{}", pane.history());
     assert!(restored, "{}", pane.history());
+}
+
+/// How many times `needle` occurs in `hay`.
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+#[test]
+fn an_mcp_server_that_fails_to_start_is_one_note_at_start_and_one_per_reload() {
+    let server = "[mcp_servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n";
+    let (env, _mock) = setup(vec![], server);
+    let pane = Pane::start(&env, &[], 100, 30);
+    pane.wait_text("test-model");
+    pane.wait_text("MCP server broken");
+    pane.type_text("/reload");
+    pane.keys(&["Enter"]);
+    pane.wait_text("reloaded:");
+    // The reload's own note comes with its receipt; give a second copy time to show.
+    pane.wait_for("the reload's note", |_| {
+        count(&pane.history(), "MCP server broken") >= 2
+    });
+    pane.type_text("/help");
+    pane.keys(&["Enter"]);
+    pane.wait_text("/quit");
+    let h = pane.history();
+    assert_eq!(
+        count(&h, "MCP server broken"),
+        2,
+        "once at start and once for the reload, each as a note:\n{h}"
+    );
+    assert_eq!(count(&h, "note: MCP server broken"), 2, "{h}");
+    pane.keys(&["C-d"]);
+    let (code, _) = pane.wait_exit();
+    assert_eq!(code, 0, "{}", pane.history());
+}
+
+#[test]
+fn a_warning_written_before_the_ui_starts_is_a_notice_line_of_the_ui() {
+    let (env, mock) = setup(vec![text_reply("the first answer")], "");
+    let mut s = env.stdio(&[]);
+    s.user("the first question");
+    s.turn();
+    let sid = s.hello["session_id"].as_str().unwrap().to_string();
+    s.finish();
+    // A torn last line, as an interrupted write leaves it: resuming warns about it on stderr
+    // before the UI takes the terminal.
+    let record = env.record_path(&sid);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&record)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"v\":1,\"rec\":\"mess").unwrap();
+    drop(f);
+    // Wide enough for the warning (with its long path) to fit one row.
+    let pane = Pane::start(&env, &["--continue"], 250, 30);
+    pane.wait_text("the first answer");
+    pane.wait_text("ignored a torn last line");
+    assert_live_region_intact(&pane.screen());
+    // Drawn by the UI as a warning notice (bold yellow), not printed raw before it.
+    let styled = pane.history_styled();
+    let row = styled
+        .lines()
+        .find(|l| l.contains("ignored a torn last line"))
+        .unwrap();
+    assert!(
+        row.starts_with('\x1b') && row.contains("[1m"),
+        "not a warning notice row (bold, coloured): {row:?}"
+    );
+    assert_eq!(count(&pane.history(), "ignored a torn last line"), 1);
+    pane.keys(&["C-d"]);
+    let (code, restored) = pane.wait_exit();
+    assert_eq!(code, 0, "{}", pane.history());
+    assert!(restored);
+    drop(mock);
 }
 
 /// Send `signal` to openmax mid-stream; the turn ends cancelled, the terminal is given back
@@ -219,19 +299,34 @@ fn a_second_sigterm_while_the_first_waits_exits_130_with_the_terminal_restored()
             format!("{:?}\n{logs:?}\n{}", descendants(pid), pane.history())
         },
     );
-    let sleeper = descendants(pid)
-        .into_iter()
-        .find(|(_, c)| c == "sleep")
-        .map(|(p, _)| p)
-        .unwrap();
+    // The first server (node) and the reload's (the hanging sleep), both tracked MCP groups.
+    let servers = descendants(pid);
+    assert!(
+        servers.iter().any(|(_, c)| c == "node"),
+        "the first server runs: {servers:?}"
+    );
+    assert!(
+        !running_records(&env.home).is_empty(),
+        "the servers' groups are recorded"
+    );
     // SAFETY: plain kill(2)s of processes this test started.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     pane.wait_text("stopping");
     unsafe { libc::kill(pid, libc::SIGTERM) };
     let (code, restored) = pane.wait_exit();
-    // The forced exit leaves the hanging server behind; it is this test's to end.
-    // SAFETY: as above.
-    unsafe { libc::kill(sleeper, libc::SIGKILL) };
+    // The forced exit kills the MCP servers' process groups itself and removes their records,
+    // rather than leaving them to the next start's sweep.
+    let left: Vec<&(i32, String)> = servers.iter().filter(|(p, _)| !wait_gone(*p)).collect();
+    for (p, _) in &left {
+        // SAFETY: as above; a test failure must not leave them running.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "left running after exit 130: {left:?}");
+    assert_eq!(
+        running_records(&env.home),
+        Vec::<PathBuf>::new(),
+        "records left for the next start's sweep"
+    );
     assert_eq!(code, 130, "{}", pane.history());
     assert!(
         restored,
@@ -239,6 +334,14 @@ fn a_second_sigterm_while_the_first_waits_exits_130_with_the_terminal_restored()
         pane.history()
     );
     assert_eq!(pane.format("#{cursor_flag}"), "1", "the cursor is shown");
+}
+
+/// The reaper's records of tracked process groups (`<project state>/running/*`).
+fn running_records(home: &Path) -> Vec<PathBuf> {
+    files_ending(home, "")
+        .into_iter()
+        .filter(|p| p.parent().is_some_and(|d| d.ends_with("running")))
+        .collect()
 }
 
 /// The pid and command name of every descendant of `pid`.
@@ -285,4 +388,47 @@ fn wait_until(what: &str, pred: impl Fn() -> bool, show: impl Fn() -> String) {
         );
         std::thread::sleep(std::time::Duration::from_millis(40));
     }
+}
+
+/// Whether `pid` is still a live process (not gone, not a zombie waiting for its parent).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_terminal_that_goes_away_mid_stream_ends_the_session_instead_of_spinning() {
+    // The pane's shell is the terminal's session leader: when the tmux server dies, the kernel
+    // hangs the terminal up and signals that shell, not openmax. openmax must notice the dead
+    // terminal itself (its reads return end of file at once, forever), cancel the turn, leave
+    // the session resumable and exit, rather than outlive its terminal reading it in a loop.
+    let (env, _mock) = setup(vec![endless_reply()], "");
+    let pane = Pane::start(&env, &[], 80, 30);
+    pane.wait_text("test-model");
+    pane.type_text("drip please");
+    pane.keys(&["Enter"]);
+    pane.wait_text("drip0001");
+    let pid = pane.openmax_pid();
+    drop(pane);
+    let end = std::time::Instant::now() + DEADLINE;
+    while alive(pid) && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let still = alive(pid);
+    if still {
+        // SAFETY: a plain kill(2) of the process this test started, so it does not outlive it.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!still, "openmax outlived its terminal by {DEADLINE:?}");
+    let mut s = env.stdio(&["--continue"]);
+    let t = s.event();
+    assert_eq!(t["type"], "transcript", "{t}");
+    assert!(t.to_string().contains("drip please"), "{t}");
+    let (code, _events, stderr) = s.finish();
+    assert_eq!(code, Some(0), "{stderr}");
 }

@@ -7,10 +7,11 @@
 
 use crate::conversation::{Block, Message, Role};
 use crate::record::Record;
-use crate::wire::{ApprovalOutcome, Command, Event, Mode};
+use crate::wire::{ApprovalOutcome, Command, Event, Mode, StopReason};
 
-use super::turn::{Phase, Turn};
-use super::{Core, Effect, Freeze, HookEvent};
+use super::phase::{AfterPersist, Phase};
+use super::turn::Turn;
+use super::{Core, Effect, FramingFault, Freeze, HookEvent};
 
 impl Core {
     pub(super) fn on_line(&mut self, raw: &str) {
@@ -18,13 +19,13 @@ impl Core {
             Ok(None) => return,
             Ok(Some(c)) => c,
             Err(e) => {
-                if !self.draining {
+                if !self.lifecycle.quitting() {
                     self.protocol_error(e.to_string());
                 }
                 return;
             }
         };
-        if self.draining {
+        if self.lifecycle.quitting() {
             return;
         }
         match cmd {
@@ -40,6 +41,19 @@ impl Core {
         }
     }
 
+    /// A line the shell could not frame (ignored once quitting, like any command).
+    pub(super) fn on_framing(&mut self, fault: FramingFault) {
+        if self.lifecycle.quitting() {
+            return;
+        }
+        self.protocol_error(match fault {
+            FramingFault::TooLong { len } => {
+                format!("line longer than 8 MiB ({len} bytes) skipped")
+            }
+            FramingFault::NotUtf8 => "line is not valid UTF-8; skipped".to_string(),
+        });
+    }
+
     fn on_user(&mut self, text: String) {
         if self.busy() {
             return self.protocol_error(
@@ -50,7 +64,7 @@ impl Core {
         if text.trim().is_empty() {
             self.protocol_error("user text is empty");
             return self.ev(Event::Done {
-                stop_reason: "refused".into(),
+                stop_reason: StopReason::Refused,
             });
         }
         if !self.config.trusted {
@@ -59,7 +73,7 @@ impl Core {
                  again",
             );
             return self.ev(Event::Done {
-                stop_reason: "refused".into(),
+                stop_reason: StopReason::Refused,
             });
         }
         self.turn = Turn::default();
@@ -87,40 +101,44 @@ impl Core {
         self.start_request();
     }
 
-    fn on_cancel(&mut self) {
+    pub(super) fn on_cancel(&mut self) {
         if self.turn.ending.is_some() {
             // Already ending (a cancel waiting on a tool or a persistence ack): nothing more.
             return;
         }
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Idle => self.protocol_error("cancel: no turn is running"),
-            Phase::Closed => self.phase = Phase::Closed,
-            Phase::PromptHooks { .. } | Phase::Backoff { .. } | Phase::TurnEndHooks { .. } => {
-                self.end_turn("cancelled")
-            }
+            Phase::Hooks { .. } | Phase::Backoff { .. } => self.end_turn(StopReason::Cancelled),
             Phase::Streaming(a) => {
                 self.eff(Effect::CancelRequest { request: a.request });
                 if a.text.is_empty() {
-                    self.end_turn("cancelled");
+                    self.end_turn(StopReason::Cancelled);
                 } else {
                     // A token run always ends with message_done: the partial is kept.
-                    self.turn.ending = Some("cancelled".into());
-                    self.end_with_partial(a.text, None, "cancelled");
+                    self.turn.ending = Some(StopReason::Cancelled);
+                    self.end_with_partial(a.text, None, StopReason::Cancelled);
                 }
             }
-            p @ (Phase::PersistReply { .. }
-            | Phase::PersistResult { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. }) => {
-                self.phase = p;
-                self.turn.ending = Some("cancelled".into());
-            }
-            p @ Phase::PersistPartial { .. } => {
+            p @ Phase::Persisting {
+                then: AfterPersist::Partial { .. },
+                ..
+            } => {
                 // The turn already ends `truncated` once the partial text is on disk.
                 self.phase = p;
             }
+            p @ Phase::Persisting {
+                then:
+                    AfterPersist::Reply(_)
+                    | AfterPersist::Result { .. }
+                    | AfterPersist::Refusal { .. }
+                    | AfterPersist::Compaction { .. },
+                ..
+            } => {
+                self.phase = p;
+                self.turn.ending = Some(StopReason::Cancelled);
+            }
             Phase::Planning { call } => {
-                self.turn.ending = Some("cancelled".into());
+                self.turn.ending = Some(StopReason::Cancelled);
                 self.finish_call(
                     call,
                     false,
@@ -131,7 +149,7 @@ impl Core {
             Phase::Approving {
                 call, approval_id, ..
             } => {
-                self.turn.ending = Some("cancelled".into());
+                self.turn.ending = Some(StopReason::Cancelled);
                 self.settle(&approval_id, ApprovalOutcome::Cancelled);
                 self.finish_call(
                     call,
@@ -144,7 +162,7 @@ impl Core {
                 );
             }
             Phase::RunningTool { call, .. } => {
-                self.turn.ending = Some("cancelled".into());
+                self.turn.ending = Some(StopReason::Cancelled);
                 let call_id = self.call_id(call);
                 self.eff(Effect::CancelTool { call_id });
                 self.phase = Phase::RunningTool {
@@ -152,62 +170,6 @@ impl Core {
                     cancelling: true,
                 };
             }
-        }
-    }
-
-    pub(super) fn on_quit(&mut self) {
-        if self.draining {
-            return;
-        }
-        self.draining = true;
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Idle => self.exit(),
-            Phase::Closed => self.phase = Phase::Closed,
-            Phase::Approving {
-                call, approval_id, ..
-            } => {
-                self.settle(&approval_id, ApprovalOutcome::Declined);
-                self.finish_call(
-                    call,
-                    false,
-                    "declined: the session is shutting down, so the call was not run".into(),
-                    None,
-                );
-            }
-            p @ (Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. }) => self.phase = p,
-        }
-        if self.in_turn() {
-            match self.config.limits.drain_timeout_ms {
-                0 => self.cancel_turn(),
-                ms => self.drain_deadline = Some(self.now.plus(ms)),
-            }
-        }
-    }
-
-    /// Cancel the turn in flight, as a `cancel` command would (the drain deadline passed).
-    pub(super) fn cancel_turn(&mut self) {
-        if self.in_turn() {
-            self.turn.shutdown = true;
-            self.on_cancel();
-        }
-    }
-
-    /// Who ended the turn, as the results of the calls it cuts off say.
-    pub(super) fn cancel_cause(&self) -> &'static str {
-        if self.turn.shutdown {
-            "the session shut down"
-        } else {
-            "the user cancelled the turn"
         }
     }
 
@@ -229,15 +191,15 @@ impl Core {
                  project first",
             );
         }
-        self.mode_saves.push_back(m);
+        self.gate.mode_saves.push_back(m);
         self.eff(Effect::SaveMode { mode: m });
     }
 
     pub(super) fn on_mode_saved(&mut self, mode: Mode) {
-        let Some(pos) = self.mode_saves.iter().position(|m| *m == mode) else {
+        let Some(pos) = self.gate.mode_saves.iter().position(|m| *m == mode) else {
             return;
         };
-        self.mode_saves.remove(pos);
+        self.gate.mode_saves.remove(pos);
         self.config.mode = mode;
         self.ev(Event::ApprovalMode { mode });
         self.note(format!("approval mode is now {}", mode.as_str()));
@@ -245,10 +207,10 @@ impl Core {
     }
 
     pub(super) fn on_mode_save_failed(&mut self, mode: Mode, message: String) {
-        let Some(pos) = self.mode_saves.iter().position(|m| *m == mode) else {
+        let Some(pos) = self.gate.mode_saves.iter().position(|m| *m == mode) else {
             return;
         };
-        self.mode_saves.remove(pos);
+        self.gate.mode_saves.remove(pos);
         self.protocol_error(format!(
             "approval_mode: could not save mode {}: {message}; the mode is unchanged ({})",
             mode.as_str(),
@@ -260,20 +222,20 @@ impl Core {
         if self.busy() {
             return self.protocol_error("reload: a turn is in flight; send reload after its done");
         }
-        if self.refreezing {
+        if self.gate.refreezing {
             return self.protocol_error("reload: a reload is already in progress");
         }
-        self.refreezing = true;
+        self.gate.refreezing = true;
         self.eff(Effect::Refreeze);
     }
 
     pub(super) fn on_frozen(&mut self, snapshot: Freeze) {
-        if !self.refreezing {
+        if !self.gate.refreezing {
             return;
         }
-        self.refreezing = false;
+        self.gate.refreezing = false;
         if self.in_turn() {
-            self.deferred_freeze = Some(Box::new(snapshot));
+            self.gate.deferred_freeze = Some(Box::new(snapshot));
         } else {
             self.apply_freeze(snapshot);
         }

@@ -36,7 +36,8 @@ use crate::compaction::{self, Receipt, Scale, Verdict, TARGET_PERCENT};
 use crate::record::Record;
 use crate::wire::Event;
 
-use super::turn::{self, AfterCompaction, Attempt, Phase};
+use super::phase::{AfterCompaction, AfterPersist};
+use super::turn::{self, Attempt};
 use super::{Core, HookEvent};
 
 impl Core {
@@ -110,7 +111,7 @@ impl Core {
     pub(super) fn after_compaction(&mut self, receipt: Receipt, next: AfterCompaction) {
         self.emit_receipt(receipt);
         if let Some(stop) = self.turn.ending.clone() {
-            return self.end_turn(&stop);
+            return self.end_turn(stop);
         }
         match next {
             AfterCompaction::NewRequest => self.send_new_request(),
@@ -187,17 +188,13 @@ impl Core {
     }
 
     fn persist_compaction(&mut self, receipt: Receipt, next: AfterCompaction) {
-        let ticket = self.persist(vec![Record::Compaction {
+        let record = Record::Compaction {
             messages: self.conversation.clone(),
             tokens_before: receipt.tokens_before,
             tokens_after: receipt.tokens_after,
             compacted_messages: receipt.compacted_messages,
-        }]);
-        self.phase = Phase::PersistCompaction {
-            ticket,
-            receipt,
-            next,
         };
+        self.persist_then(vec![record], AfterPersist::Compaction { receipt, next });
     }
 
     fn emit_receipt(&mut self, r: Receipt) {

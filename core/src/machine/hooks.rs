@@ -14,9 +14,9 @@
 use std::collections::VecDeque;
 
 use crate::conversation::Message;
-use crate::wire::Event;
+use crate::wire::{Event, StopReason};
 
-use super::turn::{HookRun, Phase};
+use super::phase::{AfterPersist, HookRun, HookStage, Phase};
 use super::{Core, Effect, HookEvent, HookOutcome, HookSpec};
 
 /// `turn_end` refusals honored per turn before it ends `unverified`.
@@ -120,8 +120,8 @@ impl Core {
         let fields = serde_json::json!({ "prompt": prompt });
         match self.next_blocking(HookEvent::UserPromptSubmit, &mut rest, &fields) {
             Some(current) => {
-                self.phase = Phase::PromptHooks {
-                    prompt,
+                self.phase = Phase::Hooks {
+                    stage: HookStage::Prompt { prompt },
                     current,
                     rest,
                 }
@@ -153,73 +153,55 @@ impl Core {
         let fields = self.turn_end_fields();
         match self.next_blocking(HookEvent::TurnEnd, &mut rest, &fields) {
             Some(current) => {
-                self.phase = Phase::TurnEndHooks {
-                    finish_reason,
+                self.phase = Phase::Hooks {
+                    stage: HookStage::TurnEnd { finish_reason },
                     current,
                     rest,
                 }
             }
-            None => self.end_turn(&finish_reason),
+            None => self.end_turn(StopReason::Provider(finish_reason)),
         }
     }
 
     pub(super) fn on_hook_done(&mut self, run: u64, outcome: HookOutcome) {
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::PromptHooks {
-                prompt,
-                current,
-                rest,
-            } if current.run == run => match outcome {
-                HookOutcome::Pass => self.continue_prompt_hooks(prompt, rest),
-                HookOutcome::Failed { detail } => {
-                    self.hook_failed(&current.hook, current.event, detail);
-                    self.continue_prompt_hooks(prompt, rest);
+        let Some((stage, current, rest)) = self.phase.take_hooks(run) else {
+            if let Some((hook, event)) = self.observe_runs.remove(&run) {
+                if let HookOutcome::Failed { detail } = outcome {
+                    self.hook_failed(&hook, event, detail);
                 }
-                HookOutcome::Refuse { .. } => self.end_turn("blocked"),
-            },
-            Phase::TurnEndHooks {
-                finish_reason,
-                current,
-                rest,
-            } if current.run == run => match outcome {
-                HookOutcome::Pass => self.continue_turn_end_hooks(finish_reason, rest),
-                HookOutcome::Failed { detail } => {
-                    self.hook_failed(&current.hook, current.event, detail);
-                    self.continue_turn_end_hooks(finish_reason, rest);
-                }
-                HookOutcome::Refuse { reason } => {
-                    if self.turn.refusals >= MAX_CONTINUATIONS {
-                        self.end_turn("unverified");
-                    } else {
-                        let record = self.push_message(Message::user_text(reason.clone()));
-                        let ticket = self.persist(vec![record]);
-                        self.phase = Phase::PersistRefusal {
-                            ticket,
+            }
+            return;
+        };
+        match (stage, outcome) {
+            (HookStage::Prompt { prompt }, HookOutcome::Pass) => {
+                self.continue_prompt_hooks(prompt, rest)
+            }
+            (HookStage::Prompt { prompt }, HookOutcome::Failed { detail }) => {
+                self.hook_failed(&current.hook, current.event, detail);
+                self.continue_prompt_hooks(prompt, rest);
+            }
+            (HookStage::Prompt { .. }, HookOutcome::Refuse { .. }) => {
+                self.end_turn(StopReason::Blocked)
+            }
+            (HookStage::TurnEnd { finish_reason }, HookOutcome::Pass) => {
+                self.continue_turn_end_hooks(finish_reason, rest)
+            }
+            (HookStage::TurnEnd { finish_reason }, HookOutcome::Failed { detail }) => {
+                self.hook_failed(&current.hook, current.event, detail);
+                self.continue_turn_end_hooks(finish_reason, rest);
+            }
+            (HookStage::TurnEnd { .. }, HookOutcome::Refuse { reason }) => {
+                if self.turn.refusals >= MAX_CONTINUATIONS {
+                    self.end_turn(StopReason::Unverified);
+                } else {
+                    let record = self.push_message(Message::user_text(reason.clone()));
+                    self.persist_then(
+                        vec![record],
+                        AfterPersist::Refusal {
                             hook: current.hook,
                             reason,
-                        };
-                    }
-                }
-            },
-            other @ (Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. }) => {
-                self.phase = other;
-                if let Some((hook, event)) = self.observe_runs.remove(&run) {
-                    if let HookOutcome::Failed { detail } = outcome {
-                        self.hook_failed(&hook, event, detail);
-                    }
+                        },
+                    );
                 }
             }
         }
@@ -236,7 +218,7 @@ impl Core {
         });
         self.turn.refusals += 1;
         if let Some(stop) = self.turn.ending.clone() {
-            self.end_turn(&stop);
+            self.end_turn(stop);
         } else {
             self.start_request();
         }

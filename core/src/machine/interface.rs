@@ -6,7 +6,7 @@ use crate::conversation::{Message, ModelRequest, ToolSchema};
 use crate::permissions::Permissions;
 use crate::provider::{ProviderItem, RequestFailure, RequestId};
 use crate::record::Record;
-use crate::tool::{ToolOutcome, ToolPlan};
+use crate::tool::{RunSandbox, ToolOutcome, ToolPlan};
 use crate::wire::{Event, Mode};
 
 /// A stdin framing fault the shell detected before the core could see a line.
@@ -53,8 +53,8 @@ pub enum Input {
     ToolPlanned {
         /// The call inspected.
         call_id: String,
-        /// What running it would do.
-        plan: ToolPlan,
+        /// What running it would do (boxed: the largest input by far).
+        plan: Box<ToolPlan>,
     },
     /// A tool call finished (or was killed).
     ToolDone {
@@ -94,6 +94,20 @@ pub enum Input {
         /// Why.
         message: String,
     },
+    /// The approval of a source's bytes is recorded, answering [`Effect::ApproveSource`].
+    SourceApproved {
+        /// The approval it records.
+        approval_id: String,
+    },
+    /// The approval of a source's bytes could not be recorded, answering
+    /// [`Effect::ApproveSource`]. The approved call still runs; the client is told that the
+    /// next call of those bytes will ask again.
+    SourceApprovalFailed {
+        /// The approval it was to record.
+        approval_id: String,
+        /// Why the write failed.
+        message: String,
+    },
     /// A new freeze snapshot, answering [`Effect::Refreeze`].
     Frozen {
         /// The snapshot.
@@ -116,6 +130,14 @@ pub enum Input {
     /// `now`: every timer whose deadline is at or before `now` fires; an early `Timeout` does
     /// nothing.
     Timeout,
+}
+
+impl Input {
+    /// Whether the input comes from the client (a line, a framing fault, end of input): such
+    /// input is held while a command's answer is awaited (see the drain contract).
+    pub fn is_client(&self) -> bool {
+        matches!(self, Input::Line(_) | Input::Framing(_) | Input::EndOfInput)
+    }
 }
 
 /// What a hook run reported.
@@ -180,6 +202,8 @@ pub enum Effect {
         name: String,
         /// The model's arguments.
         args: serde_json::Value,
+        /// The sandbox to run it in: the policy's decision, never read from `args`.
+        sandbox: RunSandbox,
     },
     /// Kill a running tool (its whole process group). A `ToolDone` still follows.
     CancelTool {
@@ -209,8 +233,11 @@ pub enum Effect {
         /// The mode to save.
         mode: Mode,
     },
-    /// Record a human's approval (over the wire) of a source's exact bytes. No answer.
+    /// Record a human's approval (over the wire) of a source's exact bytes. Answer with
+    /// `SourceApproved` or `SourceApprovalFailed`; `approval_settled` waits for the answer.
     ApproveSource {
+        /// The approval being recorded, echoed by the answer.
+        approval_id: String,
         /// The approved file, as the request named it.
         source_path: String,
         /// The sha256 of the approved bytes.

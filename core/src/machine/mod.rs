@@ -14,8 +14,9 @@
 //!    that set it, and a `Timeout` at or after it consumes it, so a driver that jumps a virtual
 //!    clock to each deadline always moves forward and can never busy-loop.
 //! 4. Client input (`Line`, `Framing`, `EndOfInput`) that arrives while the answer to an
-//!    earlier `approval_mode` or `reload` is still in flight (`SaveMode`, `Refreeze`) is held
-//!    and handled, in order, right after that answer: commands are answered in arrival order.
+//!    earlier `approval_mode`, `reload` or `approve` of external code is still in flight
+//!    (`SaveMode`, `Refreeze`, `ApproveSource`) is held and handled, in order, right after
+//!    that answer: commands are answered in arrival order.
 //! 5. After [`Effect::Exit`] the session is over: [`Core::exit_code`] is `Some` and every
 //!    further input is ignored.
 //!
@@ -27,9 +28,13 @@
 //!
 //! # Decisions the contract leaves open
 //!
-//! - The turn's states are `turn::Phase` (idle, prompt hooks, streaming, backoff, the
-//!   persistence waits, planning, approving, running a tool, turn_end hooks, closed); draining
-//!   after `quit` is a flag, not a state, because the in-flight turn keeps running.
+//! - Two state machines, each fact in one place: the session's `lifecycle::Lifecycle`
+//!   (starting, open, draining with its deadline, closed with its exit code) and the turn's
+//!   `phase::Phase` (idle, blocking hooks, streaming, backoff, persisting a record the client
+//!   waits on, planning, approving, running a tool). A drain lets the in-flight turn keep
+//!   running, so the two are independent. The command gate (`gate::Gate`: held client input,
+//!   in-flight mode saves and refreezes, a snapshot deferred to the turn's end) is the third
+//!   piece of state that decides what an input does.
 //! - Timers: one [`TimerReason`] at a time, owned by the phase (`StreamIdle` is armed when an
 //!   attempt goes out and reset by every provider item; `RetryBackoff`; `ApprovalTimeout`).
 //!   Expiry comes back as [`Input::Timeout`].
@@ -47,15 +52,16 @@
 //!   conversation would send next; before each request, `schemas_over_budget` may be advised
 //!   (once per session) and a compaction forced when the scaled estimate crosses the trigger.
 //!   A compaction that changed something is written as `Record::Compaction` and awaited
-//!   (`PersistCompaction`) before its `compacted` receipt, the `compacted` hooks and the
+//!   (`Phase::Persisting`) before its `compacted` receipt, the `compacted` hooks and the
 //!   request, whose scaled estimate is exactly the receipt's `tokens_after`. A provider
 //!   context-length refusal before any reply text forces one compaction and one re-send of
 //!   the same request as its next attempt (no `retry` line); a second refusal ends the turn
 //!   `error`. `max_agent_tokens` refuses at admission once the turn's requests spent the cap
 //!   (reported usage, or the estimate when none was reported).
 //! - Persistence the client waits on (`message_done`, `tool_end`, `turn_refused`, a
-//!   compaction point) is awaited in its own phase; other records (prompt, mode change, refreeze, turn end) are written in the
-//!   background, and a background write that fails during a turn fails that turn.
+//!   compaction point) is awaited in `Phase::Persisting`; other records (prompt, mode change,
+//!   refreeze, turn end) are written in the background, and a background write that fails
+//!   during a turn fails that turn (`persist`).
 //!
 //! ```
 //! use openmax_core::machine::{Core, CoreConfig, Effect, Freeze, Input, Output};
@@ -113,8 +119,13 @@
 mod approval;
 mod commands;
 mod context;
+mod ending;
+mod gate;
 mod hooks;
 mod interface;
+mod lifecycle;
+mod persist;
+mod phase;
 pub mod retry;
 mod stream;
 #[cfg(test)]
@@ -126,14 +137,17 @@ pub use interface::*;
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::compaction::Scale;
 use crate::conversation::{Block, Message, Role};
 use crate::record::Record;
 use crate::time::Millis;
-use crate::wire::{Event, Mode};
+use crate::wire::{Event, Mode, StopReason};
 
-use crate::compaction::Scale;
+use gate::Gate;
+use lifecycle::Lifecycle;
+use phase::Phase;
 use retry::SplitMix64;
-use turn::{Phase, Turn};
+use turn::Turn;
 
 /// The core state machine. See the module docs for the drain contract.
 #[derive(Debug)]
@@ -142,8 +156,14 @@ pub struct Core {
     /// The latest `now` seen (time never goes backwards inside the core).
     now: Millis,
     outputs: VecDeque<Output>,
+    /// Where the session is: starting, open, draining, closed.
+    lifecycle: Lifecycle,
+    /// Where the turn is.
     phase: Phase,
+    /// What the running turn accumulated.
     turn: Turn,
+    /// Client input held behind an effect's answer, and the answers it waits on.
+    gate: Gate,
     /// What the model sees (from the last compaction point on), as appended.
     conversation: Vec<Message>,
     /// Harness notes not yet in the model's transcript (inserted before the next prompt).
@@ -158,28 +178,8 @@ pub struct Core {
     approvals: BTreeMap<String, bool>,
     /// Observe-only hook runs in flight: run id → (hook, event).
     observe_runs: BTreeMap<u64, (String, HookEvent)>,
-    /// Modes whose `SaveMode` is in flight, oldest first.
-    mode_saves: VecDeque<Mode>,
-    /// A `Refreeze` is in flight.
-    refreezing: bool,
-    /// Client input (command lines, end of input) held while a `SaveMode` or `Refreeze` is in
-    /// flight, so commands are answered in the order they arrived.
-    held: VecDeque<(Input, bool)>,
-    /// While a held input is handled: whether a turn was in flight when it arrived (a `user`
-    /// or `reload` that arrived during a turn is answered as in flight, as the client saw it).
-    arrived_in_turn: bool,
-    /// A snapshot that arrived during a turn; applied right after that turn's `done`
-    /// (`refrozen` only appears between turns).
-    deferred_freeze: Option<Box<Freeze>>,
-    /// `quit` or end of input arrived: finish the turn, decline approvals, then exit.
-    draining: bool,
-    /// When the turn in flight at end of input is cancelled (set by `quit` / end of input).
-    drain_deadline: Option<Millis>,
-    /// Startup outputs (freeze notes, session_start hooks) were emitted.
-    started: bool,
-    /// The stop reason of the last admitted turn.
-    last_stop: Option<String>,
-    exit_code: Option<i32>,
+    /// The stop reason of the last admitted turn (the exit code follows it).
+    last_stop: Option<StopReason>,
     /// The budget scale learned from the last request.
     scale: Option<Scale>,
     /// `schemas_over_budget` was emitted (at most once per session).
@@ -195,8 +195,10 @@ impl Core {
             config,
             now: Millis::ZERO,
             outputs: VecDeque::new(),
+            lifecycle: Lifecycle::Starting,
             phase: Phase::Idle,
             turn: Turn::default(),
+            gate: Gate::default(),
             pending_notes: Vec::new(),
             next_request: 1,
             next_ticket: 1,
@@ -205,16 +207,7 @@ impl Core {
             next_call: 1,
             approvals: BTreeMap::new(),
             observe_runs: BTreeMap::new(),
-            mode_saves: VecDeque::new(),
-            refreezing: false,
-            deferred_freeze: None,
-            held: VecDeque::new(),
-            arrived_in_turn: false,
-            draining: false,
-            drain_deadline: None,
-            started: false,
             last_stop: None,
-            exit_code: None,
             scale: None,
             schemas_advised: false,
         }
@@ -225,10 +218,9 @@ impl Core {
         &self.config.session_id
     }
 
-    /// The exit code once [`Effect::Exit`] was emitted: 1 when the last turn ended with stop
-    /// reason `error`, else 0.
+    /// The exit code once [`Effect::Exit`] was emitted (see [`Core::exit`] for the rule).
     pub fn exit_code(&self) -> Option<i32> {
-        self.exit_code
+        self.lifecycle.exit_code()
     }
 
     /// The current approval mode.
@@ -238,21 +230,7 @@ impl Core {
 
     /// Whether a turn is running (a `user` now would be refused as in flight).
     pub fn in_turn(&self) -> bool {
-        match self.phase {
-            Phase::Idle | Phase::Closed => false,
-            Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. } => true,
-        }
+        self.phase.in_turn()
     }
 
     /// The conversation the model sees, as appended so far.
@@ -265,58 +243,40 @@ impl Core {
         if now > self.now {
             self.now = now;
         }
-        if self.exit_code.is_some() {
-            return;
+        match self.lifecycle {
+            Lifecycle::Closed { .. } => return,
+            Lifecycle::Starting => self.start(),
+            Lifecycle::Open | Lifecycle::Draining { .. } => {}
         }
-        self.start();
-        let client = matches!(
-            input,
-            Input::Line(_) | Input::Framing(_) | Input::EndOfInput
-        );
-        if client && self.awaiting_answer() {
-            // As the client sees it, a turn is in flight when one runs now or when a `user`
-            // it sent earlier, held ahead of this input, will start one.
-            let user_ahead = self.held.iter().any(|(i, busy)| {
-                !busy
-                    && matches!(i, Input::Line(l)
-                        if matches!(crate::wire::Command::parse_line(l), Ok(Some(crate::wire::Command::User { .. }))))
-            });
-            let busy = self.in_turn() || user_ahead;
-            self.held.push_back((input, busy));
-            return;
+        if input.is_client() && self.gate.awaiting_answer() {
+            return self.hold(input);
         }
         self.dispatch(input);
-        while !self.awaiting_answer() && self.exit_code.is_none() {
-            let Some((next, in_turn)) = self.held.pop_front() else {
-                break;
-            };
-            self.arrived_in_turn = in_turn;
-            self.dispatch(next);
-            self.arrived_in_turn = false;
+        self.release_held();
+    }
+
+    /// The next output, or `None` when drained.
+    pub fn poll(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// When the core next needs `handle(now, Input::Timeout)`, and why. `None`: no timer.
+    pub fn poll_timeout(&self) -> Option<(Millis, TimerReason)> {
+        let phase = self.phase.timer();
+        match self.lifecycle {
+            Lifecycle::Draining { deadline: Some(d) } => match phase {
+                Some((p, _)) if p < d => phase,
+                Some(_) | None => Some((d, TimerReason::ShutdownDrain)),
+            },
+            Lifecycle::Starting | Lifecycle::Open | Lifecycle::Draining { deadline: None } => phase,
+            Lifecycle::Closed { .. } => None,
         }
-    }
-
-    /// A turn is in flight now, or was when the command being handled arrived.
-    fn busy(&self) -> bool {
-        self.in_turn() || self.arrived_in_turn
-    }
-
-    /// A command's answer depends on an effect still in flight (`SaveMode`, `Refreeze`): later
-    /// client input waits, so every command is answered in arrival order.
-    fn awaiting_answer(&self) -> bool {
-        !self.mode_saves.is_empty() || self.refreezing
     }
 
     fn dispatch(&mut self, input: Input) {
         match input {
             Input::Line(raw) => self.on_line(&raw),
-            Input::Framing(_) if self.draining => {}
-            Input::Framing(fault) => self.protocol_error(match fault {
-                FramingFault::TooLong { len } => {
-                    format!("line longer than 8 MiB ({len} bytes) skipped")
-                }
-                FramingFault::NotUtf8 => "line is not valid UTF-8; skipped".to_string(),
-            }),
+            Input::Framing(fault) => self.on_framing(fault),
             Input::EndOfInput => self.on_quit(),
             Input::Provider {
                 request,
@@ -335,51 +295,59 @@ impl Core {
             Input::PersistFailed { ticket, message } => self.on_persist_failed(ticket, message),
             Input::ModeSaved { mode } => self.on_mode_saved(mode),
             Input::ModeSaveFailed { mode, message } => self.on_mode_save_failed(mode, message),
+            Input::SourceApproved { approval_id } => self.on_source_recorded(&approval_id, None),
+            Input::SourceApprovalFailed {
+                approval_id,
+                message,
+            } => self.on_source_recorded(&approval_id, Some(message)),
             Input::Frozen { snapshot } => self.on_frozen(*snapshot),
-            Input::Notice { text } => {
-                if !matches!(self.phase, Phase::Closed) {
-                    self.note(text);
-                }
-            }
+            Input::Notice { text } => self.note(text),
             Input::Crashed { message } => self.on_crashed(message),
             Input::Timeout => self.on_timeout(),
         }
     }
 
-    /// The next output, or `None` when drained.
-    pub fn poll(&mut self) -> Option<Output> {
-        self.outputs.pop_front()
-    }
-
-    /// When the core next needs `handle(now, Input::Timeout)`, and why. `None`: no timer.
-    pub fn poll_timeout(&self) -> Option<(Millis, TimerReason)> {
-        let phase = self.phase_timeout();
-        match (self.drain_deadline, phase) {
-            (Some(d), Some((p, _))) if d <= p => Some((d, TimerReason::ShutdownDrain)),
-            (Some(d), None) => Some((d, TimerReason::ShutdownDrain)),
-            _ => phase,
+    /// Every due timer fires: the shutdown drain's deadline first, then the phase's own.
+    fn on_timeout(&mut self) {
+        let now = self.now;
+        if self.drain_deadline_passed(now) && self.in_turn() {
+            return self.cancel_turn();
         }
-    }
-
-    /// The current phase's own timer.
-    fn phase_timeout(&self) -> Option<(Millis, TimerReason)> {
-        match &self.phase {
-            Phase::Streaming(a) => a.idle_deadline.map(|d| (d, TimerReason::StreamIdle)),
-            Phase::Backoff { deadline, .. } => Some((*deadline, TimerReason::RetryBackoff)),
-            Phase::Approving { deadline, .. } => {
-                deadline.map(|d| (d, TimerReason::ApprovalTimeout))
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Backoff {
+                request,
+                attempt,
+                deadline,
+            } if deadline <= now => self.send_attempt(request, attempt),
+            Phase::Streaming(a) if a.idle_deadline.is_some_and(|d| d <= now) => {
+                self.eff(Effect::CancelRequest { request: a.request });
+                let secs = self.config.retry.stream_idle_timeout_ms / 1000;
+                self.stream_ended(*a, format!("the stream was silent for {secs} s"), true);
             }
-            Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
+            Phase::Approving {
+                call,
+                approval_id,
+                deadline: Some(d),
+                recording: false,
+                ..
+            } if d <= now => {
+                self.settle(&approval_id, crate::wire::ApprovalOutcome::TimedOut);
+                self.finish_call(
+                    call,
+                    false,
+                    "the approval request timed out; the call was not run".to_string(),
+                    None,
+                );
+            }
+            // Not due yet, or no timer of its own.
+            other @ (Phase::Idle
+            | Phase::Hooks { .. }
+            | Phase::Streaming(_)
+            | Phase::Backoff { .. }
+            | Phase::Persisting { .. }
             | Phase::Planning { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. } => None,
+            | Phase::Approving { .. }
+            | Phase::RunningTool { .. }) => self.phase = other,
         }
     }
 
@@ -402,23 +370,6 @@ impl Core {
     /// A deadline `ms` from now, strictly later than now.
     fn deadline(&self, ms: u64) -> Millis {
         self.now.plus(ms.max(1))
-    }
-
-    /// Emit a `Persist` effect and return its ticket.
-    fn persist(&mut self, records: Vec<Record>) -> u64 {
-        let ticket = self.next_ticket;
-        self.next_ticket += 1;
-        self.eff(Effect::Persist { ticket, records });
-        ticket
-    }
-
-    /// Persist records no event waits on; a failure of one written during the running turn
-    /// fails that turn.
-    fn persist_background(&mut self, records: Vec<Record>) {
-        let ticket = self.persist(records);
-        // Outside a turn the set is cleared at the next admission, so an idle-time ticket
-        // never fails a later turn.
-        self.turn.background.insert(ticket);
     }
 
     /// Append a message to the conversation and return the record persisting it.
@@ -450,291 +401,5 @@ impl Core {
             role: Role::User,
             content,
         }))
-    }
-
-    /// Emitted once, before the first input is handled: freeze notes and session_start hooks.
-    fn start(&mut self) {
-        if self.started {
-            return;
-        }
-        self.started = true;
-        for n in self.config.freeze.notes.clone() {
-            self.note(n);
-        }
-        self.fire_observe(HookEvent::SessionStart, serde_json::json!({}));
-    }
-
-    /// End the running turn: fill unresolved tool results, record the end, leave the running
-    /// state, then emit `done` (and exit when draining).
-    fn end_turn(&mut self, stop_reason: &str) {
-        if let Some(message) = self.turn.failure.take() {
-            self.ev(Event::Error { message });
-        }
-        let mut records = Vec::new();
-        if let Some(r) = self.resolve_round(&format!("not run: the turn ended ({stop_reason})")) {
-            records.push(r);
-        }
-        records.push(Record::TurnEnd {
-            stop_reason: stop_reason.to_string(),
-        });
-        self.phase = Phase::Idle;
-        self.turn = Turn::default();
-        // Fire-and-forget: nothing waits on this ticket once the turn is over.
-        self.persist(records);
-        self.last_stop = Some(stop_reason.to_string());
-        self.ev(Event::Done {
-            stop_reason: stop_reason.to_string(),
-        });
-        if let Some(snapshot) = self.deferred_freeze.take() {
-            self.apply_freeze(*snapshot);
-        }
-        if self.draining {
-            self.exit();
-        }
-    }
-
-    /// Give every unresolved call of the round a failed result, in one user message.
-    fn resolve_round(&mut self, output: &str) -> Option<Record> {
-        let mut content = Vec::new();
-        for c in &mut self.turn.round {
-            if !c.resolved {
-                c.resolved = true;
-                content.push(Block::ToolResult {
-                    id: c.id.clone(),
-                    ok: false,
-                    output: output.to_string(),
-                });
-            }
-        }
-        if content.is_empty() {
-            None
-        } else {
-            Some(self.push_message(Message {
-                role: Role::User,
-                content,
-            }))
-        }
-    }
-
-    fn on_crashed(&mut self, message: String) {
-        self.fail_turn_at_safe_point(format!("the turn crashed: {message}"));
-    }
-
-    /// Fail the running turn with `message` (a crash, or a background record that could not be
-    /// written). While a record of the turn is being persisted, the turn ends after that ack
-    /// (see [`Turn::failure`]), so what the record keeps is still announced; otherwise at once.
-    fn fail_turn_at_safe_point(&mut self, message: String) {
-        match &self.phase {
-            Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::PersistResult { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. } => {
-                self.turn.ending = Some("error".into());
-                self.turn.failure.get_or_insert(message);
-            }
-            Phase::Idle | Phase::Closed => {}
-            Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::TurnEndHooks { .. } => self.abort_turn(message),
-        }
-    }
-
-    /// Fail the running turn: cancel what is in flight, end an open `tool_start` and settle an
-    /// open approval, then `error` and `done error`.
-    fn abort_turn(&mut self, message: String) {
-        // This error is the one reported; a crash's deferred one is dropped with it.
-        self.turn.failure = None;
-        let failed = format!("the turn failed: {message}");
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Idle => return,
-            Phase::Closed => {
-                self.phase = Phase::Closed;
-                return;
-            }
-            Phase::Streaming(a) => self.eff(Effect::CancelRequest { request: a.request }),
-            Phase::Planning { call } | Phase::PersistResult { call, .. } => {
-                self.force_tool_end(call, &failed)
-            }
-            Phase::Approving {
-                call, approval_id, ..
-            } => {
-                self.settle(&approval_id, crate::wire::ApprovalOutcome::Cancelled);
-                self.force_tool_end(call, &failed);
-            }
-            Phase::RunningTool { call, .. } => {
-                let call_id = self.call_id(call);
-                self.eff(Effect::CancelTool { call_id });
-                self.force_tool_end(call, &failed);
-            }
-            Phase::PersistReply { .. } | Phase::PersistPartial { .. } => {
-                // The reply gets no message_done: it is not kept, so it leaves the transcript
-                // (the next request must not carry it).
-                self.conversation.pop();
-            }
-            Phase::PromptHooks { .. }
-            | Phase::Backoff { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. } => {}
-        }
-        self.ev(Event::Error { message });
-        self.end_turn("error");
-    }
-
-    fn exit(&mut self) {
-        let code = if self.last_stop.as_deref() == Some("error") {
-            1
-        } else {
-            0
-        };
-        self.phase = Phase::Closed;
-        self.drain_deadline = None;
-        self.exit_code = Some(code);
-        self.eff(Effect::Exit { code });
-    }
-
-    fn on_persisted(&mut self, ticket: u64) {
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::PersistReply { ticket: t, reply } if t == ticket => self.after_reply(*reply),
-            Phase::PersistPartial {
-                ticket: t,
-                text,
-                message,
-                stop,
-            } if t == ticket => self.finish_partial(text, message, stop),
-            Phase::PersistResult {
-                call,
-                ticket: t,
-                ok,
-                output,
-                note,
-            } if t == ticket => self.after_result(call, ok, output, note),
-            Phase::PersistRefusal {
-                ticket: t,
-                hook,
-                reason,
-            } if t == ticket => self.after_refusal(hook, reason),
-            Phase::PersistCompaction {
-                ticket: t,
-                receipt,
-                next,
-            } if t == ticket => self.after_compaction(receipt, next),
-            other @ (Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. }) => {
-                self.phase = other;
-                self.turn.background.remove(&ticket);
-            }
-        }
-    }
-
-    fn on_persist_failed(&mut self, ticket: u64, message: String) {
-        let error = format!("the session record could not be written: {message}");
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::PersistRefusal { ticket: t, .. } if t == ticket => {
-                // The refusal never reached disk: drop it from the transcript too.
-                self.conversation.pop();
-                self.end_turn("unverified");
-            }
-            other @ (Phase::PersistReply { ticket: t, .. }
-            | Phase::PersistPartial { ticket: t, .. })
-                if t == ticket =>
-            {
-                self.phase = other;
-                self.abort_turn(error);
-            }
-            other @ (Phase::PersistResult { ticket: t, .. }
-            | Phase::PersistCompaction { ticket: t, .. })
-                if t == ticket =>
-            {
-                self.phase = other;
-                self.abort_turn(error);
-            }
-            other @ (Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. }) => {
-                self.phase = other;
-                if self.turn.background.remove(&ticket) && self.in_turn() {
-                    self.fail_turn_at_safe_point(error);
-                }
-            }
-        }
-    }
-
-    fn on_timeout(&mut self) {
-        let now = self.now;
-        if self.drain_deadline.is_some_and(|d| d <= now) {
-            self.drain_deadline = None;
-            if self.in_turn() {
-                return self.cancel_turn();
-            }
-        }
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Backoff {
-                request,
-                attempt,
-                deadline,
-            } if deadline <= now => self.send_attempt(request, attempt),
-            Phase::Streaming(a) if a.idle_deadline.is_some_and(|d| d <= now) => {
-                self.eff(Effect::CancelRequest { request: a.request });
-                let secs = self.config.retry.stream_idle_timeout_ms / 1000;
-                self.stream_ended(*a, format!("the stream was silent for {secs} s"), true);
-            }
-            Phase::Approving {
-                call,
-                approval_id,
-                deadline: Some(d),
-                ..
-            } if d <= now => {
-                self.settle(&approval_id, crate::wire::ApprovalOutcome::TimedOut);
-                self.finish_call(
-                    call,
-                    false,
-                    "the approval request timed out; the call was not run".to_string(),
-                    None,
-                );
-            }
-            other @ (Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. }) => self.phase = other,
-        }
     }
 }

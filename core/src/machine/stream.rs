@@ -13,10 +13,11 @@
 
 use crate::conversation::{Block, Message, Role};
 use crate::provider::{ProviderItem, RequestFailure, RequestId};
-use crate::wire::Event;
+use crate::wire::{Event, StopReason};
 
+use super::phase::{AfterPersist, Phase};
 use super::retry::{self, Verdict};
-use super::turn::{Attempt, Call, Phase, Reply, Usage};
+use super::turn::{Attempt, Call, Reply, Usage};
 use super::{Core, Effect};
 use crate::compaction::{self, Scale};
 
@@ -28,7 +29,7 @@ impl Core {
     pub(super) fn start_request(&mut self) {
         let cap = self.config.limits.max_agent_tokens;
         if cap > 0 && self.turn.tokens >= cap {
-            self.end_turn("budget_exhausted");
+            self.end_turn(StopReason::BudgetExhausted);
             return;
         }
         if let Some(r) = self.flush_notes() {
@@ -73,32 +74,8 @@ impl Core {
         }
     }
 
-    /// The phase's attempt, taken out, when it is `(request, attempt)`.
-    fn take_attempt(&mut self, request: RequestId, attempt: u32) -> Option<Box<Attempt>> {
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Streaming(a) if a.request == request && a.attempt == attempt => Some(a),
-            other @ (Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. }) => {
-                self.phase = other;
-                None
-            }
-        }
-    }
-
     pub(super) fn on_provider(&mut self, request: RequestId, attempt: u32, item: ProviderItem) {
-        let Some(mut a) = self.take_attempt(request, attempt) else {
+        let Some(mut a) = self.phase.take_attempt(request, attempt) else {
             return;
         };
         a.idle_deadline = self.idle_deadline();
@@ -196,7 +173,7 @@ impl Core {
         attempt: u32,
         failure: RequestFailure,
     ) {
-        let Some(a) = self.take_attempt(request, attempt) else {
+        let Some(a) = self.phase.take_attempt(request, attempt) else {
             return;
         };
         self.attempt_failed(*a, retry::classify_request_failure(&failure));
@@ -269,12 +246,6 @@ impl Core {
         self.truncate(a.text, message);
     }
 
-    /// `error` then `done error` (nothing is in flight: the attempt is over).
-    pub(super) fn fail_turn(&mut self, message: String) {
-        self.ev(Event::Error { message });
-        self.end_turn("error");
-    }
-
     fn retry_or_give_up(
         &mut self,
         a: Attempt,
@@ -329,37 +300,48 @@ impl Core {
     /// A reply cut off: keep the partial text (persisted first), then `message_done`, `error`,
     /// `done truncated`.
     fn truncate(&mut self, text: String, message: String) {
-        self.end_with_partial(text, Some(message), "truncated");
+        self.end_with_partial(text, Some(message), StopReason::Truncated);
     }
 
     /// End the turn after a partial reply: the text (when any) is kept and persisted, then
     /// `message_done`, the `error` (when given) and `done stop`.
-    pub(super) fn end_with_partial(&mut self, text: String, message: Option<String>, stop: &str) {
+    pub(super) fn end_with_partial(
+        &mut self,
+        text: String,
+        message: Option<String>,
+        stop: StopReason,
+    ) {
         if text.is_empty() {
-            self.finish_partial(text, message, stop.to_string());
+            self.finish_partial(text, message, stop);
         } else {
             let record = self.push_message(Message::assistant_text(text.clone()));
-            let ticket = self.persist(vec![record]);
-            self.phase = Phase::PersistPartial {
-                ticket,
-                text,
-                message,
-                stop: stop.to_string(),
-            };
+            self.persist_then(
+                vec![record],
+                AfterPersist::Partial {
+                    text,
+                    message,
+                    stop,
+                },
+            );
         }
     }
 
-    pub(super) fn finish_partial(&mut self, text: String, message: Option<String>, stop: String) {
+    pub(super) fn finish_partial(
+        &mut self,
+        text: String,
+        message: Option<String>,
+        stop: StopReason,
+    ) {
         self.ev(Event::MessageDone { text });
         if self.turn.failure.is_some() {
             // A crash while the partial was being persisted: its error, and `done error`.
-            self.end_turn("error");
+            self.end_turn(StopReason::Error);
             return;
         }
         if let Some(message) = message {
             self.ev(Event::Error { message });
         }
-        self.end_turn(&stop);
+        self.end_turn(stop);
     }
 
     /// The stream completed: build the assistant message, persist it, and continue after the
@@ -442,11 +424,7 @@ impl Core {
                 role: Role::Assistant,
                 content,
             });
-            let ticket = self.persist(vec![record]);
-            self.phase = Phase::PersistReply {
-                ticket,
-                reply: Box::new(reply),
-            };
+            self.persist_then(vec![record], AfterPersist::Reply(Box::new(reply)));
         }
     }
 
@@ -471,7 +449,7 @@ impl Core {
         self.turn.round = reply.calls;
         self.turn.next_call = 0;
         if let Some(stop) = self.turn.ending.clone() {
-            self.end_turn(&stop);
+            self.end_turn(stop);
         } else if !self.turn.round.is_empty() {
             self.next_call();
         } else {

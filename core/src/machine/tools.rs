@@ -7,11 +7,12 @@
 //! goes out only after its result is on disk.
 
 use crate::conversation::{Block, Message, Role};
-use crate::tool::{SourceGate, ToolOutcome, ToolPlan};
-use crate::wire::{ApprovalOutcome, ApprovalReason, Event};
+use crate::tool::{PlanSandbox, RunSandbox, SourceGate, ToolOutcome, ToolPlan};
+use crate::wire::{ApprovalOutcome, ApprovalReason, Event, StopReason};
 
 use super::approval::{self, Verdict};
-use super::turn::Phase;
+use super::gate::SourceRecord;
+use super::phase::{AfterPersist, Phase};
 use super::{Core, Effect, HookEvent};
 
 impl Core {
@@ -65,7 +66,7 @@ impl Core {
         self.turn.round.clear();
         self.turn.next_call = 0;
         if self.turn.rounds >= self.config.limits.max_iterations {
-            self.end_turn("max_iterations");
+            self.end_turn(StopReason::MaxIterations);
         } else {
             self.start_request();
         }
@@ -76,31 +77,30 @@ impl Core {
         self.turn.round.get(call).is_some_and(|c| c.id == call_id)
     }
 
-    pub(super) fn on_tool_planned(&mut self, call_id: &str, plan: ToolPlan) {
-        let call = match &self.phase {
-            Phase::Planning { call } if self.current_call_is(*call, call_id) => *call,
-            Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. } => return,
+    pub(super) fn on_tool_planned(&mut self, call_id: &str, plan: Box<ToolPlan>) {
+        let Some(call) = self
+            .phase
+            .planning()
+            .filter(|c| self.current_call_is(*c, call_id))
+        else {
+            return;
         };
         let name = self.call_name(call);
-        match approval::decide(self.config.mode, &self.config.permissions, &name, &plan) {
+        let human = !self.config.non_interactive && !self.config.agent_spawned;
+        match approval::decide(
+            self.config.mode,
+            &self.config.permissions,
+            human,
+            &name,
+            &plan,
+        ) {
             Verdict::Refuse { output, note } => self.finish_call(call, false, output, note),
-            Verdict::Run => self.run_tool(call),
-            Verdict::Ask { reason, source } => {
-                self.request_approval(call, &name, plan, reason, source)
-            }
+            Verdict::Run(sandbox) => self.run_tool(call, sandbox),
+            Verdict::Ask {
+                reason,
+                source,
+                sandbox,
+            } => self.request_approval(call, &name, *plan, reason, source, sandbox),
         }
     }
 
@@ -111,7 +111,14 @@ impl Core {
         plan: ToolPlan,
         reason: ApprovalReason,
         source: Option<SourceGate>,
+        sandbox: RunSandbox,
     ) {
+        let (summary, detail) = match &plan.sandbox {
+            PlanSandbox::Escalate { justification } => {
+                approval::escalation_card(&plan, justification)
+            }
+            PlanSandbox::Session | PlanSandbox::ReadOnlyCapable => (plan.summary, plan.detail),
+        };
         let approval_id = format!("a{}", self.next_approval);
         self.next_approval += 1;
         self.approvals.insert(approval_id.clone(), false);
@@ -122,16 +129,17 @@ impl Core {
         self.ev(Event::ApprovalRequest {
             approval_id: approval_id.clone(),
             name: name.to_string(),
-            summary: plan.summary,
-            detail: plan.detail,
+            summary,
+            detail,
             reason,
             source_path,
             source_sha,
             env,
         });
-        if self.config.non_interactive || self.draining {
+        let quitting = self.lifecycle.quitting();
+        if self.config.non_interactive || quitting {
             self.settle(&approval_id, ApprovalOutcome::Declined);
-            let why = if self.draining {
+            let why = if quitting {
                 "declined: the session is shutting down, so the call was not run"
             } else {
                 "declined: no human can answer approvals in this non-interactive run, so the call was not run"
@@ -148,6 +156,8 @@ impl Core {
             approval_id,
             deadline,
             source,
+            sandbox,
+            recording: false,
         };
     }
 
@@ -175,55 +185,89 @@ impl Core {
             }
             Some(false) => {}
         }
-        match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Approving {
-                call,
-                approval_id: id,
-                source,
-                ..
-            } if id == approval_id => {
-                if approved {
-                    self.settle(&id, ApprovalOutcome::Approved);
-                    if let Some(g) = source {
-                        self.eff(Effect::ApproveSource {
-                            source_path: g.source_path,
-                            source_sha: g.source_sha,
-                        });
-                    }
-                    self.run_tool(call);
-                } else {
-                    self.settle(&id, ApprovalOutcome::Declined);
-                    self.finish_call(
-                        call,
-                        false,
-                        "declined: the human did not approve this call, so it was not run"
-                            .to_string(),
-                        None,
-                    );
+        let Some((call, source, sandbox)) = self.phase.take_pending_approval(approval_id) else {
+            // An unsettled id is always the current approval; say so rather than panic.
+            return self
+                .protocol_error(format!("approve: approval {approval_id:?} is not pending"));
+        };
+        if approved {
+            match source {
+                // External code: its bytes' approval is recorded first; `approval_settled`
+                // and the run follow the answer.
+                Some(g) => self.record_source_approval(call, approval_id, g, sandbox),
+                None => {
+                    self.settle(approval_id, ApprovalOutcome::Approved);
+                    self.run_tool(call, sandbox);
                 }
             }
-            other @ (Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. }) => {
-                // An unsettled id is always the current approval; say so rather than panic.
-                self.phase = other;
-                self.protocol_error(format!("approve: approval {approval_id:?} is not pending"));
-            }
+        } else {
+            self.settle(approval_id, ApprovalOutcome::Declined);
+            self.finish_call(
+                call,
+                false,
+                "declined: the human did not approve this call, so it was not run".to_string(),
+                None,
+            );
         }
     }
 
-    fn run_tool(&mut self, call: usize) {
+    fn record_source_approval(
+        &mut self,
+        call: usize,
+        approval_id: &str,
+        g: SourceGate,
+        sandbox: RunSandbox,
+    ) {
+        self.eff(Effect::ApproveSource {
+            approval_id: approval_id.to_string(),
+            source_path: g.source_path.clone(),
+            source_sha: g.source_sha.clone(),
+        });
+        self.gate.recording = Some(SourceRecord {
+            approval_id: approval_id.to_string(),
+            source_path: g.source_path.clone(),
+            source_sha: g.source_sha.clone(),
+        });
+        self.phase = Phase::Approving {
+            call,
+            approval_id: approval_id.to_string(),
+            deadline: None,
+            source: Some(g),
+            sandbox,
+            recording: true,
+        };
+    }
+
+    /// The answer to `ApproveSource`: a failed write is said on the wire (the approval then
+    /// covers this call only); either way the approval settles `approved` and the call runs,
+    /// unless the turn ended meanwhile.
+    pub(super) fn on_source_recorded(&mut self, approval_id: &str, failure: Option<String>) {
+        let Some(record) = self
+            .gate
+            .recording
+            .take_if(|r| r.approval_id == approval_id)
+        else {
+            return;
+        };
+        let taken = self.phase.take_recording(approval_id);
+        if let Some(message) = failure {
+            let then = if taken.is_some() {
+                "; the call runs, and the next call of these bytes will ask again"
+            } else {
+                ""
+            };
+            self.protocol_error(format!(
+                "approve: the approval of {} (sha {}) could not be recorded: {message}{then}",
+                record.source_path, record.source_sha
+            ));
+        }
+        if let Some((call, sandbox)) = taken {
+            self.settle(approval_id, ApprovalOutcome::Approved);
+            self.run_tool(call, sandbox);
+        }
+    }
+
+    fn run_tool(&mut self, call: usize, sandbox: RunSandbox) {
         let Some(c) = self.turn.round.get(call).cloned() else {
             return;
         };
@@ -231,6 +275,7 @@ impl Core {
             call_id: c.id,
             name: c.name,
             args: serde_json::Value::Object(c.args.unwrap_or_default()),
+            sandbox,
         });
         self.phase = Phase::RunningTool {
             call,
@@ -239,24 +284,12 @@ impl Core {
     }
 
     pub(super) fn on_tool_done(&mut self, call_id: &str, outcome: ToolOutcome) {
-        let (call, cancelling) = match &self.phase {
-            Phase::RunningTool { call, cancelling } if self.current_call_is(*call, call_id) => {
-                (*call, *cancelling)
-            }
-            Phase::Idle
-            | Phase::Closed
-            | Phase::PromptHooks { .. }
-            | Phase::Streaming(_)
-            | Phase::Backoff { .. }
-            | Phase::PersistReply { .. }
-            | Phase::PersistPartial { .. }
-            | Phase::Planning { .. }
-            | Phase::Approving { .. }
-            | Phase::RunningTool { .. }
-            | Phase::PersistResult { .. }
-            | Phase::TurnEndHooks { .. }
-            | Phase::PersistRefusal { .. }
-            | Phase::PersistCompaction { .. } => return,
+        let Some((call, cancelling)) = self
+            .phase
+            .running()
+            .filter(|(c, _)| self.current_call_is(*c, call_id))
+        else {
+            return;
         };
         for d in outcome.diffs {
             self.ev(Event::Diff {
@@ -304,14 +337,15 @@ impl Core {
             role: Role::User,
             content,
         });
-        let ticket = self.persist(vec![record]);
-        self.phase = Phase::PersistResult {
-            call,
-            ticket,
-            ok,
-            output,
-            note,
-        };
+        self.persist_then(
+            vec![record],
+            AfterPersist::Result {
+                call,
+                ok,
+                output,
+                note,
+            },
+        );
     }
 
     /// The result is on disk: `tool_end` (and its note), then the next call or the turn's end.
@@ -339,7 +373,7 @@ impl Core {
             serde_json::json!({"call_id": call_id, "ok": ok, "output": output}),
         );
         if let Some(stop) = self.turn.ending.clone() {
-            self.end_turn(&stop);
+            self.end_turn(stop);
         } else {
             self.turn.next_call = call + 1;
             self.next_call();

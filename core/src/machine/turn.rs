@@ -1,114 +1,19 @@
-//! The turn's explicit state ([`Phase`]) and the per-turn and per-attempt data it carries.
+//! What a running turn carries beside its [`super::phase::Phase`]: the per-turn figures
+//! ([`Turn`]), one attempt's stream ([`Attempt`]), a completed reply ([`Reply`]) and its calls.
 //!
 //! Invariants:
-//! - `Phase::Idle` ⇔ no turn is running; `done` is emitted only after the phase left every
-//!   running state, so a `user` handled right after `done` is admitted.
-//! - At most one thing is awaited at a time: one request attempt, one tool plan, one approval,
-//!   one tool run, one hook run or one persistence ticket. Inputs naming anything else (a stale
-//!   attempt, another call id, an old ticket) are ignored.
-//! - Deadlines live in the phase that owns them, so leaving a phase cancels its timer.
 //! - A round's tool calls run strictly in order; every `tool_start` gets its `tool_end`
 //!   before the turn's `done`, and every `tool_use` the model made gets a tool result in the
 //!   conversation before the next request (a round cut short fills the rest with "not run").
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::compaction::Receipt;
 use crate::conversation::{Block, Message, ModelRequest, Role};
 use crate::provider::RequestId;
 use crate::time::Millis;
-use crate::tool::SourceGate;
+use crate::wire::StopReason;
 
-use super::interface::{Freeze, HookEvent, HookSpec};
-
-/// Where the turn is. Every transition of the machine is one match arm over this enum.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Phase {
-    /// No turn is running.
-    Idle,
-    /// Blocking `user_prompt_submit` hooks run one at a time before the prompt is admitted.
-    PromptHooks {
-        prompt: String,
-        current: HookRun,
-        rest: VecDeque<HookSpec>,
-    },
-    /// One attempt of a model request is out: requesting, then streaming.
-    Streaming(Box<Attempt>),
-    /// Waiting out the backoff before `attempt` of `request` goes out.
-    Backoff {
-        request: RequestId,
-        attempt: u32,
-        deadline: Millis,
-    },
-    /// The completed reply is being persisted; its events follow the ack.
-    PersistReply { ticket: u64, reply: Box<Reply> },
-    /// A cut-off reply's partial text is being persisted; `message_done`, the `error` (when
-    /// there is one) and `done` with `stop` follow the ack (truncated, or a cancel mid-reply).
-    PersistPartial {
-        ticket: u64,
-        text: String,
-        message: Option<String>,
-        stop: String,
-    },
-    /// The shell is inspecting call `call` of the round.
-    Planning { call: usize },
-    /// Call `call` waits for a human.
-    Approving {
-        call: usize,
-        approval_id: String,
-        deadline: Option<Millis>,
-        source: Option<SourceGate>,
-    },
-    /// Call `call` runs; `cancelling` once a `CancelTool` went out.
-    RunningTool { call: usize, cancelling: bool },
-    /// Call `call`'s result is being persisted; `tool_end` follows the ack.
-    PersistResult {
-        call: usize,
-        ticket: u64,
-        ok: bool,
-        output: String,
-        note: Option<String>,
-    },
-    /// A forced compaction's record (the whole compacted conversation) is being persisted;
-    /// the `compacted` receipt, the `compacted` hooks and then the request (`next`) follow the
-    /// ack, so a resume restarts from the compaction point the request was built on.
-    PersistCompaction {
-        ticket: u64,
-        receipt: Receipt,
-        next: AfterCompaction,
-    },
-    /// Blocking `turn_end` hooks run one at a time after a reply with no tool calls.
-    TurnEndHooks {
-        finish_reason: String,
-        current: HookRun,
-        rest: VecDeque<HookSpec>,
-    },
-    /// A honored `turn_end` refusal is being persisted; `turn_refused` follows the ack.
-    PersistRefusal {
-        ticket: u64,
-        hook: String,
-        reason: String,
-    },
-    /// The session is over (`Exit` was emitted). Every input is ignored.
-    Closed,
-}
-
-/// What goes out once a compaction point is on disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum AfterCompaction {
-    /// The turn's next request (a compaction forced by the estimate).
-    NewRequest,
-    /// The one re-send of a request the provider refused as too long for its window.
-    Resend { request: RequestId, attempt: u32 },
-}
-
-/// A blocking hook run in flight.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct HookRun {
-    pub run: u64,
-    pub hook: String,
-    pub event: HookEvent,
-}
+use super::interface::Freeze;
 
 /// One attempt of a model request and what its stream brought so far.
 #[derive(Debug, Clone, PartialEq)]
@@ -191,7 +96,7 @@ pub(super) struct Turn {
     pub refusals: u32,
     /// The stop reason the turn will end with at the next safe point (a `cancel` that must
     /// wait for a tool or a persistence ack).
-    pub ending: Option<String>,
+    pub ending: Option<StopReason>,
     /// The turn is being cancelled because the shutdown drain deadline passed, not by a
     /// `cancel` command (the calls it ends say so).
     pub shutdown: bool,

@@ -39,6 +39,7 @@ use super::line::{check_line, Parsed};
 use super::{StreamValidator, Violation, Where};
 use crate::wire::command::{Command, Mode};
 use crate::wire::event::{ApprovalOutcome, Event};
+use crate::wire::StopReason;
 
 /// One recorded step of a session, as a simulator or test saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,8 +266,9 @@ impl PairingChecker {
                     "done answers no admitted user command (a user sent while a turn is in flight gets no done)"
                         .into(),
                 ),
-                Some((step, true)) if stop_reason != "refused" => self.flag(format!(
-                    "the user command at step {step} had empty text, so its done must be refused, found {stop_reason:?}"
+                Some((step, true)) if stop_reason != StopReason::Refused => self.flag(format!(
+                    "the user command at step {step} had empty text, so its done must be refused, found {:?}",
+                    stop_reason.as_str()
                 )),
                 Some(_) => {}
             },

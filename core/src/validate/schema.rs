@@ -18,8 +18,9 @@ use super::line::{
     TRANSCRIPT_ROLES,
 };
 use crate::wire::command::COMMAND_FIELDS;
-use crate::wire::event::{FieldSpec, FieldType, EVENT_FIELDS, STOP_REASONS};
+use crate::wire::event::{FieldSpec, FieldType, EVENT_FIELDS};
 use crate::wire::handshake::TRANSCRIPT_MESSAGE_CHARS;
+use crate::wire::StopReason;
 use crate::wire::{PROTO, PROTOCOL_VERSION};
 
 /// The schema's `$id`.
@@ -300,7 +301,7 @@ fn refine(type_name: &str, field: &str, s: &mut Value) {
             s["minLength"] = json!(1);
             s["description"] = json!(format!(
                 "One of {} or a provider finish reason passed through verbatim (a normal end).",
-                STOP_REASONS.join(", ")
+                StopReason::NAMED.map(|r| r.as_str().to_string()).join(", ")
             ));
         }
         ("tool_start" | "tool_end" | "diff", "call_id")

@@ -32,6 +32,7 @@ use sha2::{Digest, Sha256};
 use super::line::{check_line, Parsed};
 use super::{LineReport, Violation, Where};
 use crate::wire::event::Event;
+use crate::wire::StopReason;
 
 /// The most open tool calls, or pending approvals, the validator tracks at once.
 pub const MAX_OPEN_IDS: usize = 65_536;
@@ -559,12 +560,12 @@ impl StreamValidator {
         }
     }
 
-    fn on_done(&mut self, stop_reason: &str, out: &mut Vec<String>) {
+    fn on_done(&mut self, stop_reason: &StopReason, out: &mut Vec<String>) {
         match stop_reason {
             // Contract: "Empty text, or a project that is not trusted, yields
             // {"type":"protocol_error",...} followed by done with stop_reason refused";
             // "refused: The command started no turn; a protocol_error precedes it".
-            "refused" => {
+            StopReason::Refused => {
                 if self.prev_type != Some("protocol_error") {
                     out.push(
                         "done with stop_reason refused must directly follow its protocol_error"
@@ -579,7 +580,7 @@ impl StreamValidator {
             }
             // Contract: "error: The turn failed; an error line precedes it"; "truncated: ...
             // an error line precedes it".
-            "error" | "truncated" if self.turn.error_at.is_none() => {
+            StopReason::Error | StopReason::Truncated if self.turn.error_at.is_none() => {
                 out.push(format!(
                     "done with stop_reason {stop_reason} has no error line before it in this turn"
                 ));

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::field::{FieldSpec, FieldType};
 use super::mode::Mode;
+use super::stop::StopReason;
 
 /// Why an `approval_request` was raised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -208,8 +209,8 @@ pub enum Event {
     },
     /// The turn ended: exactly one per user command.
     Done {
-        /// Why the turn ended: one of [`STOP_REASONS`], or the provider's own reason verbatim.
-        stop_reason: String,
+        /// Why the turn ended: a reason the contract names, or the provider's own verbatim.
+        stop_reason: StopReason,
     },
     /// The turn failed; a `done` follows.
     Error {
@@ -524,19 +525,6 @@ pub const EVENT_FIELDS: &[EventSpec] = &[
         has_session_id: false,
         fields: &[e("mode", &["auto", "ask", "readonly"])],
     },
-];
-
-/// The stop reasons the contract names. Any other non-empty value is a provider finish reason
-/// passed through verbatim (a normal end).
-pub const STOP_REASONS: [&str; 8] = [
-    "truncated",
-    "max_iterations",
-    "budget_exhausted",
-    "unverified",
-    "blocked",
-    "cancelled",
-    "error",
-    "refused",
 ];
 
 /// Look up an event type's spec by its wire name.

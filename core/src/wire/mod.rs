@@ -5,6 +5,7 @@
 //!   `session_id` first, then `type`, then the fields in the contract's order.
 //! - [`mode`]: the approval mode; [`field`]: the field tables' types (shared by commands and
 //!   events, so neither module imports the other).
+//! - [`stop`]: [`StopReason`], why a turn ended.
 //! - [`handshake`]: the `hello` and `transcript` lines (not events, but they carry a session id).
 //!
 //! Invariant: serialization of these types is the only place the wire's shape is written down
@@ -16,12 +17,14 @@ pub mod event;
 pub mod field;
 pub mod handshake;
 pub mod mode;
+pub mod stop;
 
 pub use command::{Command, CommandError};
 pub use event::{ApprovalOutcome, ApprovalReason, Event, Line};
 pub use field::{FieldSpec, FieldType};
 pub use handshake::{Hello, Transcript, TranscriptMessage};
 pub use mode::Mode;
+pub use stop::StopReason;
 
 /// The readable protocol id carried by `hello.proto`.
 pub const PROTO: &str = "openmax-stdio/6";

@@ -196,8 +196,7 @@ impl Connection {
         self.signals += 1;
         if self.signals > 1 {
             self.flush();
-            crate::sandbox::reaper::sweep();
-            std::process::exit(130);
+            crate::sandbox::reaper::exit_now(130);
         }
         eprintln!("openmax: signalled: cancelling the prompts in flight and ending the sessions");
         for live in self.sessions.values_mut() {

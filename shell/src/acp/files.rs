@@ -5,9 +5,10 @@
 //! Invariants:
 //! - Only the methods the client offered in `initialize` are used; the other falls back to the
 //!   disk.
-//! - Every request is answered or fails: an error answer, the end of the connection (its
-//!   pending file requests are dropped) or no answer within [`ANSWER_TIMEOUT`] is the tool's
-//!   clear error, never a hang.
+//! - Every request is answered or fails: an error answer or the end of the connection (its
+//!   pending file requests are dropped) is the tool's clear error; the wait is the call's, so
+//!   its cancel and its time limit (`[limits] tool_timeout_s`) end it (checked every [`POLL`]),
+//!   never a hang and never a second, shorter limit of our own.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -20,10 +21,11 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::session::Msg;
-use crate::tools::client_files::ClientFiles;
+use crate::tools::client_files::{ClientError, ClientFiles};
+use crate::tools::stop::Stop;
 
-/// How long a file tool waits for the client's answer.
-pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a file tool waiting for the client's answer looks at its call's stop flag.
+pub const POLL: Duration = Duration::from_millis(20);
 
 /// A file request for the connection to send: the method, its params, where the answer goes.
 #[derive(Debug)]
@@ -42,7 +44,7 @@ pub struct AcpFiles {
 }
 
 impl AcpFiles {
-    fn call(&self, method: &'static str, params: Value) -> Result<Value, String> {
+    fn call(&self, method: &'static str, params: Value, stop: &Stop) -> Result<Value, ClientError> {
         let (reply, answer) = mpsc::channel();
         self.tx
             .send(Msg::Fs(FsCall {
@@ -50,40 +52,48 @@ impl AcpFiles {
                 params,
                 reply,
             }))
-            .map_err(|_| "the connection to the client has ended".to_string())?;
-        match answer.recv_timeout(ANSWER_TIMEOUT) {
-            Ok(r) => r,
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(format!(
-                "no answer to {method} within {} s",
-                ANSWER_TIMEOUT.as_secs()
-            )),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Err("the connection to the client ended before it answered".into())
+            .map_err(|_| ClientError::Failed("the connection to the client has ended".into()))?;
+        loop {
+            match answer.recv_timeout(POLL) {
+                Ok(r) => return r.map_err(ClientError::Failed),
+                Err(mpsc::RecvTimeoutError::Timeout) if stop.interrupted() => {
+                    return Err(ClientError::Unanswered)
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ClientError::Failed(
+                        "the connection to the client ended before it answered".into(),
+                    ))
+                }
             }
         }
     }
 }
 
 impl ClientFiles for AcpFiles {
-    fn read(&self, abs: &Path) -> Option<Result<String, String>> {
-        if !self.read {
-            return None;
-        }
-        let req = ReadTextFileRequest::new(self.session_id.clone(), abs.to_path_buf());
-        let params = serde_json::to_value(req).unwrap_or(Value::Null);
-        Some(self.call("fs/read_text_file", params).and_then(|v| {
-            serde_json::from_value::<ReadTextFileResponse>(v)
-                .map(|r| r.content)
-                .map_err(|e| format!("a malformed fs/read_text_file answer: {e}"))
-        }))
+    fn reads(&self) -> bool {
+        self.read
     }
 
-    fn write(&self, abs: &Path, text: &str) -> Option<Result<(), String>> {
-        if !self.write {
-            return None;
-        }
+    fn writes(&self) -> bool {
+        self.write
+    }
+
+    fn read(&self, abs: &Path, stop: &Stop) -> Result<String, ClientError> {
+        let req = ReadTextFileRequest::new(self.session_id.clone(), abs.to_path_buf());
+        let params = serde_json::to_value(req).unwrap_or(Value::Null);
+        self.call("fs/read_text_file", params, stop).and_then(|v| {
+            serde_json::from_value::<ReadTextFileResponse>(v)
+                .map(|r| r.content)
+                .map_err(|e| {
+                    ClientError::Failed(format!("a malformed fs/read_text_file answer: {e}"))
+                })
+        })
+    }
+
+    fn write(&self, abs: &Path, text: &str, stop: &Stop) -> Result<(), ClientError> {
         let req = WriteTextFileRequest::new(self.session_id.clone(), abs.to_path_buf(), text);
         let params = serde_json::to_value(req).unwrap_or(Value::Null);
-        Some(self.call("fs/write_text_file", params).map(|_| ()))
+        self.call("fs/write_text_file", params, stop).map(|_| ())
     }
 }

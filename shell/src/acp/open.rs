@@ -4,7 +4,8 @@
 //! `session/cancel`, a permission answer, a signal).
 //!
 //! Invariants: every spawned open reports exactly one [`Opening`]; a project that is not
-//! trusted is refused (-32000 naming `openmax --trust`); the client's file capability is wired
+//! trusted is refused (-32000 naming `openmax --trust`) before anything is started or written
+//! (no session file, no MCP server); the client's file capability is wired
 //! into the session's file tools before it runs.
 
 use std::path::PathBuf;
@@ -42,18 +43,17 @@ pub(crate) struct OpenArgs {
 
 /// Open the session and make it ready to run.
 pub(crate) async fn open(a: OpenArgs) -> Result<Opened, RpcError> {
-    let mut opened = crate::app::open(&a.cli, Some(&a.cwd), a.resume, false, a.client_mcp)
+    let opener = crate::app::Opener::Acp;
+    let mut opened = crate::app::open(&a.cli, Some(&a.cwd), a.resume, opener, a.client_mcp)
         .await
-        .map_err(|e| RpcError::new(rpc::INTERNAL_ERROR, e.message))?;
-    if !opened.trusted {
-        return Err(RpcError::new(
-            rpc::AUTH_REQUIRED,
-            format!(
-                "the project {} is not trusted: run `openmax --trust` in it first",
-                opened.project
-            ),
-        ));
-    }
+        .map_err(|e| {
+            let code = if e.untrusted {
+                rpc::AUTH_REQUIRED
+            } else {
+                rpc::INTERNAL_ERROR
+            };
+            RpcError::new(code, e.message)
+        })?;
     let (read, write) = a.client_fs;
     if read || write {
         let files = AcpFiles {

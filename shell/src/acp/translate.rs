@@ -25,7 +25,8 @@ use agent_client_protocol_schema::v1::{
     SessionId, SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall,
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
-use openmax_core::wire::{ApprovalReason, Event, Mode};
+use openmax_core::tool::UNSANDBOXED_SUMMARY_PREFIX;
+use openmax_core::wire::{ApprovalReason, Event, Mode, StopReason as Stop};
 use serde_json::Value;
 
 use super::toolcall;
@@ -88,21 +89,23 @@ pub struct Translator {
 }
 
 /// The ACP stop reason (or error) for a `done`.
-pub fn prompt_end(stop_reason: &str, cancel_requested: bool, error: Option<&str>) -> PromptEnd {
+pub fn prompt_end(stop_reason: &Stop, cancel_requested: bool, error: Option<&str>) -> PromptEnd {
     if cancel_requested {
         return PromptEnd::Stop(StopReason::Cancelled);
     }
     match stop_reason {
-        "cancelled" => PromptEnd::Stop(StopReason::Cancelled),
-        "error" | "truncated" => PromptEnd::Error(
+        Stop::Cancelled => PromptEnd::Stop(StopReason::Cancelled),
+        Stop::Error | Stop::Truncated => PromptEnd::Error(
             error
                 .map(str::to_string)
                 .unwrap_or_else(|| format!("the turn ended with {stop_reason}")),
         ),
-        "max_iterations" | "budget_exhausted" => PromptEnd::Stop(StopReason::MaxTurnRequests),
-        "blocked" | "refused" => PromptEnd::Stop(StopReason::Refusal),
-        "length" | "max_tokens" => PromptEnd::Stop(StopReason::MaxTokens),
-        _ => PromptEnd::Stop(StopReason::EndTurn),
+        Stop::MaxIterations | Stop::BudgetExhausted => PromptEnd::Stop(StopReason::MaxTurnRequests),
+        Stop::Blocked | Stop::Refused => PromptEnd::Stop(StopReason::Refusal),
+        Stop::Provider(r) if r == "length" || r == "max_tokens" => {
+            PromptEnd::Stop(StopReason::MaxTokens)
+        }
+        Stop::Unverified | Stop::Provider(_) => PromptEnd::Stop(StopReason::EndTurn),
     }
 }
 
@@ -204,7 +207,12 @@ impl Translator {
     /// Translate one event.
     pub fn event(&mut self, ev: Event, out: &mut Vec<Out>) {
         if let Some(message) = self.held_protocol_error.take() {
-            if matches!(&ev, Event::Done { stop_reason } if stop_reason == "refused") {
+            if matches!(
+                &ev,
+                Event::Done {
+                    stop_reason: Stop::Refused
+                }
+            ) {
                 // The prompt was refused before it started: say why, then answer it.
                 self.message(message, out);
             } else {
@@ -372,7 +380,7 @@ impl Translator {
         }
     }
 
-    fn done(&mut self, stop_reason: &str, out: &mut Vec<Out>) {
+    fn done(&mut self, stop_reason: &Stop, out: &mut Vec<Out>) {
         self.calls.clear();
         self.current_call = None;
         if !self.prompt_open {
@@ -408,6 +416,11 @@ impl Translator {
             lines.push(detail.to_string());
         }
         let (allow_name, allow_kind) = match reason {
+            // The core starts the summary of a request to run outside the sandbox so.
+            ApprovalReason::Gate if summary.starts_with(UNSANDBOXED_SUMMARY_PREFIX) => (
+                "Allow this command to run UNSANDBOXED",
+                PermissionOptionKind::AllowOnce,
+            ),
             ApprovalReason::Gate => ("Allow", PermissionOptionKind::AllowOnce),
             ApprovalReason::UnapprovedSource => {
                 lines.push(format!(

@@ -94,27 +94,27 @@ fn stop_reasons() {
         ("cancelled", "cancelled"),
     ];
     for (core, acp) in cases {
-        let end = prompt_end(core, false, None);
+        let end = prompt_end(&core.into(), false, None);
         let PromptEnd::Stop(r) = end else {
             panic!("{core}: {end:?}")
         };
         assert_eq!(serde_json::to_value(r).unwrap(), json!(acp), "{core}");
     }
     assert_eq!(
-        prompt_end("error", false, Some("boom")),
+        prompt_end(&"error".into(), false, Some("boom")),
         PromptEnd::Error("boom".into())
     );
     assert_eq!(
-        prompt_end("truncated", false, Some("cut")),
+        prompt_end(&"truncated".into(), false, Some("cut")),
         PromptEnd::Error("cut".into())
     );
     // A cancel wins, also over an error.
     assert_eq!(
-        prompt_end("error", true, Some("boom")),
+        prompt_end(&"error".into(), true, Some("boom")),
         PromptEnd::Stop(StopReason::Cancelled)
     );
     assert_eq!(
-        prompt_end("stop", true, None),
+        prompt_end(&"stop".into(), true, None),
         PromptEnd::Stop(StopReason::Cancelled)
     );
 }
@@ -281,6 +281,41 @@ fn a_gate_asks_with_allow_and_reject_on_the_open_call() {
     assert_eq!(out[2], json!({"settled": "a1"}));
 }
 
+/// A request to run a command outside the sandbox keeps the core's UNSANDBOXED summary as the
+/// title and its detail as the body, and its allow option says so.
+#[test]
+fn an_unsandboxed_run_says_so_in_title_body_and_allow_option() {
+    let mut t = tr();
+    let out = feed(
+        &mut t,
+        vec![Event::ApprovalRequest {
+            approval_id: "a1".into(),
+            name: "shell".into(),
+            summary: "UNSANDBOXED shell: make install".into(),
+            detail: "UNSANDBOXED: this command runs outside the sandbox, with no write or \
+                     network limits.\nThe model's reason: x\n\nmake install"
+                .into(),
+            reason: ApprovalReason::Gate,
+            source_path: String::new(),
+            source_sha: String::new(),
+            env: vec![],
+        }],
+    );
+    let req = &out[0]["request"];
+    assert_eq!(
+        req["toolCall"]["title"],
+        json!("UNSANDBOXED shell: make install")
+    );
+    let body = req["toolCall"]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(body.starts_with("UNSANDBOXED: this command runs outside the sandbox"));
+    assert_eq!(
+        req["options"][0],
+        json!({"optionId": "allow", "name": "Allow this command to run UNSANDBOXED", "kind": "allow_once"})
+    );
+}
+
 #[test]
 fn an_unapproved_source_names_file_sha_env_and_the_approve_command() {
     let mut t = tr();
@@ -386,6 +421,15 @@ fn notices_become_thoughts_and_a_hook_refusal_a_visible_message() {
                 tokens_after: 300,
                 compacted_messages: 4,
             },
+            Event::SchemasOverBudget {
+                schema_tokens: 9000,
+                budget_tokens: 8000,
+            },
+            Event::HookFailed {
+                hook: "audit".into(),
+                event: "pre_tool".into(),
+                detail: "exit 3".into(),
+            },
             Event::TurnRefused {
                 hook: "verify".into(),
                 reason: "tests fail".into(),
@@ -404,15 +448,43 @@ fn notices_become_thoughts_and_a_hook_refusal_a_visible_message() {
             "agent_thought_chunk",
             "agent_thought_chunk",
             "agent_thought_chunk",
+            "agent_thought_chunk",
+            "agent_thought_chunk",
             "agent_message_chunk"
         ]
     );
+    let text = |i: usize| out[i]["update"]["update"]["content"]["text"].to_string();
+    assert!(text(1).contains("settings changed"), "{}", text(1));
+    assert!(text(3).contains("9000"), "{}", text(3));
+    assert!(text(4).contains("audit"), "{}", text(4));
     assert!(out[0]["update"]["update"]["content"]["text"]
         .as_str()
         .unwrap()
         .contains("attempt 2 of 5"));
-    assert!(out[3]["update"]["update"]["content"]["text"]
+    assert!(out[5]["update"]["update"]["content"]["text"]
         .as_str()
         .unwrap()
         .contains("tests fail"));
+    // A reload's receipt, between turns, is a thought too.
+    let mut idle = Translator::new("s1", PathBuf::from("/p"));
+    let receipt = feed(
+        &mut idle,
+        vec![Event::Refrozen {
+            tools: vec!["lint".into()],
+            skills: vec![],
+            changes: vec![openmax_core::wire::event::FreezeChange {
+                kind: "tool".into(),
+                name: "lint".into(),
+                change: "added".into(),
+                path: ".openmax/tools/lint.json".into(),
+                by: "outside".into(),
+            }],
+        }],
+    );
+    assert_eq!(
+        receipt[0]["update"]["update"]["sessionUpdate"],
+        json!("agent_thought_chunk"),
+        "{receipt:?}"
+    );
+    assert!(receipt[0].to_string().contains("lint"), "{receipt:?}");
 }

@@ -213,7 +213,7 @@ fn approve_hooks(state: &ProjectState, path: &Path) -> i32 {
             "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms",
             h.name,
             crate::extensions::source::short(sha),
-            h.config.event,
+            h.config.event.as_str(),
             h.config.command,
             h.config.blocking,
             h.config.timeout_ms()
@@ -371,7 +371,6 @@ pub(crate) struct Opened {
     pub project: String,
     pub transcript: Option<openmax_core::wire::Transcript>,
     pub mode: Mode,
-    pub trusted: bool,
     /// The model's name (the terminal UI shows it).
     pub model: String,
     /// The project's prompt history file (the terminal UI's Up and Down).
@@ -384,6 +383,8 @@ pub(crate) struct Opened {
 pub(crate) struct OpenError {
     pub code: i32,
     pub message: String,
+    /// Refused because the project is not trusted (only when the opener asked for that).
+    pub untrusted: bool,
 }
 
 impl OpenError {
@@ -391,22 +392,41 @@ impl OpenError {
         OpenError {
             code: 1,
             message: message.into(),
+            untrusted: false,
         }
     }
 }
 
+/// How a frontend opens a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opener {
+    /// `--stdio`: an untrusted project still gets its session (its turns are refused one by
+    /// one, as the contract says).
+    Stdio,
+    /// The terminal UI: as `--stdio`; it shows the freeze's notes itself.
+    Tui,
+    /// `-p`: a non-interactive turn; it shows the freeze's notes itself.
+    Print,
+    /// ACP's `session/new` and `session/load`: an untrusted project is refused before anything
+    /// is started or written, so a refused request leaves no session behind.
+    Acp,
+}
+
 /// Open a session: settings, provider, the sandbox set-up, the session to resume, trust and
 /// mode, the MCP servers, the freeze, the session file, the backend and the core. `project`
-/// overrides the discovered project (ACP's `cwd`); `print` marks a non-interactive `-p` turn;
+/// overrides the discovered project (ACP's `cwd`); `opener` says which frontend opens it;
 /// `client_mcp` are the client's MCP servers (ACP's `mcpServers`), started with the
 /// configured ones. Runs on the session's runtime: the MCP servers' connections live on it.
 pub(crate) async fn open(
     cli: &Cli,
     project: Option<&Path>,
     resume: Resume,
-    print: bool,
+    opener: Opener,
     client_mcp: Vec<crate::mcp::ServerDef>,
 ) -> Result<Opened, OpenError> {
+    let print = opener == Opener::Print;
+    // The freeze's problems also go to stderr where the client is a program.
+    let echo_notes = matches!(opener, Opener::Stdio | Opener::Acp);
     let setup = match project {
         Some(p) => setup_at(cli, p),
         None => setup(cli, print),
@@ -414,6 +434,17 @@ pub(crate) async fn open(
     .map_err(OpenError::new)?;
     let provider = backend::provider_from(&setup.settings.provider).map_err(OpenError::new)?;
     let state = ProjectState::open(&setup.home, &setup.project);
+    let trusted = state.trusted() || setup.settings.trusts(state.project());
+    if !trusted && opener == Opener::Acp {
+        return Err(OpenError {
+            code: 1,
+            message: format!(
+                "the project {} is not trusted: run `openmax --trust` in it first",
+                state.project().display()
+            ),
+            untrusted: true,
+        });
+    }
     let sandbox =
         sandbox_policy(&setup.settings, &state, setup.home.root()).map_err(OpenError::new)?;
     // Not dumpable: no process of the same user (the agent's included) can read this
@@ -451,6 +482,7 @@ pub(crate) async fn open(
             return Err(OpenError {
                 code: e.exit_code(),
                 message: e.to_string(),
+                untrusted: false,
             })
         }
         None => None,
@@ -488,12 +520,13 @@ pub(crate) async fn open(
         &state,
         &hook_configs,
         &mcp,
+        echo_notes,
     );
     let (writer, freeze, history, transcript) = match resumed {
         Some(r) => {
             let mut freeze = frozen.freeze.clone();
             freeze.system = r.system;
-            freeze.tools = r.tools;
+            freeze.tools = with_client_tools(r.tools, &mcp, &client_mcp);
             (r.writer, freeze, r.history, Some(r.transcript))
         }
         None => {
@@ -509,7 +542,6 @@ pub(crate) async fn open(
             (w, freeze, Vec::new(), None)
         }
     };
-    let trusted = state.trusted() || setup.settings.trusts(state.project());
     let mut backend = Backend::new(
         setup.home.clone(),
         state,
@@ -525,6 +557,7 @@ pub(crate) async fn open(
     .map_err(OpenError::new)?;
     backend.set_sandbox(sandbox);
     backend.set_client_mcp(client_mcp);
+    backend.set_echo_notes(echo_notes);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
@@ -544,15 +577,39 @@ pub(crate) async fn open(
         project,
         transcript,
         mode,
-        trusted,
         model: setup.settings.provider.model.clone(),
         prompt_history,
         notices,
     })
 }
 
+/// A resumed session offers the tools it recorded (a change since then is picked up by
+/// `reload`, with its receipt). The client's MCP servers (ACP `session/load` `mcpServers`) are
+/// given for this opening, so their tools are offered too, each replacing a recorded tool of
+/// the same name.
+fn with_client_tools(
+    mut tools: Vec<openmax_core::conversation::ToolSchema>,
+    mcp: &crate::mcp::McpSet,
+    client: &[crate::mcp::ServerDef],
+) -> Vec<openmax_core::conversation::ToolSchema> {
+    for server in mcp.servers.iter().filter(|s| client.contains(&s.def)) {
+        for t in &server.tools {
+            let schema = t.schema();
+            match tools.iter_mut().find(|x| x.name == schema.name) {
+                Some(x) => *x = schema,
+                None => tools.push(schema),
+            }
+        }
+    }
+    tools
+}
+
 fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
-    let print = matches!(front, Front::Print(_));
+    let opener = match front {
+        Front::Print(_) => Opener::Print,
+        Front::Tui => Opener::Tui,
+        Front::Stdio => Opener::Stdio,
+    };
     let resume = if resume { Resume::Latest } else { Resume::New };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -561,6 +618,8 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
         Ok(rt) => rt,
         Err(e) => return fail(format!("could not start the runtime: {e}")),
     };
+    // The terminal UI shows what the start-up writes to stderr as its own notice lines.
+    let early = matches!(front, Front::Tui).then(crate::tui::Early::start);
     let Opened {
         core,
         mut backend,
@@ -572,9 +631,12 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
         prompt_history,
         notices,
         ..
-    } = match rt.block_on(open(cli, None, resume, print, Vec::new())) {
+    } = match rt.block_on(open(cli, None, resume, opener, Vec::new())) {
         Ok(o) => o,
         Err(e) => {
+            if let Some(early) = early {
+                early.abandon();
+            }
             eprintln!("openmax: {}", e.message);
             return e.code;
         }
@@ -582,7 +644,9 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
 
     match front {
         Front::Tui => {
+            let early = early.unwrap_or_else(crate::tui::Early::start);
             if let Err(e) = backend.settle_session() {
+                early.abandon();
                 return fail(format!("could not start a session: {e}"));
             }
             let launch = crate::tui::Launch {
@@ -592,7 +656,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 history: prompt_history,
                 notices: Some(notices),
             };
-            let code = crate::tui::run(&rt, core, backend, launch);
+            let code = crate::tui::run(&rt, core, backend, launch, early);
             rt.shutdown_background();
             crate::sandbox::reaper::sweep();
             code

@@ -738,6 +738,9 @@ mod tests {
             "{e}"
         );
         let e = layered("[[hooks]]\nevent = \"nope\"\ncommand = \"x\"\n", "").unwrap_err();
-        assert!(e.0.contains("[[hooks]] #1"), "{e}");
+        assert!(
+            e.0.contains("config.toml:2") && e.0.contains("hook event \"nope\" is not one of"),
+            "{e}"
+        );
     }
 }

@@ -33,6 +33,7 @@ pub fn plan(
         detail: detail(tool, args),
         source: None,
         invalid: None,
+        sandbox: Default::default(),
     };
     if let Some(problem) = check_args(tool, args) {
         plan.invalid = Some(problem);

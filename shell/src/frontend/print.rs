@@ -13,18 +13,9 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use openmax_core::wire::{ApprovalOutcome, ApprovalReason, Event};
+use openmax_core::wire::{ApprovalOutcome, ApprovalReason, Event, StopReason};
 
 use super::Sink;
-
-/// Exit code for a `-p` turn that ended with `stop_reason`.
-pub fn exit_code_for(stop_reason: &str) -> i32 {
-    match stop_reason {
-        "error" | "truncated" | "refused" | "blocked" | "cancelled" => 1,
-        "max_iterations" | "budget_exhausted" | "unverified" => 4,
-        _ => 0,
-    }
-}
 
 /// The `-p` renderer.
 pub struct PrintSink<O: Write, E: Write> {
@@ -35,7 +26,7 @@ pub struct PrintSink<O: Write, E: Write> {
     out_at_line_start: bool,
     thinking_open: bool,
     pending: BTreeMap<String, (String, String, ApprovalReason, String)>,
-    stop_reason: Option<String>,
+    stop_reason: Option<StopReason>,
 }
 
 impl<O: Write, E: Write> PrintSink<O, E> {
@@ -53,7 +44,7 @@ impl<O: Write, E: Write> PrintSink<O, E> {
 
     /// The exit code, once the turn's `done` was seen.
     pub fn exit_code(&self) -> Option<i32> {
-        self.stop_reason.as_deref().map(exit_code_for)
+        self.stop_reason.as_ref().map(StopReason::print_exit_code)
     }
 
     /// The writers (tests).
@@ -225,7 +216,7 @@ impl<O: Write, E: Write> Sink for PrintSink<O, E> {
                     self.out_buf.push(b'\n');
                     self.out_at_line_start = true;
                 }
-                if exit_code_for(&stop_reason) != 0 || stop_reason == "length" {
+                if stop_reason.print_exit_code() != 0 || stop_reason.as_str() == "length" {
                     self.note(&format!("openmax: turn ended: {stop_reason}"));
                 }
                 self.stop_reason = Some(stop_reason);
@@ -281,13 +272,5 @@ mod tests {
             err.contains("openmax --approve .openmax/tools/lint.json"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn exit_codes() {
-        assert_eq!(exit_code_for("end_turn"), 0);
-        assert_eq!(exit_code_for("error"), 1);
-        assert_eq!(exit_code_for("unverified"), 4);
-        assert_eq!(exit_code_for("budget_exhausted"), 4);
     }
 }

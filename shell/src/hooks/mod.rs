@@ -33,7 +33,8 @@ pub const PROJECT_CONFIG: &str = ".openmax/config.toml";
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookConfig {
-    pub event: String,
+    #[serde(deserialize_with = "hook_event")]
+    pub event: HookEvent,
     #[serde(deserialize_with = "argv")]
     pub command: Vec<String>,
     #[serde(default)]
@@ -51,6 +52,14 @@ impl HookConfig {
             None => DEFAULT_TIMEOUT_S * 1000,
         }
     }
+}
+
+fn hook_event<'de, D: serde::Deserializer<'de>>(d: D) -> Result<HookEvent, D::Error> {
+    let s = String::deserialize(d)?;
+    HookEvent::parse(&s).ok_or_else(|| {
+        let all: Vec<&str> = HookEvent::ALL.iter().map(|e| e.as_str()).collect();
+        serde::de::Error::custom(format!("hook event {s:?} is not one of {}", all.join(", ")))
+    })
 }
 
 fn argv<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
@@ -79,8 +88,6 @@ pub enum Origin {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FrozenHook {
     pub config: HookConfig,
-    /// `config.event`, parsed.
-    pub event: HookEvent,
     pub origin: Origin,
     /// The label events carry: `<event>:<file name of the command's first word>`, with `#2`,
     /// `#3`… appended when several hooks would share a label (so a label names one hook).
@@ -98,7 +105,7 @@ impl FrozenHook {
     pub fn spec(&self) -> HookSpec {
         HookSpec {
             name: self.name.clone(),
-            event: self.event,
+            event: self.config.event,
             blocking: self.config.blocking,
             not_loaded: self.not_loaded.clone(),
         }
@@ -107,18 +114,10 @@ impl FrozenHook {
 
 /// Check a hook table; the error names what is wrong.
 pub fn validate(h: &HookConfig) -> Result<(), String> {
-    let Some(event) = HookEvent::parse(&h.event) else {
-        let all: Vec<&str> = HookEvent::ALL.iter().map(|e| e.as_str()).collect();
-        return Err(format!(
-            "hook event {:?} is not one of {}",
-            h.event,
-            all.join(", ")
-        ));
-    };
     if h.command.is_empty() || h.command[0].is_empty() {
         return Err("hook command must be a non-empty argv array".to_string());
     }
-    if h.blocking && !event.can_block() {
+    if h.blocking && !h.event.can_block() {
         let blocking: Vec<&str> = HookEvent::ALL
             .iter()
             .filter(|e| e.can_block())
@@ -126,7 +125,7 @@ pub fn validate(h: &HookConfig) -> Result<(), String> {
             .collect();
         return Err(format!(
             "a {} hook cannot block; only {} hooks may",
-            h.event,
+            h.event.as_str(),
             blocking.join(" and ")
         ));
     }
@@ -153,7 +152,7 @@ pub fn definition_sha(config: &HookConfig, files: &BTreeMap<String, String>) -> 
         framed.extend_from_slice(b);
     };
     put(b"openmax hook v1");
-    put(config.event.as_bytes());
+    put(config.event.as_str().as_bytes());
     put(&(config.command.len() as u64).to_le_bytes());
     for a in &config.command {
         put(a.as_bytes());
@@ -181,11 +180,9 @@ pub fn freeze(
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
     hooks
         .iter()
-        // Every table was validated when the config was loaded, so its event parses.
-        .filter_map(|(config, origin)| Some((config, origin, HookEvent::parse(&config.event)?)))
-        .map(|(config, origin, event)| {
+        .map(|(config, origin)| {
             let base = Path::new(&config.command[0]).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let mut name = format!("{}:{}", config.event, base);
+            let mut name = format!("{}:{}", config.event.as_str(), base);
             let n = seen.entry(name.clone()).or_insert(0);
             *n += 1;
             if *n > 1 {
@@ -218,7 +215,7 @@ pub fn freeze(
                 }
                 approval = Some((key, sha));
             }
-            FrozenHook { config: config.clone(), event, origin: *origin, name, files, approval, not_loaded }
+            FrozenHook { config: config.clone(), origin: *origin, name, files, approval, not_loaded }
         })
         .collect()
 }
@@ -338,7 +335,7 @@ mod tests {
 
     fn cfg(event: &str, cmd: &[&str], blocking: bool) -> HookConfig {
         HookConfig {
-            event: event.into(),
+            event: HookEvent::parse(event).unwrap(),
             command: cmd.iter().map(|s| s.to_string()).collect(),
             blocking,
             timeout_s: Some(5.0),
@@ -351,9 +348,10 @@ mod tests {
         assert!(validate(&cfg("tool_end", &["x"], true))
             .unwrap_err()
             .contains("cannot block"));
-        assert!(validate(&cfg("nope", &["x"], false))
+        let err = toml::from_str::<HookConfig>("event = \"nope\"\ncommand = \"x\"")
             .unwrap_err()
-            .contains("not one of"));
+            .to_string();
+        assert!(err.contains("hook event \"nope\" is not one of"), "{err}");
         assert!(validate(&cfg("turn_end", &[], false)).is_err());
     }
 

@@ -4,8 +4,9 @@
 //!
 //! Invariants:
 //! - One broken server never stops the others: a bad definition, a failed start, a missed
-//!   startup timeout or a failed `initialize` is one note (`harness_note`, and stderr) and the
-//!   session goes on without that server.
+//!   startup timeout or a failed `initialize` is one note (`harness_note`; on stderr too where
+//!   the client is a program, see [`crate::run::backend::freeze_now`]) and the session goes on
+//!   without that server.
 //! - A project-defined server is external code ([`gate`]): it is not started until a human
 //!   approved its exact bytes (or the mode is `auto`); its calls carry a [`SourceGate`].
 //! - The frozen set never changes under the model: a server's `tools/list_changed` becomes a
@@ -207,6 +208,7 @@ impl McpSet {
             detail: String::new(),
             source: None,
             invalid: None,
+            sandbox: Default::default(),
         };
         let Some((server, tool)) = self.server_of(name) else {
             plan.invalid = Some(format!("no MCP server for {name}"));

@@ -44,7 +44,8 @@ mod tests {
     #[test]
     fn the_markdown_names_every_type_field_and_command_of_the_tables() {
         use openmax_core::wire::command::COMMAND_FIELDS;
-        use openmax_core::wire::event::{EVENT_FIELDS, STOP_REASONS};
+        use openmax_core::wire::event::EVENT_FIELDS;
+        use openmax_core::wire::StopReason;
         let doc = STDIO_PROTOCOL_MD;
         for spec in EVENT_FIELDS {
             assert!(
@@ -80,7 +81,7 @@ mod tests {
                 );
             }
         }
-        for r in STOP_REASONS {
+        for r in StopReason::NAMED {
             assert!(doc.contains(&format!("| `{r}` |")), "stop_reason {r}");
         }
     }

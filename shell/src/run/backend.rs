@@ -24,7 +24,7 @@ use openmax_core::conversation::ModelRequest;
 use openmax_core::machine::{Freeze, HookEvent, HookOutcome, Input};
 use openmax_core::provider::RequestId;
 use openmax_core::record::Record;
-use openmax_core::tool::{ToolOutcome, ToolPlan};
+use openmax_core::tool::{RunSandbox, ToolOutcome, ToolPlan};
 use openmax_core::wire::Mode;
 
 use super::persist::Persistence;
@@ -93,16 +93,22 @@ pub struct Backend {
     /// Frozen MCP tools: full name → (sha of description and schema, defining file).
     mcp_tools: BTreeMap<String, (String, String)>,
     pending: Arc<Mutex<Option<PendingFreeze>>>,
+    /// A refreeze's problems also go to stderr (see [`freeze_now`]).
+    echo_notes: bool,
 }
 
-/// A freeze read from disk now, with the frozen hooks; broken manifests and skills also go
-/// to stderr.
+/// A freeze read from disk now, with the frozen hooks. Its problems (broken manifests and
+/// skills, MCP servers that did not start) are notes for the model and the client; with
+/// `echo`, they also go to stderr, for the frontends whose client is a program (`--stdio`,
+/// `--acp`: stderr is the human's log there). `-p` and the terminal UI show the notes
+/// themselves, so a copy on stderr would show each problem twice.
 pub fn freeze_now(
     home: &Path,
     project: &Path,
     state: &ProjectState,
     hook_configs: &[(HookConfig, Origin)],
     mcp: &McpSet,
+    echo: bool,
 ) -> (Frozen, Vec<FrozenHook>) {
     let is_builtin = is_reserved;
     let inputs = FreezeInputs {
@@ -113,12 +119,14 @@ pub fn freeze_now(
         is_builtin: &is_builtin,
     };
     let mut frozen = freezing::freeze(&inputs);
-    for p in &frozen.problems {
+    for p in frozen.problems.iter().filter(|_| echo) {
         eprintln!("openmax: extension not loaded: {p}");
     }
     frozen.freeze.tools.extend(mcp.schemas());
     for p in &mcp.problems {
-        eprintln!("openmax: {p}");
+        if echo {
+            eprintln!("openmax: {p}");
+        }
         frozen.freeze.notes.push(p.clone());
     }
     let hooks = hooks::freeze(hook_configs, project, &|p, sha| {
@@ -277,7 +285,13 @@ impl Backend {
             client_mcp: Vec::new(),
             mode,
             pending: Arc::default(),
+            echo_notes: true,
         })
+    }
+
+    /// Whether a refreeze's problems also go to stderr (see [`freeze_now`]).
+    pub fn set_echo_notes(&mut self, echo: bool) {
+        self.echo_notes = echo;
     }
 
     /// The built-in tools' time limits from now on.
@@ -349,15 +363,18 @@ impl Backend {
         }
     }
 
-    /// A future that runs a tool call until done or `cancel` fires.
+    /// A future that runs a tool call until done or `cancel` fires, in the sandbox the core
+    /// chose (`sandbox`, from the run-tool effect).
     pub fn run_job(
         &mut self,
         call_id: &str,
         name: String,
         args: serde_json::Value,
         cancel: oneshot::Receiver<()>,
+        sandbox: RunSandbox,
     ) -> impl Future<Output = ToolOutcome> + Send + 'static {
-        let ctx = self.tools.clone();
+        let mut ctx = self.tools.clone();
+        ctx.run_sandbox = sandbox;
         let ext = Arc::clone(&self.ext);
         let planned = self.planned.remove(call_id);
         async move {
@@ -376,6 +393,19 @@ impl Backend {
         args: serde_json::Value,
         cancel: oneshot::Receiver<()>,
     ) -> ToolOutcome {
+        // Only the built-in shell plans another sandbox; anything else asked to is not run.
+        let builtin_shell =
+            name == "shell" && !ext.mcp.owns(&name) && !ext.external.iter().any(|t| t.name == name);
+        if ctx.run_sandbox != RunSandbox::Session && !builtin_shell {
+            return ToolOutcome {
+                ok: false,
+                output: format!(
+                    "{name}: not run: only the built-in shell tool runs outside the session's \
+                     sandbox"
+                ),
+                diffs: Vec::new(),
+            };
+        }
         if ext.mcp.owns(&name) {
             return ext
                 .mcp
@@ -423,7 +453,7 @@ impl Backend {
         let found = self
             .hooks
             .iter()
-            .find(|h| h.name == hook && h.event == event)
+            .find(|h| h.name == hook && h.config.event == event)
             .cloned();
         let project = self.project.clone();
         if let serde_json::Value::Object(m) = &mut payload {
@@ -529,12 +559,15 @@ impl Backend {
         let mode = self.mode;
         let client_mcp = self.client_mcp.clone();
         let pending = Arc::clone(&self.pending);
+        let echo = self.echo_notes;
         async move {
             let mut notes = Vec::new();
             let (hook_configs, tables) = match crate::config::load_layers(&home, &project) {
                 Ok(layers) => (Some(layers.hooks), layers.mcp),
                 Err(e) => {
-                    eprintln!("openmax: hooks and MCP servers not re-read: {e}");
+                    if echo {
+                        eprintln!("openmax: hooks and MCP servers not re-read: {e}");
+                    }
                     notes.push(format!(
                         "hooks and MCP servers not re-read (the previous hooks stay frozen): {e}"
                     ));
@@ -548,6 +581,7 @@ impl Backend {
                 &state,
                 hook_configs.as_deref().unwrap_or(&old_hooks),
                 &mcp,
+                echo,
             );
             let mcp_tools = mcp_tool_map(&mcp);
             let mut freeze = frozen.freeze.clone();
@@ -613,5 +647,6 @@ fn plan_skill(skills: &[Skill], args: &serde_json::Value) -> ToolPlan {
         detail: String::new(),
         source: None,
         invalid,
+        sandbox: Default::default(),
     }
 }

@@ -8,12 +8,13 @@
 //! - Session appends go to the writer thread ([`super::persist`]) in emission order; each
 //!   `Persisted`/`PersistFailed` comes on the channel once its records are durable, so the loop
 //!   goes on emitting events that wait on nothing while an `fdatasync` runs. Other quick
-//!   effects (save mode, approve source) are performed inline and their answer is queued
-//!   locally, ahead of anything else. At exit the loop waits for the writer to finish. Hooks run as tasks (their processes are killed at shutdown) and
-//!   answer with `HookDone`. A refreeze runs as a task too (MCP servers start and list
+//!   effects (save mode, record a source's approval) are performed inline and their answer is
+//!   queued locally, ahead of anything else. At exit the loop waits for the writer to finish.
+//!   Hooks run as tasks (their processes are killed at shutdown) and answer with `HookDone`. A refreeze runs as a task too (MCP servers start and list
 //!   asynchronously); the core holds client input until its `Frozen` answer.
 //! - Signals ([`SignalPolicy`]) become inputs, never a silent death that orphans a tool's
-//!   process group; only a second signal exits at once (130).
+//!   process group; only a second signal exits at once (130), killing the tracked process
+//!   groups (MCP servers, running tools) on the way out.
 //! - The sink is flushed when the core goes quiet: no queued input and nothing ready on the
 //!   channel, or when [`FLUSH_AT_BYTES`] are buffered. A burst of inputs therefore costs one
 //!   stdout write per 64 KiB, and memory stays bounded while input floods in; provider tasks
@@ -137,7 +138,7 @@ impl<S: Sink> Runtime<S> {
                 if seen > 1 {
                     // The terminal UI's raw mode must not outlive the process.
                     crate::tui::restore();
-                    std::process::exit(130);
+                    crate::sandbox::reaper::exit_now(130);
                 }
                 if policy == SignalPolicy::CancelTurn {
                     let cancel = openmax_core::wire::Command::Cancel.to_line();
@@ -312,7 +313,10 @@ impl<S: Sink> Runtime<S> {
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let input = match tokio::task::spawn_blocking(job).await {
-                        Ok(plan) => Input::ToolPlanned { call_id, plan },
+                        Ok(plan) => Input::ToolPlanned {
+                            call_id,
+                            plan: Box::new(plan),
+                        },
                         Err(e) => Input::Crashed {
                             message: format!("inspecting tool call {call_id} crashed: {e}"),
                         },
@@ -324,10 +328,14 @@ impl<S: Sink> Runtime<S> {
                 call_id,
                 name,
                 args,
+                sandbox,
             } => {
                 let (cancel_tx, cancel_rx) = oneshot::channel();
                 self.tool_cancels.insert(call_id.clone(), cancel_tx);
-                let job = tokio::spawn(self.backend.run_job(&call_id, name, args, cancel_rx));
+                let job = tokio::spawn(
+                    self.backend
+                        .run_job(&call_id, name, args, cancel_rx, sandbox),
+                );
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let outcome = match job.await {
@@ -380,12 +388,18 @@ impl<S: Sink> Runtime<S> {
                 self.ready.push_back(input);
             }
             Effect::ApproveSource {
+                approval_id,
                 source_path,
                 source_sha,
             } => {
-                if let Err(e) = self.backend.approve_source(&source_path, &source_sha) {
-                    eprintln!("openmax: could not record the approval of {source_path}: {e}");
-                }
+                let input = match self.backend.approve_source(&source_path, &source_sha) {
+                    Ok(()) => Input::SourceApproved { approval_id },
+                    Err(message) => Input::SourceApprovalFailed {
+                        approval_id,
+                        message,
+                    },
+                };
+                self.ready.push_back(input);
             }
             Effect::Refreeze => {
                 // MCP servers start and list asynchronously; the core holds client input until

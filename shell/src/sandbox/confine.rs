@@ -22,6 +22,12 @@
 //! - Fail closed: when the kernel offers no Landlock at all, [`Confinement::prepare`] is an
 //!   error with [`UNAVAILABLE`]; a newer feature missing on an older kernel is used best-effort
 //!   (the ABI is negotiated) and [`Confinement::abi`] says which was obtained.
+//! - The read-only variant ([`ConfineSpec::read_only`], for `readonly` mode) allows writes only
+//!   to the session's private temp directory and those devices, refuses every `socket(2)` (Unix
+//!   sockets too: a socket can ask another process to change things) and the system calls that
+//!   change files without writing them (`chmod`, `chown`, `utimensat`, extended attributes) and
+//!   create IPC objects or keys. It is offered only where the kernel offers Landlock ABI
+//!   [`READ_ONLY_MIN_ABI`] (truncation and the signal scope), see [`Confine::read_only`].
 //! - Only async-signal-safe work runs in the child: the ruleset is built and its file
 //!   descriptors opened in the parent; the child makes three system calls (`prctl`,
 //!   `landlock_restrict_self`, `seccomp`).
@@ -35,6 +41,7 @@ use landlock::{
     Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
+use openmax_core::tool::RunSandbox;
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
@@ -43,13 +50,20 @@ use seccompiler::{
 /// The newest Landlock ABI openmax asks for (the kernel may grant less).
 pub const WANTED_ABI: ABI = ABI::V7;
 
+/// The oldest Landlock ABI the read-only sandbox is offered on: ABI 3 refuses `truncate(2)`,
+/// ABI 6 keeps signals inside the sandbox (a read-only command must not kill the user's other
+/// processes). On older kernels `readonly` mode refuses the shell, as it does without Landlock.
+pub const READ_ONLY_MIN_ABI: i32 = 6;
+
 /// The start of the message when the kernel offers no Landlock.
 pub const UNAVAILABLE: &str = "the sandbox is unavailable";
 
 /// Set to `no-landlock` to make openmax behave as on a kernel without Landlock (the ABI is
 /// pinned to "unsupported", the path the `landlock` crate takes on such kernels). It can only
 /// make openmax stricter: agent processes are then refused unless the user config says
-/// `[sandbox] mode = "off"`. For testing the fail-closed path.
+/// `[sandbox] mode = "off"`. For testing the fail-closed path. `abi-N` makes openmax reckon
+/// with a kernel offering Landlock ABI N where it decides what to offer (the read-only
+/// sandbox); the ruleset still asks for [`WANTED_ABI`].
 pub const SIMULATE_ENV: &str = "OPENMAX_SANDBOX_SIMULATE";
 
 /// Character devices an agent process may write (they reach no file).
@@ -71,6 +85,8 @@ pub struct ConfineSpec {
     pub network: bool,
     /// The Landlock ABI to ask for ([`WANTED_ABI`], or unsupported when simulated).
     pub abi: ABI,
+    /// Read-only: every socket, metadata change, IPC object and key refused too (seccomp).
+    pub read_only: bool,
 }
 
 impl ConfineSpec {
@@ -117,7 +133,20 @@ impl ConfineSpec {
             writable,
             network,
             abi: abi_from_env(),
+            read_only: false,
         })
+    }
+
+    /// The read-only sandbox of `readonly` mode: writes only beneath `private_tmp` (and to the
+    /// devices every agent process may write), no network, no sockets at all.
+    pub fn read_only(&self, private_tmp: &Path) -> ConfineSpec {
+        let tmp = std::fs::canonicalize(private_tmp).unwrap_or_else(|_| private_tmp.to_path_buf());
+        ConfineSpec {
+            writable: vec![tmp],
+            network: false,
+            abi: self.abi,
+            read_only: true,
+        }
     }
 }
 
@@ -144,6 +173,20 @@ impl ConfineSpec {
             self.writable.push(canon);
         }
         Ok(())
+    }
+}
+
+/// The Landlock ABI the kernel offers as openmax reckons with it: [`kernel_abi`], lowered to N
+/// when [`SIMULATE_ENV`] says `abi-N`, 0 when it says `no-landlock`.
+pub fn offered_abi() -> i32 {
+    let kernel = kernel_abi();
+    match std::env::var(SIMULATE_ENV).as_deref() {
+        Ok("no-landlock") => 0,
+        Ok(v) => match v.strip_prefix("abi-").and_then(|n| n.parse::<i32>().ok()) {
+            Some(n) => kernel.min(n.max(0)),
+            None => kernel,
+        },
+        Err(_) => kernel,
     }
 }
 
@@ -238,7 +281,7 @@ impl Confinement {
         let Some(ruleset) = fd else {
             return Err(unavailable());
         };
-        let seccomp = Some(syscall_filter(spec.network).map_err(|e| err(&e))?);
+        let seccomp = Some(syscall_filter(spec.network, spec.read_only).map_err(|e| err(&e))?);
         Ok(Confinement {
             inner: Arc::new(Prepared {
                 ruleset,
@@ -315,8 +358,9 @@ pub fn kernel_abi() -> i32 {
 
 /// seccomp: `ioctl(TIOCSTI)` (pushing input into a terminal, which the user's shell would run
 /// after openmax exits) always fails with `EACCES`; with the network off, so do `socket(2)` for
-/// IPv4, IPv6 and packet sockets, and `io_uring_setup`. Everything else is allowed.
-fn syscall_filter(network: bool) -> Result<BpfProgram, seccompiler::BackendError> {
+/// IPv4, IPv6 and packet sockets, and `io_uring_setup`; read-only, so do every `socket(2)` and
+/// [`READ_ONLY_REFUSED`]. Everything else is allowed.
+fn syscall_filter(network: bool, read_only: bool) -> Result<BpfProgram, seccompiler::BackendError> {
     let arch = if cfg!(target_arch = "aarch64") {
         TargetArch::aarch64
     } else if cfg!(target_arch = "riscv64") {
@@ -336,7 +380,14 @@ fn syscall_filter(network: bool) -> Result<BpfProgram, seccompiler::BackendError
     };
     let mut rules = std::collections::BTreeMap::new();
     rules.insert(libc::SYS_ioctl, vec![arg_is(1, libc::TIOCSTI)?]);
-    if !network {
+    if read_only {
+        // An empty rule list matches every call.
+        rules.insert(libc::SYS_socket, Vec::new());
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+        for nr in READ_ONLY_REFUSED {
+            rules.insert(*nr, Vec::new());
+        }
+    } else if !network {
         let families = [libc::AF_INET, libc::AF_INET6, libc::AF_PACKET];
         let socket_rules = families
             .iter()
@@ -354,6 +405,46 @@ fn syscall_filter(network: bool) -> Result<BpfProgram, seccompiler::BackendError
     BpfProgram::try_from(filter)
 }
 
+/// What the read-only sandbox refuses besides sockets: the system calls that change a file
+/// without writing it (Landlock does not judge mode, owner, times or extended attributes), and
+/// those that create IPC objects or keys other processes of the user would see.
+const READ_ONLY_REFUSED: &[libc::c_long] = &[
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat2,
+    libc::SYS_fchown,
+    libc::SYS_fchownat,
+    libc::SYS_utimensat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    // setxattrat and removexattrat (Linux 6.13; one number on every architecture).
+    463,
+    466,
+    libc::SYS_msgget,
+    libc::SYS_semget,
+    libc::SYS_shmget,
+    libc::SYS_mq_open,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_keyctl,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chmod,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_lchown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_utime,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_utimes,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_futimesat,
+];
+
 /// The kernel sandbox of a session's agent processes, decided once at start-up.
 #[derive(Debug, Clone, Default)]
 pub enum Confine {
@@ -361,8 +452,13 @@ pub enum Confine {
     /// outside a session (library use and unit tests).
     #[default]
     Off,
-    /// Every agent process is confined; `tmp` is its `TMPDIR`.
-    On { sandbox: Confinement, tmp: PathBuf },
+    /// Every agent process is confined; `tmp` is its `TMPDIR`. `read_only` is the read-only
+    /// sandbox of `readonly` mode, where the kernel offers it.
+    On {
+        sandbox: Confinement,
+        tmp: PathBuf,
+        read_only: Option<Confinement>,
+    },
     /// The sandbox cannot be had: every agent process is refused with this message.
     Unavailable(String),
 }
@@ -431,7 +527,15 @@ impl Confine {
                 if let Some(inner) = Arc::get_mut(&mut sandbox.inner) {
                     inner.tmp = Some(tmp.clone());
                 }
-                Ok(Confine::On { sandbox, tmp })
+                // Without it `readonly` mode refuses the shell, as it always did.
+                let read_only = (offered_abi() >= READ_ONLY_MIN_ABI)
+                    .then(|| Confinement::prepare(&spec.read_only(&tmp)).ok())
+                    .flatten();
+                Ok(Confine::On {
+                    sandbox,
+                    tmp,
+                    read_only,
+                })
             }
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&tmp);
@@ -443,14 +547,51 @@ impl Confine {
     /// Confine `cmd` (and point its `TMPDIR` at the private temp directory); an error when the
     /// sandbox is unavailable, in which case nothing may be started.
     pub fn apply(&self, cmd: &mut std::process::Command) -> Result<(), String> {
-        match self {
-            Confine::Off => Ok(()),
-            Confine::On { sandbox, tmp } => {
+        self.apply_as(cmd, RunSandbox::Session)
+    }
+
+    /// Whether [`RunSandbox::ReadOnly`] can be had.
+    pub fn read_only_available(&self) -> bool {
+        matches!(
+            self,
+            Confine::On {
+                read_only: Some(_),
+                ..
+            }
+        )
+    }
+
+    /// Confine `cmd` as the core decided for its call: the session's sandbox, the read-only
+    /// one (an error when there is none), or none at all (a human approved running it
+    /// outside; `TMPDIR` is then left as openmax's environment has it).
+    pub fn apply_as(&self, cmd: &mut std::process::Command, how: RunSandbox) -> Result<(), String> {
+        match (self, how) {
+            (_, RunSandbox::Unsandboxed) | (Confine::Off, RunSandbox::Session) => Ok(()),
+            (Confine::On { sandbox, tmp, .. }, RunSandbox::Session) => {
                 cmd.env("TMPDIR", tmp);
                 sandbox.install(cmd);
                 Ok(())
             }
-            Confine::Unavailable(why) => Err(why.clone()),
+            (
+                Confine::On {
+                    read_only: Some(ro),
+                    tmp,
+                    ..
+                },
+                RunSandbox::ReadOnly,
+            ) => {
+                cmd.env("TMPDIR", tmp);
+                ro.install(cmd);
+                Ok(())
+            }
+            (Confine::Off | Confine::On { .. }, RunSandbox::ReadOnly) => Err(format!(
+                "the read-only sandbox is unavailable (it needs the kernel sandbox on and \
+                 Landlock ABI {READ_ONLY_MIN_ABI} or later, this kernel offers {})",
+                offered_abi()
+            )),
+            (Confine::Unavailable(why), RunSandbox::Session | RunSandbox::ReadOnly) => {
+                Err(why.clone())
+            }
         }
     }
 }

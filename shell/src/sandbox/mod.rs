@@ -14,6 +14,8 @@ pub mod reaper;
 
 use std::path::{Path, PathBuf};
 
+use openmax_core::tool::RunSandbox;
+
 pub use env::EnvPolicy;
 
 /// The variable whose presence marks an agent-spawned openmax.
@@ -70,11 +72,23 @@ impl Policy {
         cwd: &Path,
         vars: &[(String, String)],
     ) -> Result<std::process::Command, String> {
+        self.command_as(program, cwd, vars, RunSandbox::Session)
+    }
+
+    /// [`Policy::command`] in the sandbox the core chose for a call (the `shell` tool's
+    /// read-only and unsandboxed runs); the environment is filtered the same way in all three.
+    pub fn command_as(
+        &self,
+        program: &str,
+        cwd: &Path,
+        vars: &[(String, String)],
+        how: RunSandbox,
+    ) -> Result<std::process::Command, String> {
         let mut cmd = std::process::Command::new(program);
         cmd.current_dir(cwd)
             .env_clear()
             .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        self.confine.apply(&mut cmd)?;
+        self.confine.apply_as(&mut cmd, how)?;
         Ok(cmd)
     }
 

@@ -17,13 +17,13 @@
 //! SIGKILLed (it was re-parented above openmax, out of reach; the group record names only the
 //! group). Linux only; elsewhere these functions do nothing.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Process groups of the calls running now.
-static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+/// Process groups of the calls (and servers) running now, with their record on disk.
+static LIVE: Mutex<BTreeMap<i32, Option<PathBuf>>> = Mutex::new(BTreeMap::new());
 
 /// Held from just before a call's process is spawned until it is [`track`]ed, and by a sweep
 /// while it picks and kills strays: a sweep never mistakes a process being spawned (by a call
@@ -71,9 +71,6 @@ impl Drop for Tracked {
 
 /// Track the group led by `pgid` (just spawned); with `running_dir`, also record it on disk.
 pub fn track(pgid: i32, running_dir: Option<&Path>) -> Tracked {
-    if let Ok(mut live) = LIVE.lock() {
-        live.insert(pgid);
-    }
     let me = std::process::id() as i32;
     let record = running_dir.and_then(|dir| {
         let (Some(my_start), Some(pg_start)) = (start_time(me), start_time(pgid)) else {
@@ -84,7 +81,40 @@ pub fn track(pgid: i32, running_dir: Option<&Path>) -> Tracked {
         std::fs::write(&path, b"").ok()?;
         Some(path)
     });
+    if let Ok(mut live) = LIVE.lock() {
+        live.insert(pgid, record.clone());
+    }
     Tracked { pgid, record }
+}
+
+/// Kill every tracked group (the MCP servers, the tool calls running now) and remove their
+/// records: for an exit that will not run their guards' drops (the forced exit on a second
+/// signal). Returns how many groups were signalled.
+pub fn kill_tracked() -> usize {
+    let live = LIVE
+        .lock()
+        .map(|mut l| std::mem::take(&mut *l))
+        .unwrap_or_default();
+    for (pgid, record) in &live {
+        if *pgid > 1 {
+            // SAFETY: plain syscall on a group this process started and still tracks.
+            unsafe {
+                libc::killpg(*pgid, libc::SIGKILL);
+            }
+        }
+        if let Some(r) = record {
+            let _ = std::fs::remove_file(r);
+        }
+    }
+    live.len()
+}
+
+/// Exit at once with `code` (a second SIGINT/SIGTERM), leaving no process behind: every
+/// tracked group is killed and its record removed, then every other descendant is swept.
+pub fn exit_now(code: i32) -> ! {
+    kill_tracked();
+    sweep();
+    std::process::exit(code)
 }
 
 /// What `/proc/<pid>/stat` says about a process.
@@ -147,7 +177,10 @@ pub fn sweep() -> usize {
     let deadline = Instant::now() + REAP_WAIT;
     loop {
         let spawning = spawning();
-        let live = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
+        let live: Vec<i32> = LIVE
+            .lock()
+            .map(|l| l.keys().copied().collect())
+            .unwrap_or_default();
         let mut pending = Vec::new();
         for child in children(me) {
             let Some(s) = stat(child) else { continue };

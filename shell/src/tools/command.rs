@@ -11,6 +11,9 @@
 //!   call (background children included; a process that left the group with `setsid` is out of
 //!   reach of the group kill, and is killed by [`crate::sandbox::reaper::sweep`] right after).
 //!   After the kill, output still in the pipe is read for at most [`DRAIN_GRACE`].
+//! - The process runs in the sandbox the core chose for the call ([`ToolContext::run_sandbox`],
+//!   from the run-tool effect): the session's, the read-only one (`readonly` mode), or none
+//!   once a human approved `"sandbox": "off"`. The arguments only ask; they never decide.
 //! - Output over `output_cap_bytes` keeps its head and tail with a notice of what was
 //!   omitted; the last line says how it ended (`exit status: N`, `killed by signal N`,
 //!   `timed out …`, `cancelled …`). The call is ok only for exit status 0.
@@ -20,7 +23,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::Duration;
 
-use openmax_core::tool::{ToolOutcome, ToolPlan};
+use openmax_core::tool::{PlanSandbox, RunSandbox, ToolOutcome, ToolPlan};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::sync::oneshot;
@@ -36,17 +39,47 @@ pub const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 const NAME: &str = "shell";
 
+/// Added to the output of a failed command run in the read-only sandbox, so the model knows why
+/// a write or a connection failed.
+pub const READ_ONLY_NOTE: &str = "note: the approval mode is readonly, so this command ran in a \
+     read-only sandbox (no writes but to $TMPDIR, no sockets or network); ask the user to switch \
+     modes if it must change something";
+
 struct Call {
     command: String,
     timeout: Duration,
+    /// `"sandbox": "off"`: the model's justification for running outside the sandbox.
+    escalate: Option<String>,
 }
 
 fn parse(ctx: &ToolContext, args: &Value) -> Result<Call, String> {
-    let a = Args::new(NAME, args, &["command", "timeout_s"])?;
+    let a = Args::new(
+        NAME,
+        args,
+        &["command", "timeout_s", "sandbox", "justification"],
+    )?;
     let command = a.string("command")?;
     if command.trim().is_empty() {
         return Err(format!("{NAME}: the command is empty"));
     }
+    let justification = a.opt_string("justification")?.map(str::trim);
+    let escalate = match a.opt_string("sandbox")? {
+        None | Some("on") => None,
+        Some("off") => match justification {
+            Some(j) if !j.is_empty() => Some(j.to_string()),
+            _ => {
+                return Err(format!(
+                    "{NAME}: \"sandbox\": \"off\" needs a \"justification\": one sentence for \
+                     the human who approves it, saying why the command cannot run in the sandbox"
+                ))
+            }
+        },
+        Some(other) => {
+            return Err(format!(
+                "{NAME}: \"sandbox\" must be \"on\" or \"off\", got {other:?}"
+            ))
+        }
+    };
     let timeout = match a.opt_seconds("timeout_s")? {
         Some(s) if s > MAX_TIMEOUT_S => {
             return Err(format!(
@@ -59,10 +92,13 @@ fn parse(ctx: &ToolContext, args: &Value) -> Result<Call, String> {
     Ok(Call {
         command: command.to_string(),
         timeout,
+        escalate,
     })
 }
 
 /// Inspect a `shell` call: the command line is the target; the core's rules judge what it runs.
+/// The plan says whether the call asks to run outside the sandbox, or else whether it could run
+/// in the read-only sandbox (so `readonly` mode runs it there).
 pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
     match parse(ctx, args) {
         Ok(c) => {
@@ -79,6 +115,13 @@ pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
                 detail: c.command,
                 source: None,
                 invalid: None,
+                sandbox: match c.escalate {
+                    Some(justification) => PlanSandbox::Escalate { justification },
+                    None if ctx.sandbox.confine.read_only_available() => {
+                        PlanSandbox::ReadOnlyCapable
+                    }
+                    None => PlanSandbox::Session,
+                },
             }
         }
         Err(e) => invalid_plan(true, e),
@@ -111,7 +154,10 @@ pub async fn run(
         Err(e) => return fail(format!("{NAME}: cannot create a pipe: {e}")),
     };
     let vars = ctx.sandbox.inherited_env(&ctx.agent_session);
-    let mut cmd = match ctx.sandbox.command("bash", &ctx.project, &vars) {
+    let mut cmd = match ctx
+        .sandbox
+        .command_as("bash", &ctx.project, &vars, ctx.run_sandbox)
+    {
         Ok(c) => c,
         Err(e) => return fail(format!("{NAME}: not run: {e}")),
     };
@@ -207,6 +253,10 @@ pub async fn run(
     };
     if output.is_empty() {
         output.push_str("(no output)\n");
+    }
+    if !ok && ctx.run_sandbox == RunSandbox::ReadOnly {
+        output.push_str(READ_ONLY_NOTE);
+        output.push('\n');
     }
     output.push_str(&last);
     ToolOutcome {

@@ -24,7 +24,7 @@ mod list;
 pub mod path;
 mod read;
 mod schema;
-mod stop;
+pub mod stop;
 mod walk;
 mod write;
 
@@ -34,7 +34,7 @@ use std::time::Duration;
 
 pub use command::MAX_TIMEOUT_S as SHELL_MAX_TIMEOUT_S;
 use openmax_core::conversation::ToolSchema;
-pub use openmax_core::tool::{FileDiff, ToolOutcome, ToolPlan};
+pub use openmax_core::tool::{FileDiff, PlanSandbox, RunSandbox, ToolOutcome, ToolPlan};
 use serde_json::Value;
 use stop::Stop;
 use tokio::sync::oneshot;
@@ -67,6 +67,9 @@ pub struct ToolContext {
     pub sandbox: Arc<crate::sandbox::Policy>,
     /// The client's text files (ACP `fs`), which the file tools read and write through.
     pub client_files: client_files::ClientFilesRef,
+    /// The sandbox the core chose for the call being run (the `shell` tool's; the runtime
+    /// sets it per call from the run-tool effect, never from the arguments).
+    pub run_sandbox: RunSandbox,
 }
 
 impl ToolContext {
@@ -90,6 +93,7 @@ impl ToolContext {
             output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
             sandbox: Arc::default(),
             client_files: Default::default(),
+            run_sandbox: RunSandbox::Session,
         })
     }
 }
@@ -122,6 +126,7 @@ pub fn plan(ctx: &ToolContext, name: &str, args: &Value) -> ToolPlan {
             detail: String::new(),
             source: None,
             invalid: Some(unknown(other)),
+            sandbox: Default::default(),
         },
     }
 }
@@ -183,10 +188,16 @@ async fn run_blocking(
             },
             r = &mut job => return joined(name, r),
             () = &mut timer, if limit.is_some() => {
+                let hint = if stop.client_wait() {
+                    "the client did not answer its file request in time"
+                } else if mutating {
+                    "try again or use shell"
+                } else {
+                    "narrow the path, pattern or glob"
+                };
                 break format!(
-                    "{name}: timed out after {} (the [limits] tool_timeout_s limit){unchanged}; {}",
+                    "{name}: timed out after {} (the [limits] tool_timeout_s limit){unchanged}; {hint}",
                     seconds(ctx.tool_timeout_ms),
-                    if mutating { "try again or use shell" } else { "narrow the path, pattern or glob" }
                 );
             }
         }
@@ -249,6 +260,7 @@ fn read_plan(targets: Vec<String>, summary: String, detail: String) -> ToolPlan 
         detail,
         source: None,
         invalid: None,
+        sandbox: Default::default(),
     }
 }
 
@@ -262,5 +274,6 @@ fn invalid_plan(mutating: bool, message: String) -> ToolPlan {
         detail: String::new(),
         source: None,
         invalid: Some(message),
+        sandbox: Default::default(),
     }
 }

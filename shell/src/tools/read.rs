@@ -10,6 +10,7 @@
 //! [`KEEP_LINE_BYTES`] are held (the rest is validated and counted as it streams past), and the
 //! stop flag (cancel, time limit) is checked before every read of at most 64 KiB.
 
+use super::client_files::ClientError;
 use super::stop::Stop;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -92,8 +93,13 @@ fn read(ctx: &ToolContext, call: &Call, stop: &Stop) -> Result<String, String> {
         // A FIFO or device would block or never end.
         return Err(format!("{NAME}: {rel} is not a regular file"));
     }
-    if let Some(text) = ctx.client_files.read(&call.target.abs) {
-        let text = text.map_err(|e| format!("{NAME}: the client could not read {rel}: {e}"))?;
+    if let Some(text) = ctx.client_files.read(&call.target.abs, stop) {
+        let text = text.map_err(|e| match e {
+            ClientError::Failed(e) => format!("{NAME}: the client could not read {rel}: {e}"),
+            ClientError::Unanswered => {
+                format!("{NAME}: stopped before the client answered the read of {rel}")
+            }
+        })?;
         let reader = BufReader::new(std::io::Cursor::new(text.into_bytes()));
         return show(ctx, call, reader, stop);
     }

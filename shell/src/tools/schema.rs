@@ -121,12 +121,18 @@ pub fn all() -> Vec<ToolSchema> {
              input); stdout and stderr are returned together (long output keeps its beginning \
              and end), followed by the exit status. The command is killed with all its child \
              processes on timeout (default 120 s) and when it exits (do not rely on background \
-             processes outliving the call).",
+             processes outliving the call). It runs in a sandbox: it can write only in the \
+             project and the temp directories and, unless the user allowed it, has no network; \
+             in readonly mode it cannot write at all. If a command needs more, set `sandbox` to \
+             \"off\" with a `justification`: a human must approve each such call (it is refused \
+             in auto and readonly modes and when no human is present).",
             json!({
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "The bash command line."},
-                    "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "description": "Timeout in seconds (default 120)."}
+                    "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "description": "Timeout in seconds (default 120)."},
+                    "sandbox": {"type": "string", "enum": ["on", "off"], "description": "\"on\" (default): run in the sandbox. \"off\": ask a human to run this command outside the sandbox, with no write or network limits; only when it cannot work in the sandbox (it failed there, or it must write outside the project or reach the network)."},
+                    "justification": {"type": "string", "description": "Required with sandbox \"off\": one sentence for the human, saying why the command must run outside the sandbox."}
                 },
                 "required": ["command"],
                 "additionalProperties": false

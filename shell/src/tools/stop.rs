@@ -10,8 +10,11 @@
 //!   visible (the rename), and undoes its preparations instead when that returns false.
 //! - So when [`Stop::stop`] returns true, the call's change has not been made and never will be;
 //!   when it returns false, the change is being made and the outcome is worth waiting for.
+//! - [`Stop::interrupted`] is set by every [`Stop::stop`], committed or not: work past its
+//!   commit point that waits on someone else (a client's answer to a write through its files)
+//!   stops waiting and reports that the outcome is unknown, so waiting for it never hangs.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 const RUNNING: u8 = 0;
 const STOPPED: u8 = 1;
@@ -21,6 +24,10 @@ const COMMITTED: u8 = 2;
 #[derive(Debug, Default)]
 pub struct Stop {
     state: AtomicU8,
+    interrupted: AtomicBool,
+    /// The work is waiting for the client's answer to a file request (see
+    /// [`crate::tools::client_files`]), so a time limit names the client as the cause.
+    client_wait: AtomicBool,
 }
 
 impl Stop {
@@ -37,6 +44,7 @@ impl Stop {
     /// Tell the call to stop. True when it stopped before committing (nothing was changed and
     /// nothing will be); false when it had already committed its change.
     pub fn stop(&self) -> bool {
+        self.interrupted.store(true, Ordering::Release);
         match self
             .state
             .compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Acquire)
@@ -44,6 +52,22 @@ impl Stop {
             Ok(_) => true,
             Err(now) => now == STOPPED,
         }
+    }
+
+    /// Whether [`Stop::stop`] was called, also after the commit point: committed work that
+    /// waits on someone else gives up waiting.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::Acquire)
+    }
+
+    /// Mark the work as waiting (or no longer waiting) for the client's answer.
+    pub fn set_client_wait(&self, waiting: bool) {
+        self.client_wait.store(waiting, Ordering::Release);
+    }
+
+    /// Whether the work is waiting for the client's answer now.
+    pub fn client_wait(&self) -> bool {
+        self.client_wait.load(Ordering::Acquire)
     }
 
     /// Claim the commit point. True when the call may make its change; false when it was
@@ -70,8 +94,13 @@ mod tests {
 
         let c = Stop::new();
         assert!(c.commit());
+        assert!(!c.interrupted());
         assert!(!c.stop(), "a committed call is not reported as stopped");
         assert!(!c.is_set(), "the committed work is not told to wind down");
+        assert!(
+            c.interrupted(),
+            "but work waiting on someone else stops waiting"
+        );
         assert!(!c.commit(), "the commit point is claimed once");
     }
 

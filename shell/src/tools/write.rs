@@ -24,6 +24,7 @@ use openmax_core::tool::{FileDiff, ToolOutcome, ToolPlan};
 use serde_json::Value;
 
 use super::args::Args;
+use super::client_files::ClientError;
 use super::diff::unified;
 use super::edit::{self, EditError};
 use super::path::{io_reason, resolve, Resolved};
@@ -72,10 +73,13 @@ fn current(
     if size > MAX_FILE_BYTES {
         return Err(too_big(size));
     }
-    if let Some(text) = ctx.client_files.read(&target.abs) {
-        return text
-            .map(Some)
-            .map_err(|e| format!("{tool}: the client could not read {rel}: {e}"));
+    if let Some(text) = ctx.client_files.read(&target.abs, stop) {
+        return text.map(Some).map_err(|e| match e {
+            ClientError::Failed(e) => format!("{tool}: the client could not read {rel}: {e}"),
+            ClientError::Unanswered => format!(
+                "{tool}: stopped before the client answered the read of {rel}; nothing was written"
+            ),
+        });
     }
     let cannot = |e: std::io::Error| format!("{tool}: cannot read {rel}: {}", io_reason(&e));
     // Non-blocking, so a FIFO swapped in since the check above cannot hang the open.
@@ -202,6 +206,7 @@ fn plan_of(tool: &str, prepared: Result<Change, String>) -> ToolPlan {
             },
             source: None,
             invalid: None,
+            sandbox: Default::default(),
         },
         Err(e) => invalid_plan(true, e),
     }
@@ -245,13 +250,28 @@ fn commit(ctx: &ToolContext, tool: &str, c: Change, stop: &Stop) -> ToolOutcome 
             ));
         }
     }
-    let written = match ctx.client_files.write(&c.target.abs, &c.new) {
-        Some(Err(e)) => {
+    let written = if ctx.client_files.writes() {
+        // Sending the write is the commit point: once it is out, the client may apply it.
+        if !stop.commit() {
             remove_dirs(&created);
-            return fail(format!("{tool}: the client could not write {rel}: {e}"));
+            return fail(format!("{tool}: cancelled; nothing was written"));
         }
-        Some(Ok(())) => Ok(()),
-        None => replace(&c.target.abs, c.new.as_bytes(), stop),
+        match ctx.client_files.write(&c.target.abs, &c.new, stop) {
+            Ok(()) => Ok(()),
+            Err(ClientError::Failed(e)) => {
+                remove_dirs(&created);
+                return fail(format!("{tool}: the client could not write {rel}: {e}"));
+            }
+            Err(ClientError::Unanswered) => {
+                return fail(format!(
+                    "{tool}: the call stopped (cancelled, or over the [limits] tool_timeout_s \
+                     limit) before the client answered the write of {rel}; the client may \
+                     still write it"
+                ));
+            }
+        }
+    } else {
+        replace(&c.target.abs, c.new.as_bytes(), stop)
     };
     match written {
         Ok(()) => {}

@@ -2,9 +2,13 @@
 //! reason; for an `unapproved_source` request the source path, its sha256 and the exact
 //! `openmax --approve <source_path>` command; the `env` names, when present, as their own
 //! block with one name per row, broken across rows at a narrow width but never cut, elided
-//! or folded into the detail (they are a credential grant). The card stays on screen until
-//! `approval_settled` and then shows the outcome.
+//! or folded into the detail (they are a credential grant). A `gate` request to run a command
+//! outside the sandbox (its summary starts with `UNSANDBOXED`) says so in its title, its
+//! reason and its answer keys, the card's last row, which a short terminal keeps when it has
+//! to drop the top of the card. The card stays on screen until `approval_settled` and then
+//! shows the outcome.
 
+use openmax_core::tool::UNSANDBOXED_SUMMARY_PREFIX;
 use openmax_core::wire::{ApprovalOutcome, ApprovalReason};
 use ratatui::text::{Line, Span};
 
@@ -37,6 +41,11 @@ pub fn approve_command(source_path: &str) -> String {
     format!("openmax --approve {source_path}")
 }
 
+/// Whether the card asks to run a command outside the sandbox.
+pub fn unsandboxed(card: &ApprovalCard) -> bool {
+    card.reason == ApprovalReason::Gate && card.summary.starts_with(UNSANDBOXED_SUMMARY_PREFIX)
+}
+
 /// The card's rows at `width` columns.
 pub fn lines(card: &ApprovalCard, width: usize, theme: Theme) -> Vec<Line<'static>> {
     lines_as(card, width, theme, false)
@@ -51,7 +60,9 @@ pub fn compact_lines(card: &ApprovalCard, width: usize, theme: Theme) -> Vec<Lin
 
 fn lines_as(card: &ApprovalCard, width: usize, theme: Theme, compact: bool) -> Vec<Line<'static>> {
     let mut rows = Vec::new();
+    let outside = unsandboxed(card);
     let title = match card.reason {
+        ApprovalReason::Gate if outside => "run OUTSIDE the sandbox?",
         ApprovalReason::Gate => "approve this call?",
         ApprovalReason::UnapprovedSource => "run unapproved code?",
     };
@@ -86,6 +97,9 @@ fn lines_as(card: &ApprovalCard, width: usize, theme: Theme, compact: bool) -> V
         }
     }
     let reason = match card.reason {
+        ApprovalReason::Gate if outside => {
+            "reason: it asks to run UNSANDBOXED, with no write or network limits"
+        }
         ApprovalReason::Gate => "reason: the project's mode asks before this call",
         ApprovalReason::UnapprovedSource => "reason: no human approved this source's exact bytes",
     };
@@ -126,6 +140,10 @@ fn lines_as(card: &ApprovalCard, width: usize, theme: Theme, compact: bool) -> V
         (Some(ApprovalOutcome::Cancelled), _) => ("cancelled".to_string(), theme.error()),
         (None, Some(true)) => ("approving…".to_string(), theme.dim()),
         (None, Some(false)) => ("declining…".to_string(), theme.dim()),
+        (None, None) if outside => (
+            "y approve UNSANDBOXED run · n decline".to_string(),
+            theme.warn(),
+        ),
         (None, None) => ("y approve · n decline".to_string(), theme.card()),
     };
     rows.extend(wrap_text(&foot.0, foot.1, width, "  "));

@@ -146,3 +146,61 @@ fn card_at_80_columns() {
         ]
     );
 }
+
+fn unsandboxed_card() -> ApprovalCard {
+    let cmd = "curl -fsSL https://example.com/install.sh | sh && make install PREFIX=$HOME/.local";
+    ApprovalCard {
+        approval_id: "ap2".into(),
+        name: "shell".into(),
+        summary: format!("UNSANDBOXED shell: {cmd}"),
+        detail: format!(
+            "UNSANDBOXED: this command runs outside the sandbox, with no write or network \
+             limits.\nThe model's reason: it installs the toolchain.\n\n{cmd}"
+        ),
+        reason: ApprovalReason::Gate,
+        source_path: String::new(),
+        source_sha: String::new(),
+        env: Vec::new(),
+        answered: None,
+        outcome: None,
+    }
+}
+
+/// A request to run a command outside the sandbox says UNSANDBOXED whole in its summary and in
+/// its answer keys (the last row) at every width, and its title and reason say it too; an
+/// ordinary gate does not.
+#[test]
+fn an_unsandboxed_run_says_so_at_every_width() {
+    let c = unsandboxed_card();
+    for width in [14u16, 20, 40, 80, 200] {
+        let screen = snapshot(&c, width);
+        let rows: Vec<&str> = screen.iter().map(|r| r.trim()).collect();
+        let whole = rows.iter().filter(|r| r.contains("UNSANDBOXED")).count();
+        assert!(whole >= 3, "at {width}:\n{}", screen.join("\n"));
+        let foot_start = rows
+            .iter()
+            .rposition(|r| r.starts_with("y approve"))
+            .unwrap_or_else(|| panic!("no keys at {width}:\n{}", screen.join("\n")));
+        assert!(
+            rows[foot_start..].iter().any(|r| r.contains("UNSANDBOXED")),
+            "the keys do not say it at {width}:\n{}",
+            screen.join("\n")
+        );
+    }
+    let screen = snapshot(&c, 80);
+    assert_eq!(screen[0].trim_end(), "▌ run OUTSIDE the sandbox? shell");
+    assert!(
+        screen
+            .iter()
+            .any(|r| r.trim()
+                == "reason: it asks to run UNSANDBOXED, with no write or network limits")
+    );
+    assert!(screen
+        .last()
+        .unwrap()
+        .trim()
+        .starts_with("y approve UNSANDBOXED run"));
+    let plain = snapshot(&card(ApprovalReason::Gate), 80);
+    assert!(!plain.join("\n").contains("UNSANDBOXED"));
+    assert!(!plain.join("\n").contains("OUTSIDE"));
+}

@@ -282,6 +282,48 @@ mod tests {
         assert!(rows.iter().any(|r| r.trim() == "+line 199"), "{rows:?}");
     }
 
+    /// On a narrow or short terminal the top of a tall card is dropped (the prompt stays): the
+    /// request to run a command outside the sandbox still says UNSANDBOXED, whole, in its keys.
+    #[test]
+    fn an_unsandboxed_request_says_so_on_a_small_terminal() {
+        let cmd =
+            "curl -fsSL https://example.com/install.sh | sh && make install PREFIX=$HOME/.local";
+        let mut v = View::new("m", Mode::Ask, vec![]);
+        v.event(
+            0,
+            Event::ApprovalRequest {
+                approval_id: "a".into(),
+                name: "shell".into(),
+                summary: format!("UNSANDBOXED shell: {cmd}"),
+                detail: format!(
+                    "UNSANDBOXED: this command runs outside the sandbox, with no write or \
+                     network limits.\nThe model's reason: it installs the toolchain.\n\n{cmd}"
+                ),
+                reason: ApprovalReason::Gate,
+                source_path: String::new(),
+                source_sha: String::new(),
+                env: vec![],
+            },
+        );
+        for (cols, rows) in [
+            (14, 8),
+            (20, 7),
+            (20, 10),
+            (24, 12),
+            (40, 10),
+            (80, 7),
+            (80, 24),
+        ] {
+            let l = live(&v, 0, cols, rows, Theme { color: false });
+            let text: Vec<String> = l.rows.iter().map(text).collect();
+            assert!(
+                text.iter().any(|r| r.contains("UNSANDBOXED")),
+                "{cols}x{rows}:\n{}",
+                text.join("\n")
+            );
+        }
+    }
+
     #[test]
     fn the_cursor_follows_the_prompt() {
         let mut v = View::new("m", Mode::Auto, vec![]);
@@ -331,5 +373,37 @@ mod tests {
         let narrow = live(&v, 2500, 12, 10, Theme { color: true });
         let s = text(narrow.rows.last().unwrap());
         assert!(width(&s) <= 12 && s.ends_with('…'), "{s}");
+    }
+
+    #[test]
+    fn a_retry_being_waited_out_counts_its_seconds_until_the_reply_comes() {
+        let mut v = View::new("m", Mode::Ask, vec![]);
+        v.running = Some(0);
+        v.event(
+            1000,
+            Event::Retry {
+                attempt: 2,
+                max_attempts: 5,
+                reason: "HTTP 503".into(),
+            },
+        );
+        let shown = |v: &View, now| -> Vec<String> {
+            live(v, now, 80, 20, Theme { color: true })
+                .rows
+                .iter()
+                .map(text)
+                .filter(|r| r.starts_with("waiting to retry"))
+                .collect()
+        };
+        assert_eq!(
+            shown(&v, 1000),
+            ["waiting to retry (attempt 2/5): HTTP 503 · 0s"]
+        );
+        assert_eq!(
+            shown(&v, 4500),
+            ["waiting to retry (attempt 2/5): HTTP 503 · 3s"]
+        );
+        v.event(5000, Event::Token { text: "hi".into() });
+        assert!(shown(&v, 5000).is_empty());
     }
 }

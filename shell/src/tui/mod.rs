@@ -8,7 +8,8 @@
 //! - [`blocks`], [`card`], [`markdown`], [`live`], [`wrap`], [`theme`]: drawing the model as
 //!   styled rows at a width (pure, tested with ratatui's test backend).
 //! - [`term`]: the terminal itself (raw mode, inline viewport, restore on every exit).
-//! - [`capture`]: fd 2 while the UI holds the terminal (each line a notice, never raw text).
+//! - [`capture`]: fd 2 from before the session opens until the UI gives the terminal back
+//!   (each line a notice, never raw text; see [`Early`]).
 //! - [`signals`]: SIGTERM, SIGHUP and SIGINT answered as a person stopping the session.
 //! - [`history`]: this project's earlier prompts.
 //!
@@ -39,7 +40,8 @@ mod card_tests;
 mod view_tests;
 
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self as cev, Event as TermEvent};
@@ -102,14 +104,73 @@ impl Sink for ChannelSink {
 /// How long the exit waits for the last lines written to stderr to reach the screen.
 const STDERR_DRAIN: Duration = Duration::from_millis(500);
 
-/// Run the session under the TUI until the core exits; returns the exit code.
-pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launch: Launch) -> i32 {
-    let (tx, rx) = mpsc::channel();
+/// fd 2 captured from before the session opens, so the start-up's warnings (a torn session
+/// record, processes left by an earlier openmax, the demo project's place) are notice lines of
+/// the UI like every later one, drawn in order and with terminal controls made inert, instead
+/// of raw text above it. Lines wait on the UI's own channel until it starts; if it never does,
+/// [`Early::abandon`] gives fd 2 back and writes them out, so no warning is lost.
+pub struct Early {
+    tx: mpsc::Sender<Msg>,
+    rx: mpsc::Receiver<Msg>,
+    capture: Result<capture::Capture, String>,
+}
+
+impl Early {
+    /// Capture fd 2 now. A panic before the UI takes the terminal gives fd 2 back first, so
+    /// its message is printed.
+    pub fn start() -> Early {
+        let (tx, rx) = mpsc::channel();
+        let to_ui = tx.clone();
+        let capture = capture::start(move |line| {
+            let _ = to_ui.send(Msg::Stderr(line));
+        })
+        .map_err(|e| e.to_string());
+        if capture.is_ok() {
+            let prev = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                capture::give_back();
+                prev(info);
+            }));
+        }
+        Early { tx, rx, capture }
+    }
+
+    /// The UI will not start: give fd 2 back and write what was captured to it.
+    pub fn abandon(self) {
+        if let Ok(c) = self.capture {
+            c.finish(STDERR_DRAIN);
+        }
+        for msg in self.rx.try_iter() {
+            if let Msg::Stderr(line) = msg {
+                eprintln!("{line}");
+            }
+        }
+    }
+}
+
+/// Run the session under the TUI until the core exits; returns the exit code. `early` is
+/// stderr as captured since before the session opened.
+pub fn run(
+    rt: &tokio::runtime::Runtime,
+    core: Core,
+    backend: Backend,
+    mut launch: Launch,
+    early: Early,
+) -> i32 {
+    let Early {
+        tx,
+        rx,
+        capture: captured,
+    } = early;
     let sink = ChannelSink {
         tx: tx.clone(),
         gone: false,
     };
     let mut runtime = Runtime::new(core, backend, sink);
+    // The person is there from the first frame: start the session now (an early `Timeout`
+    // does nothing else), so the freeze's notes (an MCP server that did not start, a broken
+    // manifest) and the session_start hooks come at launch, not with the first key.
+    runtime.push_input(Input::Timeout);
     if let Some(notices) = launch.notices.take() {
         runtime.forward_notices(notices);
     }
@@ -123,13 +184,16 @@ pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launc
     let input = runtime.sender();
     if let Err(e) = term::enter() {
         restore();
+        Early {
+            tx,
+            rx,
+            capture: captured,
+        }
+        .abandon();
         eprintln!("openmax: could not take the terminal: {e}");
         return 1;
     }
-    let to_ui = tx.clone();
-    let capture = match capture::start(move |line| {
-        let _ = to_ui.send(Msg::Stderr(line));
-    }) {
+    let capture = match captured {
         Ok(c) => Some(c),
         Err(e) => {
             let _ = tx.send(Msg::Stderr(format!(
@@ -138,6 +202,7 @@ pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launc
             None
         }
     };
+    let hung_up = watch_hangup(&input);
     let ui = std::thread::spawn(move || ui_loop(rx, &input, launch));
     let (code, _sink) = rt.block_on(runtime.run());
     // Every line written to stderr until now is on the channel ahead of `Exit`.
@@ -145,9 +210,16 @@ pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launc
         c.finish(STDERR_DRAIN);
     }
     let _ = tx.send(Msg::Exit);
+    if hung_up.load(Ordering::SeqCst) {
+        // Nobody is left to see the screen, and the UI thread may be stuck in the terminal
+        // library's read of the dead terminal: exit without waiting for it.
+        restore();
+        return code;
+    }
     let ui = ui.join();
     restore();
     match ui {
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => code,
         Ok(Ok(())) => code,
         Ok(Err(e)) => {
             eprintln!("openmax: the terminal failed: {e}");
@@ -159,6 +231,28 @@ pub fn run(rt: &tokio::runtime::Runtime, core: Core, backend: Backend, mut launc
         }
         Err(_) => 101,
     }
+}
+
+/// Watch the terminal for a hang-up on a thread of its own: when the terminal goes away with
+/// no signal reaching openmax (the shell that owned it got the SIGHUP, or ignored it), the
+/// running turn is cancelled and input ended, exactly as after a SIGHUP, so the session drains
+/// and the process exits instead of outliving its terminal. The returned flag says it happened.
+fn watch_hangup(input: &InputTx) -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let (seen, input) = (flag.clone(), input.clone());
+    let watcher = std::thread::Builder::new()
+        .name("hangup".into())
+        .spawn(move || {
+            if term::wait_hangup() {
+                seen.store(true, Ordering::SeqCst);
+                let _ = input.send(Input::Line(Command::Cancel.to_line()));
+                let _ = input.send(Input::EndOfInput);
+            }
+        });
+    if let Err(e) = watcher {
+        eprintln!("openmax: a closed terminal will not end the session by itself ({e})");
+    }
+    flag
 }
 
 /// The UI thread: its view, its screen, until the runtime exits. When the terminal fails (it
@@ -243,6 +337,14 @@ fn draw_loop(
             Some(s) if dirty && s < FRAME => (FRAME - s).min(POLL),
             _ => POLL,
         };
+        // The terminal library reads a hung-up terminal in a loop that never returns, so look
+        // before every wait for a key.
+        if term::hung_up() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the terminal hung up",
+            ));
+        }
         if cev::poll(wait)? {
             loop {
                 match cev::read()? {

@@ -2,7 +2,8 @@
 //! answers it as a person stopping the session would: `cancel` if a turn runs, then `quit` (see
 //! [`super::view::View::signal`]); the session ends through the core as on the wire, its file
 //! settled, and the terminal is restored on the way out. A second signal exits at once with 130,
-//! restoring the terminal first. In raw mode Ctrl-C is a key, so SIGINT only comes from `kill`.
+//! restoring the terminal first and killing the MCP servers' and running tools' process groups
+//! (no guard's drop runs on that way out). In raw mode Ctrl-C is a key, so SIGINT only comes from `kill`.
 
 use std::io;
 
@@ -25,7 +26,8 @@ impl Signal {
 }
 
 /// Install the handlers now (so a signal from here on is never the default death) and answer
-/// them on `rt`: the first goes to `tell`, a second restores the terminal and exits 130.
+/// them on `rt`: the first goes to `tell`, a second restores the terminal and exits 130 (its
+/// tracked process groups killed).
 #[cfg(unix)]
 pub fn install(
     rt: &tokio::runtime::Runtime,
@@ -47,7 +49,7 @@ pub fn install(
             seen += 1;
             if seen > 1 {
                 super::restore();
-                std::process::exit(130);
+                crate::sandbox::reaper::exit_now(130);
             }
             tell(sig);
         }

@@ -42,6 +42,38 @@ pub fn restore() {
     }
 }
 
+/// Whether the terminal on stdin has hung up (its other side closed: a terminal window or a
+/// multiplexer gone). Once it has, every read returns end of file at once, forever.
+pub fn hung_up() -> bool {
+    poll_hangup(0)
+}
+
+/// Block until the terminal on stdin hangs up; `false` if that cannot be watched. Asks for no
+/// readiness at all, so a live terminal's keys never wake it: the kernel reports a hang-up
+/// (and an error or a closed descriptor) whatever was asked.
+pub fn wait_hangup() -> bool {
+    poll_hangup(-1)
+}
+
+fn poll_hangup(timeout_ms: i32) -> bool {
+    loop {
+        let mut fd = libc::pollfd {
+            fd: libc::STDIN_FILENO,
+            events: 0,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd on the stack, its count 1.
+        let n = unsafe { libc::poll(&mut fd, 1, timeout_ms) };
+        if n < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return false;
+        }
+        return n > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0;
+    }
+}
+
 /// Take the terminal; a panic anywhere restores it before the panic message is printed.
 pub fn enter() -> io::Result<()> {
     terminal::enable_raw_mode()?;

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use openmax_core::wire::{Command, Event, Mode, TranscriptMessage};
+use openmax_core::wire::{Command, Event, Mode, StopReason, TranscriptMessage};
 
 use super::blocks::{args_summary, Block, DiffView, Level, ToolCard};
 use super::card::ApprovalCard;
@@ -372,9 +372,9 @@ impl View {
                     card.ok = Some(false);
                     self.finished.push(Block::Tool(card));
                 }
-                match stop_reason.as_str() {
-                    "end_turn" | "tool_use" | "stop" => {}
-                    "cancelled" => self.notice(Level::Warn, "cancelled"),
+                match &stop_reason {
+                    StopReason::Provider(r) if matches!(r.as_str(), "end_turn" | "tool_use" | "stop") => {}
+                    StopReason::Cancelled => self.notice(Level::Warn, "cancelled"),
                     other => self.notice(Level::Warn, &format!("turn ended: {other}")),
                 }
             }

@@ -86,6 +86,41 @@ fn newline_keys_and_paste_insert_without_submitting() {
 }
 
 #[test]
+fn editing_keys_move_and_change_the_prompt() {
+    let none = KeyModifiers::NONE;
+    let ctrl = KeyModifiers::CONTROL;
+    let mut v = view();
+    typed(&mut v, "abc");
+    key(&mut v, 0, KeyCode::Left, none);
+    key(&mut v, 0, KeyCode::Backspace, none); // the b
+    assert_eq!((v.editor.text(), v.editor.cursor()), ("ac", 1));
+    key(&mut v, 0, KeyCode::Home, none);
+    key(&mut v, 0, KeyCode::Delete, none); // the a
+    assert_eq!((v.editor.text(), v.editor.cursor()), ("c", 0));
+    key(&mut v, 0, KeyCode::End, none);
+    typed(&mut v, "d");
+    key(&mut v, 0, KeyCode::Char('a'), ctrl);
+    typed(&mut v, "<");
+    assert_eq!(v.editor.text(), "<cd");
+    key(&mut v, 0, KeyCode::Char('e'), ctrl);
+    typed(&mut v, ">");
+    assert_eq!(v.editor.text(), "<cd>");
+    key(&mut v, 0, KeyCode::Home, none);
+    key(&mut v, 0, KeyCode::Right, none);
+    typed(&mut v, "|");
+    assert_eq!(v.editor.text(), "<|cd>");
+    // Ctrl-D with text deletes under the cursor rather than quitting.
+    key(&mut v, 0, KeyCode::Char('d'), ctrl);
+    assert_eq!(v.editor.text(), "<|d>");
+    // Shift-Enter is a newline too.
+    key(&mut v, 0, KeyCode::Enter, KeyModifiers::SHIFT);
+    assert_eq!(v.editor.text(), "<|\nd>");
+    key(&mut v, 0, KeyCode::Char('u'), ctrl);
+    assert_eq!(v.editor.text(), "");
+    assert!(v.take_commands().is_empty(), "editing sends nothing");
+}
+
+#[test]
 fn up_and_down_walk_the_prompt_history() {
     let mut v = view();
     typed(&mut v, "draft");
@@ -323,6 +358,15 @@ fn shift_tab_cycles_the_mode_through_the_core() {
     assert_eq!(
         v.take_commands(),
         [Command::ApprovalMode { mode: "ask".into() }]
+    );
+    // A terminal that reports Shift-Tab as Tab with Shift held does the same.
+    v.event(0, Event::ApprovalMode { mode: Mode::Ask });
+    key(&mut v, 0, KeyCode::Tab, KeyModifiers::SHIFT);
+    assert_eq!(
+        v.take_commands(),
+        [Command::ApprovalMode {
+            mode: "readonly".into()
+        }]
     );
 }
 

@@ -6,6 +6,7 @@ use openmax_core::conversation::{Block, Role};
 use openmax_core::machine::Output;
 use openmax_core::record::Record;
 use openmax_core::wire::Event;
+use openmax_core::wire::StopReason;
 
 use super::segment::{acked_records, assistant_texts, persists, record_messages};
 use crate::scenario::Scenario;
@@ -22,7 +23,7 @@ pub fn receipts_follow_their_persist_ack(_sc: &Scenario, run: &Run) -> Vec<Strin
         let records = acked_records(&all, run, i);
         let messages: Vec<_> = records.iter().flat_map(record_messages).collect();
         let fails_turn = fed.outputs.iter().any(
-            |o| matches!(o, Output::Event(Event::Done { stop_reason }) if stop_reason == "error"),
+            |o| matches!(o, Output::Event(Event::Done { stop_reason }) if *stop_reason == StopReason::Error),
         );
         for o in &fed.outputs {
             let Output::Event(e) = o else { continue };

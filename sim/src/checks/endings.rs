@@ -3,8 +3,8 @@
 
 use openmax_core::machine::{Effect, Input};
 use openmax_core::provider::ProviderItem;
-use openmax_core::wire::event::STOP_REASONS;
 use openmax_core::wire::Event;
+use openmax_core::wire::StopReason;
 
 use super::segment::{live_inputs, text_delivered, Turns};
 use crate::scenario::Scenario;
@@ -66,7 +66,7 @@ pub fn three_ending_shapes(_sc: &Scenario, run: &Run) -> Vec<String> {
                 turn.start
             ));
         }
-        let normal = !STOP_REASONS.contains(&stop.as_str());
+        let normal = matches!(stop, StopReason::Provider(_));
         if normal && types.contains(&"error") {
             v.push(format!(
                 "turn at input #{} ended normally ({stop}) but carried an error line",
@@ -113,14 +113,14 @@ pub fn three_ending_shapes(_sc: &Scenario, run: &Run) -> Vec<String> {
             }
             match ending {
                 ProviderItem::Failed { .. } => {
-                    if rest.contains(&"message_done") || stop != "error" {
+                    if rest.contains(&"message_done") || *stop != StopReason::Error {
                         v.push(format!(
                             "a stream failing after reply text (input #{i}) must end error, done error with no message_done; got {rest:?}"
                         ));
                     }
                 }
                 _ => {
-                    if stop != "truncated" {
+                    if *stop != StopReason::Truncated {
                         v.push(format!(
                             "a stream ending without completion after reply text (input #{i}) must end truncated; got {rest:?}"
                         ));
@@ -135,7 +135,7 @@ pub fn three_ending_shapes(_sc: &Scenario, run: &Run) -> Vec<String> {
             continue;
         };
         if let FedInput::Core(Input::Crashed { .. }) = run.trace[*end].input {
-            if stop != "error" {
+            if *stop != StopReason::Error {
                 v.push(format!(
                     "a crash (input #{end}) ended the turn with done {stop}, not error"
                 ));

@@ -9,6 +9,7 @@ use openmax_core::conversation::{Block, Message, Role};
 use openmax_core::machine::{Effect, Input, Output};
 use openmax_core::provider::{ProviderItem, RequestId};
 use openmax_core::wire::Event;
+use openmax_core::wire::StopReason;
 
 use super::segment::{assistant_texts, live_inputs, persists, record_messages, turn_of, Turns};
 use crate::scenario::Scenario;
@@ -43,7 +44,7 @@ pub fn only_message_done_text_is_kept(sc: &Scenario, run: &Run) -> Vec<String> {
         // write already handed to the shell (see docs/testing.md).
         let failed_meanwhile = run.trace[p.at..acked].iter().any(|f| {
             f.outputs.iter().any(
-                |o| matches!(o, Output::Event(Event::Done { stop_reason }) if stop_reason == "error"),
+                |o| matches!(o, Output::Event(Event::Done { stop_reason }) if *stop_reason == StopReason::Error),
             )
         });
         if failed_meanwhile {

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use openmax_core::machine::{Effect, HookEvent, HookOutcome, Input, Output};
 use openmax_core::provider::{ProviderItem, RequestId};
 use openmax_core::wire::Event;
+use openmax_core::wire::StopReason;
 
 use super::segment::{live_inputs, Turn, Turns};
 use crate::scenario::Scenario;
@@ -83,7 +84,7 @@ pub fn token_cap_refuses_at_admission(sc: &Scenario, run: &Run) -> Vec<String> {
                         "request {request} admitted at input #{i} with {counted} tokens counted in the turn, at or over max_agent_tokens {cap}"
                     )),
                     Output::Event(Event::Done { stop_reason })
-                        if stop_reason == "budget_exhausted" && counted < cap =>
+                        if *stop_reason == StopReason::BudgetExhausted && counted < cap =>
                     {
                         v.push(format!(
                             "the turn ended budget_exhausted at input #{i} with {counted} tokens counted, under max_agent_tokens {cap}"
@@ -216,7 +217,7 @@ pub fn tool_rounds_bounded(sc: &Scenario, run: &Run) -> Vec<String> {
                         }
                     }
                     Output::Event(Event::Done { stop_reason })
-                        if stop_reason == "max_iterations" && rounds.len() as u64 != max =>
+                        if *stop_reason == StopReason::MaxIterations && rounds.len() as u64 != max =>
                     {
                         v.push(format!(
                             "the turn ended max_iterations at input #{i} after {} tool rounds; max_iterations is {max}",

@@ -60,7 +60,7 @@ pub fn liveness_after_faults(sc: &Scenario, run: &Run) -> Vec<String> {
     let want = sc.config.flavor.default_finish(false);
     let mut v = Vec::new();
     match &turn.done {
-        Some((_, stop)) if stop == want => {}
+        Some((_, stop)) if stop.as_str() == want => {}
         Some((_, stop)) => v.push(format!(
             "the user after the faults stopped ended {stop}, not {want}"
         )),

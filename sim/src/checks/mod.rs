@@ -29,7 +29,10 @@ mod shutdown;
 mod wire;
 
 pub use acks::receipts_follow_their_persist_ack;
-pub use approvals::{approved_only_by_its_approve, every_approval_settles_once};
+pub use approvals::{
+    approved_only_by_its_approve, every_approval_settles_once,
+    unsandboxed_only_after_a_human_approved_it,
+};
 pub use done::{
     done_is_the_turns_last_line, exactly_one_done_per_admitted_user,
     no_done_for_user_refused_in_flight, no_turn_in_flight_after_done,
@@ -92,6 +95,10 @@ pub const PROPERTIES: &[(&str, Check)] = &[
     ("three_unreachable_gives_up", three_unreachable_gives_up),
     ("every_approval_settles_once", every_approval_settles_once),
     ("approved_only_by_its_approve", approved_only_by_its_approve),
+    (
+        "unsandboxed_only_after_a_human_approved_it",
+        unsandboxed_only_after_a_human_approved_it,
+    ),
     (
         "only_message_done_text_is_kept",
         only_message_done_text_is_kept,

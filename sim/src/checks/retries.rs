@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use openmax_core::machine::{Effect, Input, Output, TimerReason};
 use openmax_core::provider::{FailureKind, ProviderItem, RequestFailure, RequestId};
+use openmax_core::wire::StopReason;
 use openmax_core::wire::{Command, Event};
 
 use super::segment::{live_inputs, text_delivered, Turns};
@@ -284,7 +285,7 @@ pub fn three_unreachable_gives_up(_sc: &Scenario, run: &Run) -> Vec<String> {
                 let cancelled = run.trace[turn.start..]
                     .iter()
                     .any(|f| matches!(&f.input, FedInput::Core(Input::Line(l)) if matches!(Command::parse_line(l), Ok(Some(Command::Cancel)))));
-                if stop != "error" && !cancelled {
+                if *stop != StopReason::Error && !cancelled {
                     v.push(format!(
                         "request {request} gave up after three unreachable attempts (input #{at}) but the turn ended {stop}, not error"
                     ));
@@ -333,7 +334,7 @@ pub fn retry_after_up_to_a_minute_waits(sc: &Scenario, run: &Run) -> Vec<String>
             .iter()
             .any(|o| matches!(o, Output::Event(Event::Retry { .. })));
         let failed = fed.outputs.iter().any(
-            |o| matches!(o, Output::Event(Event::Done { stop_reason }) if stop_reason == "error"),
+            |o| matches!(o, Output::Event(Event::Done { stop_reason }) if *stop_reason == StopReason::Error),
         );
         let wait_s = retry_after_s.unwrap_or(0);
         if wait_s > 60 {

@@ -11,6 +11,7 @@ use openmax_core::conversation::{Block, Message, Role};
 use openmax_core::machine::{Effect, Input, Output};
 use openmax_core::provider::{ProviderItem, RequestId};
 use openmax_core::record::Record;
+use openmax_core::wire::StopReason;
 use openmax_core::wire::{Command, Event};
 
 use crate::trace::{FedInput, Run};
@@ -23,7 +24,7 @@ pub struct Turn {
     /// The turn's events (trace index, event), the `done` last when it ended.
     pub lines: Vec<(usize, Event)>,
     /// The `done` stop reason and trace index, when it ended.
-    pub done: Option<(usize, String)>,
+    pub done: Option<(usize, StopReason)>,
     /// Request ids the turn sent.
     pub requests: BTreeSet<RequestId>,
 }
@@ -92,7 +93,7 @@ impl Turns {
                     t.in_flight.push(i);
                 } else if events
                     .iter()
-                    .any(|e| matches!(e, Event::Done { stop_reason } if stop_reason == "refused"))
+                    .any(|e| matches!(e, Event::Done { stop_reason } if *stop_reason == StopReason::Refused))
                 {
                     t.refused.push(i);
                     t.outside.extend(events.iter().map(|e| (i, (*e).clone())));

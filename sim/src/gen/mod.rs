@@ -13,7 +13,7 @@
 use quickcheck::{Arbitrary, Gen};
 
 use openmax_core::machine::{FramingFault, HookEvent, HookOutcome, HookSpec};
-use openmax_core::tool::FileDiff;
+use openmax_core::tool::{FileDiff, PlanSandbox};
 use openmax_core::wire::Mode;
 
 use crate::scenario::{Action, Scenario, Step, ToolScript};
@@ -227,7 +227,48 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
     if chance(g, 1, 4) {
         session::recipe(g, &mut sc, may_quit);
     }
+    // The sandbox a call's plan asks for (an escalation) or allows (read-only), mostly on the
+    // first call, which the approval recipe asks about. Drawn last, so the draws above (and
+    // the rest of a seed's cases) stay as they were.
+    if chance(g, 1, 3) {
+        if sc.tools.is_empty() {
+            sc.tools.push(ToolScript::default());
+        }
+        // Only `shell` plans these: the first call is made a shell call where it writes a
+        // file, and it is mutating (what `readonly` would otherwise refuse).
+        let first = sc.replies.iter_mut().find_map(|r| match r {
+            Reply::Stream { items, .. } => items.iter_mut().find_map(|i| match i {
+                StreamItem::ToolCall { name, .. } => Some(name),
+                _ => None,
+            }),
+            _ => None,
+        });
+        if let Some(name) = first.filter(|n| n.as_str() == "write_file") {
+            *name = "shell".into();
+        }
+        let sandbox = plan_sandbox(g);
+        if sandbox == PlanSandbox::ReadOnlyCapable && chance(g, 1, 2) {
+            sc.config.mode = Mode::Readonly;
+        }
+        sc.tools[0].sandbox = Some(sandbox);
+        sc.tools[0].mutating = Some(true);
+    }
+    for ts in sc.tools.iter_mut().skip(1) {
+        if chance(g, 1, 6) {
+            ts.sandbox = Some(plan_sandbox(g));
+        }
+    }
     sc
+}
+
+fn plan_sandbox(g: &mut Gen) -> PlanSandbox {
+    if chance(g, 2, 3) {
+        PlanSandbox::Escalate {
+            justification: "it writes outside the project".into(),
+        }
+    } else {
+        PlanSandbox::ReadOnlyCapable
+    }
 }
 
 fn gen_action(g: &mut Gen, may_quit: bool) -> Action {
@@ -460,6 +501,9 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
     if !sc.mode_save_failures.is_empty() {
         out.push(with(&|s| s.mode_save_failures.clear()));
     }
+    if !sc.approval_record_failures.is_empty() {
+        out.push(with(&|s| s.approval_record_failures.clear()));
+    }
     if sc.persist_delay_ms > 0 {
         out.push(with(&|s| s.persist_delay_ms = 0));
     }
@@ -471,6 +515,9 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
     }
     // Simplify tool outcomes.
     for (i, t) in sc.tools.iter().enumerate() {
+        if t.sandbox.is_some() {
+            out.push(with(&|s| s.tools[i].sandbox = None));
+        }
         if *t != ToolScript::default() {
             out.push(with(&|s| s.tools[i] = ToolScript::default()));
         }

@@ -253,6 +253,10 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
                         approved: false,
                     }),
                 });
+                if chance(g, 1, 4) {
+                    // The human's approval cannot be recorded.
+                    sc.approval_record_failures.push(0);
+                }
                 EXTERNAL_TOOL
             } else {
                 "write_file"

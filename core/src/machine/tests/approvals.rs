@@ -210,10 +210,96 @@ fn unapproved_source_asks_and_records_the_approval() {
             env: vec!["TOKEN".into()],
         }
     );
+    h.take();
     h.approve("a1", true);
+    // The approval settles once its record is written.
+    assert_eq!(h.take(), Vec::<String>::new());
     assert!(h.has_effect(
-        |e| matches!(e, Effect::ApproveSource { source_sha, .. } if source_sha == "0123456789ab")
+        |e| matches!(e, Effect::ApproveSource { approval_id, source_sha, .. }
+            if approval_id == "a1" && source_sha == "0123456789ab")
     ));
+    assert!(!h.has_effect(|e| matches!(e, Effect::RunTool { .. })));
+    h.input(Input::SourceApproved {
+        approval_id: "a1".into(),
+    });
+    assert_eq!(h.take(), s(&["approval_settled a1 Approved"]));
+    assert!(h.has_effect(|e| matches!(e, Effect::RunTool { .. })));
+    h.tool_done("c1", true, "ran");
+    h.reply("ok");
+}
+
+fn unapproved_source_pending(h: &mut H) {
+    to_planning(h);
+    let mut p = plan(false);
+    p.source = Some(SourceGate {
+        source_path: ".openmax/tools/x.json".into(),
+        source_sha: "0123456789ab".into(),
+        env: vec![],
+        approved: false,
+    });
+    h.planned("c1", p);
+    h.take();
+}
+
+#[test]
+fn a_failed_approval_record_is_a_protocol_error_and_the_approved_call_still_runs() {
+    let mut h = H::new();
+    unapproved_source_pending(&mut h);
+    h.approve("a1", true);
+    h.input(Input::SourceApprovalFailed {
+        approval_id: "a1".into(),
+        message: "permission denied".into(),
+    });
+    assert_eq!(
+        h.take(),
+        s(&["protocol_error", "approval_settled a1 Approved"])
+    );
+    let m = &h.messages("protocol_error")[0];
+    assert!(
+        m.contains(".openmax/tools/x.json")
+            && m.contains("permission denied")
+            && m.contains("will ask again"),
+        "{m}"
+    );
+    assert!(h.has_effect(|e| matches!(e, Effect::RunTool { .. })));
+    h.tool_done("c1", true, "ran");
+    h.reply("ok");
+}
+
+#[test]
+fn commands_sent_while_an_approval_is_recorded_are_answered_after_it() {
+    let mut h = H::new();
+    unapproved_source_pending(&mut h);
+    h.approve("a1", true);
+    // A cancel and a bad line arrive before the record's answer: held, then handled in order.
+    h.line(r#"{"cmd":"cancel"}"#);
+    h.line("{bad");
+    assert_eq!(h.take(), Vec::<String>::new());
+    h.input(Input::SourceApproved {
+        approval_id: "a1".into(),
+    });
+    assert_eq!(
+        h.take(),
+        s(&["approval_settled a1 Approved", "protocol_error"])
+    );
+    // The cancel reached the running tool.
+    assert!(h.has_effect(|e| matches!(e, Effect::CancelTool { .. })));
+    h.tool_done("c1", false, "killed");
+    assert_eq!(h.take(), s(&["tool_end c1 false", "done cancelled"]));
+}
+
+#[test]
+fn no_approval_timeout_while_the_record_is_written() {
+    let mut c = config();
+    c.limits.approval_timeout_ms = 1_000;
+    let mut h = H::with(c);
+    unapproved_source_pending(&mut h);
+    h.approve("a1", true);
+    assert_eq!(h.core.poll_timeout(), None);
+    h.input(Input::SourceApproved {
+        approval_id: "a1".into(),
+    });
+    assert_eq!(h.take(), s(&["approval_settled a1 Approved"]));
     h.tool_done("c1", true, "ran");
     h.reply("ok");
 }

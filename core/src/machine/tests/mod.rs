@@ -241,7 +241,7 @@ impl H {
     fn planned(&mut self, call_id: &str, plan: ToolPlan) {
         self.input(Input::ToolPlanned {
             call_id: call_id.into(),
-            plan,
+            plan: Box::new(plan),
         });
     }
 
@@ -365,6 +365,7 @@ fn plan(mutating: bool) -> ToolPlan {
         detail: "+hello".into(),
         source: None,
         invalid: None,
+        sandbox: Default::default(),
     }
 }
 
@@ -421,4 +422,5 @@ mod persistence;
 mod quit;
 mod retries;
 mod robustness;
+mod sandbox;
 mod turns;

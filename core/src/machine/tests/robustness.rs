@@ -16,6 +16,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
         Hook(u64),
         Mode(Mode),
         Freeze,
+        Source(String),
     }
     let mut rng = retry::SplitMix64::new(seed);
     let mut c = config();
@@ -62,7 +63,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                 0..=4 => Some(Input::Line(r#"{"cmd":"user","text":"go"}"#.into())),
                 // (Not while input is held: the pairing checker counts a refused user as in
                 // flight until its done, so a second user behind it would be misjudged.)
-                5 if core.held.is_empty() => {
+                5 if core.gate.held.is_empty() => {
                     Some(Input::Line(r#"{"cmd":"user","text":""}"#.into()))
                 }
                 // (Only during a turn: the pairing checker does not yet model the
@@ -177,8 +178,24 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                             Owed::Persist(ticket) => Input::Persisted { ticket },
                             Owed::Plan(call_id) => Input::ToolPlanned {
                                 call_id,
-                                plan: plan((r >> 9).is_multiple_of(2)),
+                                plan: Box::new({
+                                    let mut p = plan((r >> 9).is_multiple_of(2));
+                                    if (r >> 11).is_multiple_of(4) {
+                                        p.source = Some(crate::tool::SourceGate {
+                                            source_path: ".openmax/tools/x.json".into(),
+                                            source_sha: "0123456789ab".into(),
+                                            env: vec![],
+                                            approved: false,
+                                        });
+                                    }
+                                    p
+                                }),
                             },
+                            Owed::Source(approval_id) if fail => Input::SourceApprovalFailed {
+                                approval_id,
+                                message: "disk".into(),
+                            },
+                            Owed::Source(approval_id) => Input::SourceApproved { approval_id },
                             Owed::Tool(call_id) => Input::ToolDone {
                                 call_id,
                                 outcome: ToolOutcome {
@@ -239,9 +256,11 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                     Effect::RunHook { hook_run, .. } => owed.push(Owed::Hook(*hook_run)),
                     Effect::SaveMode { mode } => owed.push(Owed::Mode(*mode)),
                     Effect::Refreeze => owed.push(Owed::Freeze),
+                    Effect::ApproveSource { approval_id, .. } => {
+                        owed.push(Owed::Source(approval_id.clone()))
+                    }
                     Effect::CancelRequest { .. }
                     | Effect::CancelTool { .. }
-                    | Effect::ApproveSource { .. }
                     | Effect::Exit { .. } => {}
                 },
             }
