@@ -102,39 +102,40 @@ class TimestampMock:
     interpreter lock of the thread that reads the client's output (which made some latencies
     come out negative, and others late by a lock hand-over, on a busy machine)."""
 
-    def __init__(self, rendered, delay_s):
+    def __init__(self, rendered, delay_s, log_dir):
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         sock.listen(16)
         self.port = sock.getsockname()[1]
+        fd, self.log = tempfile.mkstemp(prefix="sent-", suffix=".jsonl", dir=log_dir)
+        os.close(fd)
         ctx = multiprocessing.get_context("fork")
-        self.queue = ctx.SimpleQueue()
         self.proc = ctx.Process(target=serve_timestamped, args=(sock, rendered, delay_s,
-                                                               self.queue), daemon=True)
+                                                               self.log), daemon=True)
         self.proc.start()
         sock.close()  # the server process has its own copy
-        self._sent = []
 
     def sent(self, n, timeout=10.0):
         """Per request, in order: the send-return times (ns), index = delta - 1. Waits until
         `n` requests have been answered (or `timeout` passed)."""
         deadline = time.monotonic() + timeout
-        while len(self._sent) < n and time.monotonic() < deadline:
-            if self.queue.empty():
-                time.sleep(0.01)
-                continue
-            self._sent.append(self.queue.get())
-        return self._sent
+        while True:
+            with open(self.log) as f:
+                sent = [json.loads(line) for line in f if line.endswith("\n")]
+            if len(sent) >= n or time.monotonic() >= deadline:
+                return sent
+            time.sleep(0.01)
 
     def stop(self):
         self.proc.terminate()
         self.proc.join(timeout=5)
 
 
-def serve_timestamped(sock, rendered, delay_s, queue):
+def serve_timestamped(sock, rendered, delay_s, log):
     """TimestampMock's server process: one connection at a time; after each request, the list
-    of send-return times goes on `queue`."""
+    of send-return times is appended to the file `log` as one JSON line (a file, not a pipe,
+    so that nothing the parent has not read yet can hold the server)."""
     while True:
         conn, _ = sock.accept()
         try:
@@ -144,7 +145,8 @@ def serve_timestamped(sock, rendered, delay_s, queue):
         finally:
             conn.close()
         if times is not None:
-            queue.put(times)
+            with open(log, "a") as f:
+                f.write(json.dumps(times) + "\n")
 
 
 def serve_one(conn, rendered, delay_s):
@@ -514,7 +516,7 @@ class Bench:
                     "tail": rendered["tail"].encode()}
         # One mock per side, both alive, and the runs interleaved (openmax, curl, openmax, ...)
         # so that a change in the machine's load falls on both sides alike.
-        mocks = {who: TimestampMock(rendered, 0.001) for who in ("openmax", "curl")}
+        mocks = {who: TimestampMock(rendered, 0.001, self.tmp) for who in ("openmax", "curl")}
         try:
             self.configure(mocks["openmax"].port)
             fns = {
@@ -525,13 +527,16 @@ class Bench:
             }
             names = {"openmax": "latency_1ms", "curl": "latency_1ms_curl"}
             all_runs = self.repeat_interleaved({names[w]: fns[w] for w in fns})
+            # A server logs a request once its client has gone: wait for every log line.
+            sent = {who: mock.sent(self.args.warmup + self.args.runs)[-self.args.runs:]
+                    for who, mock in mocks.items()}
         finally:
             for mock in mocks.values():
                 mock.stop()
-        for who, mock in mocks.items():
+        for who in mocks:
             runs = all_runs[names[who]]
             lat = []
-            requests = mock.sent(self.args.warmup + len(runs))[-len(runs):]
+            requests = sent[who]
             missing = 0
             for r, sent in zip(runs, requests):
                 seen = {}
