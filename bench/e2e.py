@@ -538,12 +538,12 @@ class Bench:
             lat = []
             requests = sent[who]
             missing = 0
-            for r, sent in zip(runs, requests):
+            for r, times in zip(runs, requests):
                 seen = {}
                 for t, line in r["_lines"]:
                     for m in DELTA_RE.finditer(line):
                         seen.setdefault(int(m.group(1)), t)
-                for i, ts in enumerate(sent, start=1):
+                for i, ts in enumerate(times, start=1):
                     if i in seen:
                         lat.append((seen[i] - ts) / 1e6)
                     else:
