@@ -464,7 +464,45 @@ mod tests {
             parameters: serde_json::json!({}),
         };
         // {"name":"ab","description":"cd","parameters":{}} is 48 bytes.
-        assert_eq!(estimate_schemas(&[t.clone(), t]), 32);
+        assert_eq!(estimate_schemas(&[t.clone(), t.clone()]), 32);
+        assert_eq!(
+            estimate_fixed("abcdefgh", &[t]),
+            2 + 16,
+            "system prompt plus schemas"
+        );
+    }
+
+    /// Every part of a block counts, each by its own rule, and the parts add up.
+    #[test]
+    fn each_block_kind_counts_all_its_parts() {
+        let thinking = |text: &str, signature: Option<&str>| Block::Thinking {
+            text: text.into(),
+            signature: signature.map(Into::into),
+        };
+        assert_eq!(estimate_block(&thinking("abcdefgh", None)), 2);
+        // The signature (12 chars, 3) is longer than the text (4 chars, 1): a difference or
+        // a product of the two would not give 4.
+        assert_eq!(
+            estimate_block(&thinking("abcd", Some("abcdefghijkl"))),
+            1 + 3
+        );
+        assert_eq!(estimate_block(&thinking("abcdefgh", Some("abcd"))), 2 + 1);
+        let call = Block::ToolUse {
+            id: "abcdefgh".into(),
+            name: "abcdefghijkl".into(),
+            input: serde_json::json!({"a":1}),
+        };
+        assert_eq!(
+            estimate_block(&call),
+            2 + 3 + 3,
+            "id, name and the input's JSON"
+        );
+        let result = Block::ToolResult {
+            id: "abcdefgh".into(),
+            ok: true,
+            output: "abcdefghijkl".into(),
+        };
+        assert_eq!(estimate_block(&result), 2 + 3, "id and output");
     }
 
     #[test]
