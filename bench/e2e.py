@@ -149,8 +149,9 @@ def serve_timestamped(sock, rendered, delay_s, log):
                 f.write(json.dumps(times) + "\n")
 
 
-def serve_one(conn, rendered, delay_s):
-    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+def read_request(conn):
+    """One HTTP/1.1 request from `conn`: (head, body), or None when the client went away
+    before it was whole."""
     buf = b""
     while b"\r\n\r\n" not in buf:
         data = conn.recv(65536)
@@ -168,6 +169,15 @@ def serve_one(conn, rendered, delay_s):
         if not data:
             return None
         body += data
+    return head, body
+
+
+def serve_one(conn, rendered, delay_s):
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    request = read_request(conn)
+    if request is None:
+        return None
+    head, _ = request
     if not head.startswith(b"POST"):
         conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
         return None
@@ -210,23 +220,8 @@ class ScriptMock:
             except OSError:
                 return
             try:
-                buf = b""
-                while b"\r\n\r\n" not in buf:
-                    data = conn.recv(65536)
-                    if not data:
-                        break
-                    buf += data
-                head, _, body = buf.partition(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    k, _, v = line.partition(b":")
-                    if k.strip().lower() == b"content-length":
-                        length = int(v.strip())
-                while len(body) < length:
-                    data = conn.recv(65536)
-                    if not data:
-                        break
-                    body += data
+                if read_request(conn) is None:
+                    continue
                 out = self.bodies[self.count % len(self.bodies)]
                 self.count += 1
                 conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
