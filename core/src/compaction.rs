@@ -618,6 +618,26 @@ mod tests {
         assert_eq!(msgs, snapshot);
     }
 
+    /// An output no longer than its stub would be is kept: stubbing it would lose its text and
+    /// save nothing.
+    #[test]
+    fn an_output_as_short_as_its_stub_is_kept() {
+        let n = (1..200)
+            .find(|n| stub_text(*n).chars().count() == *n)
+            .expect("a length equal to its own stub's");
+        let mut msgs: Vec<Message> = (0..3).flat_map(|i| turn(i, n)).collect();
+        let snapshot = msgs.clone();
+        // Reached by dropping the oldest turn alone; stubbing saves nothing on the way.
+        let target = estimate_messages(&msgs[4..]);
+        let r = compact(&mut msgs, 8, 0, None, target);
+        assert_eq!(r.tokens_after, target);
+        assert_eq!(
+            r.compacted_messages, 4,
+            "the oldest turn dropped, nothing stubbed"
+        );
+        assert_eq!(msgs[..], snapshot[4..]);
+    }
+
     #[test]
     fn verdicts() {
         // context 10_000: reserve 2_500, budget 7_500, trigger 6_750.
