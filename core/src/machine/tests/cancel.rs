@@ -63,7 +63,41 @@ fn cancel_during_a_tool_waits_for_it() {
     h.cmd(json!({"cmd":"cancel"})); // already cancelling: nothing
     h.tool_done("c1", false, "killed");
     assert_eq!(h.take(), s(&["tool_end c1 false", "done cancelled"]));
-    assert!(h.messages("tool_end")[0].starts_with("cancelled"));
+    let output = &h.messages("tool_end")[0];
+    assert!(output.starts_with("cancelled"), "{output}");
+    assert!(output.ends_with("; output so far:\nkilled"), "{output}");
+}
+
+#[test]
+fn a_cancelled_tool_with_no_output_says_only_that_it_was_cancelled() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    h.planned("c1", plan(true));
+    h.cmd(json!({"cmd":"cancel"}));
+    h.tool_done("c1", false, "");
+    assert_eq!(h.take(), s(&["tool_end c1 false", "done cancelled"]));
+    let output = &h.messages("tool_end")[0];
+    assert!(!output.contains("output so far"), "{output}");
+}
+
+/// A plan or an outcome naming a call other than the one in flight changes nothing.
+#[test]
+fn answers_for_another_call_are_ignored() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    let mut h = H::with(c);
+    to_planning(&mut h);
+    h.planned("other", plan(true));
+    assert!(!h.has_effect(|e| matches!(e, Effect::RunTool { .. })));
+    h.planned("c1", plan(true));
+    assert!(h.has_effect(|e| matches!(e, Effect::RunTool { call_id, .. } if call_id == "c1")));
+    h.tool_done("other", true, "not this one");
+    assert_eq!(h.take(), Vec::<String>::new());
+    h.tool_done("c1", true, "done");
+    assert_eq!(h.take(), s(&["tool_end c1 true"]));
+    h.reply("ok");
 }
 
 #[test]

@@ -205,3 +205,54 @@ fn a_duplicate_call_id_is_refused_with_a_result_telling_the_model() {
     assert!(body.contains("same_dup2"), "{body}");
     h.reply("done");
 }
+
+#[test]
+fn a_third_call_with_the_same_id_gets_the_next_free_name() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    let mut h = H::with(c);
+    h.user("go");
+    h.item(ProviderItem::Opened);
+    for i in 0..3u32 {
+        h.item(ProviderItem::ToolCallStart {
+            index: i,
+            id: "same".into(),
+            name: "read_file".into(),
+        });
+    }
+    h.item(ProviderItem::Completed {
+        finish_reason: "tool_use".into(),
+    });
+    h.planned("same", plan(false));
+    h.tool_done("same", true, "A");
+    let evs = h.take();
+    for end in [
+        "tool_end same true",
+        "tool_end same_dup2 false",
+        "tool_end same_dup3 false",
+    ] {
+        assert!(evs.contains(&end.to_string()), "{end} in {evs:?}");
+    }
+    h.reply("done");
+}
+
+#[test]
+fn a_cap_inside_a_character_keeps_only_the_whole_characters_before_it() {
+    let mut c = config();
+    c.limits.max_reply_bytes = 9;
+    let mut h = H::with(c);
+    h.user("hi");
+    h.item(ProviderItem::Opened);
+    h.item(text_d("12345678"));
+    // One byte of room: the two-byte "é" does not fit, and nothing after it is taken.
+    h.item(text_d("é9"));
+    assert_eq!(
+        h.take(),
+        s(&[
+            "token 12345678",
+            "message_done 12345678",
+            "error",
+            "done truncated"
+        ])
+    );
+}

@@ -141,3 +141,50 @@ fn budget_is_estimated_and_scaled_by_reported_prompt_tokens() {
     assert_eq!(used.0, (now_est * 1000).div_ceil(sent_est));
     assert!(used.0 > 1000);
 }
+
+/// Calls the provider sent without an id are numbered, each with its own id, across replies.
+#[test]
+fn calls_without_an_id_get_distinct_ids() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    let mut h = H::with(c);
+    h.user("go");
+    let anonymous_pair = |h: &mut H| {
+        h.item(ProviderItem::Opened);
+        for i in 0..2u32 {
+            h.item(ProviderItem::ToolCallStart {
+                index: i,
+                id: String::new(),
+                name: "read_file".into(),
+            });
+        }
+        h.item(ProviderItem::Completed {
+            finish_reason: "tool_use".into(),
+        });
+    };
+    anonymous_pair(&mut h);
+    for id in ["call_1", "call_2"] {
+        h.planned(id, plan(false));
+        h.tool_done(id, true, "A");
+    }
+    anonymous_pair(&mut h);
+    for id in ["call_3", "call_4"] {
+        h.planned(id, plan(false));
+        h.tool_done(id, true, "B");
+    }
+    h.reply("done");
+    let ends: Vec<String> = h
+        .take()
+        .into_iter()
+        .filter(|e| e.starts_with("tool_end"))
+        .collect();
+    assert_eq!(
+        ends,
+        s(&[
+            "tool_end call_1 true",
+            "tool_end call_2 true",
+            "tool_end call_3 true",
+            "tool_end call_4 true"
+        ])
+    );
+}
