@@ -639,6 +639,34 @@ mod tests {
     }
 
     #[test]
+    fn a_prompt_is_a_user_message_with_text_and_no_tool_result() {
+        let msgs = turn(0, 10);
+        assert!(is_prompt(&msgs[0]));
+        assert!(!is_prompt(&msgs[1]), "an assistant's tool call");
+        assert!(
+            !is_prompt(&msgs[2]),
+            "a user message carrying a tool result"
+        );
+        assert!(!is_prompt(&msgs[3]), "an assistant's text");
+        let mut mixed = msgs[2].clone();
+        mixed.content.push(Block::text("and a note"));
+        assert!(
+            !is_prompt(&mixed),
+            "text beside a tool result is not a prompt"
+        );
+    }
+
+    /// With no current turn (its start past the end), every turn may go.
+    #[test]
+    fn compacting_with_no_current_turn_can_drop_every_turn() {
+        let mut msgs: Vec<Message> = (0..2).flat_map(|i| turn(i, 10)).collect();
+        let len = msgs.len();
+        let r = compact(&mut msgs, len, 0, None, 0);
+        assert!(msgs.is_empty());
+        assert_eq!(r.compacted_messages, len as u64);
+    }
+
+    #[test]
     fn verdicts() {
         // context 10_000: reserve 2_500, budget 7_500, trigger 6_750.
         assert_eq!(budget(10_000), 7_500);
