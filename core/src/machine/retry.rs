@@ -217,6 +217,26 @@ mod tests {
         assert!((3750..=5000).contains(&b9));
     }
 
+    /// The jitter spans the whole quarter, both ends included: over many seeds the first
+    /// backoff of 200 ms takes every value from 150 to 200 ms.
+    #[test]
+    fn the_jitter_covers_a_quarter_of_the_backoff_both_ends_included() {
+        let s = RetrySettings::default();
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 0..5_000 {
+            seen.insert(backoff_ms(&s, 1, &mut SplitMix64::new(seed)));
+        }
+        assert_eq!(seen.first(), Some(&150));
+        assert_eq!(seen.last(), Some(&200));
+        assert_eq!(seen.len(), 51, "every value between");
+        // A backoff under 4 ms has no jitter to take.
+        let tiny = RetrySettings {
+            retry_base_ms: 3,
+            ..RetrySettings::default()
+        };
+        assert_eq!(backoff_ms(&tiny, 1, &mut SplitMix64::new(1)), 3);
+    }
+
     #[test]
     fn two_transient_failures_wait_at_most_600_ms_by_default() {
         let s = RetrySettings::default();

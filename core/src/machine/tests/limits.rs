@@ -256,3 +256,82 @@ fn a_cap_inside_a_character_keeps_only_the_whole_characters_before_it() {
         ])
     );
 }
+
+/// One reply of `text` and a `read_file` call with id `c1` and `args`, under a reply cap of
+/// `cap` bytes: the events it ends with.
+fn reply_under_cap(cap: u64, text: &str, args: &str) -> Vec<String> {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    c.limits.max_reply_bytes = cap;
+    let mut h = H::with(c);
+    h.user("go");
+    h.items(vec![
+        ProviderItem::Opened,
+        text_d(text),
+        ProviderItem::ToolCallStart {
+            index: 0,
+            id: "c1".into(),
+            name: "read_file".into(),
+        },
+        ProviderItem::ToolCallArgs {
+            index: 0,
+            json: args.into(),
+        },
+        ProviderItem::Completed {
+            finish_reason: "tool_use".into(),
+        },
+    ]);
+    let events = h.take();
+    if events.last().is_some_and(|e| e.starts_with("tool_start")) {
+        h.planned("c1", plan(false));
+        h.tool_done("c1", true, "a");
+        h.reply("ok");
+    }
+    events
+}
+
+/// Text, call id, tool name and arguments each count their bytes once toward the reply cap,
+/// and a reply exactly at the cap is whole.
+#[test]
+fn a_reply_exactly_at_the_cap_is_whole_and_one_byte_more_is_not() {
+    let args = r#"{"path":"a"}"#; // 12 bytes
+    let exact = 4 + 2 + 9 + 12; // "abcd", "c1", "read_file", args
+    let whole = reply_under_cap(exact, "abcd", args);
+    assert_eq!(
+        whole.last().map(String::as_str),
+        Some("tool_start c1 read_file"),
+        "{whole:?}"
+    );
+    let over = reply_under_cap(exact - 1, "abcd", args);
+    assert_eq!(
+        over.last().map(String::as_str),
+        Some("done truncated"),
+        "{over:?}"
+    );
+}
+
+#[test]
+fn a_thinking_signature_at_the_cap_is_kept_and_one_byte_longer_is_not() {
+    let run = |signature_len: usize| {
+        let mut c = config();
+        c.limits.max_thinking_bytes = 8;
+        let mut h = H::with(c);
+        h.user("hi");
+        h.items(vec![
+            ProviderItem::Opened,
+            ProviderItem::ThinkingSignature {
+                signature: "s".repeat(signature_len),
+            },
+        ]);
+        h.reply("ok");
+        h.take()
+    };
+    let at_cap = run(8);
+    assert_eq!(
+        at_cap.last().map(String::as_str),
+        Some("done stop"),
+        "{at_cap:?}"
+    );
+    let over = run(9);
+    assert!(over.contains(&"done truncated".to_string()), "{over:?}");
+}
