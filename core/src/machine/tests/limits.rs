@@ -273,9 +273,14 @@ fn reply_under_cap(cap: u64, text: &str, args: &str) -> Vec<String> {
             id: "c1".into(),
             name: "read_file".into(),
         },
+        // The arguments in two pieces, so the cap is checked after each.
         ProviderItem::ToolCallArgs {
             index: 0,
-            json: args.into(),
+            json: args[..args.len() / 2].into(),
+        },
+        ProviderItem::ToolCallArgs {
+            index: 0,
+            json: args[args.len() / 2..].into(),
         },
         ProviderItem::Completed {
             finish_reason: "tool_use".into(),
@@ -307,6 +312,13 @@ fn a_reply_exactly_at_the_cap_is_whole_and_one_byte_more_is_not() {
         over.last().map(String::as_str),
         Some("done truncated"),
         "{over:?}"
+    );
+    // A call with no arguments: the call's start alone fills the cap.
+    let no_args = reply_under_cap(4 + 2 + 9, "abcd", "");
+    assert_eq!(
+        no_args.last().map(String::as_str),
+        Some("tool_start c1 read_file"),
+        "{no_args:?}"
     );
 }
 
