@@ -125,3 +125,25 @@ fn crash_during_a_request_and_during_a_tool() {
     h.reply("ok");
     assert_eq!(h.take().last().unwrap(), "done stop");
 }
+
+/// A wake-up before the stream's idle deadline (a driver may wake early) changes nothing.
+#[test]
+fn an_early_timeout_during_a_live_stream_changes_nothing() {
+    let mut c = config();
+    c.retry.stream_idle_timeout_ms = 30_000;
+    let mut h = H::with(c);
+    h.user("hi");
+    h.item(ProviderItem::Opened);
+    h.item(text_d("part"));
+    h.advance(1_000);
+    h.input(Input::Timeout);
+    assert!(!h.has_effect(|e| matches!(e, Effect::CancelRequest { .. })));
+    assert_eq!(h.take(), s(&["token part"]));
+    h.items(vec![
+        text_d(" more"),
+        ProviderItem::Completed {
+            finish_reason: "stop".into(),
+        },
+    ]);
+    assert_eq!(h.take().last().unwrap(), "done stop");
+}

@@ -229,3 +229,23 @@ fn a_refused_non_interactive_prompt_exits_1() {
     h.user("hi");
     assert_eq!(h.core.exit_code(), Some(1));
 }
+
+/// While draining, a phase timer due before the drain deadline still fires first: a retry's
+/// backoff ends and the attempt is sent, and the turn can still finish.
+#[test]
+fn a_backoff_ending_before_the_drain_deadline_still_sends_the_retry() {
+    let mut c = config();
+    c.limits.drain_timeout_ms = 10_000;
+    let mut h = H::with(c);
+    h.user("hi");
+    h.fail(http(503, None, FailureKind::Server));
+    h.input(Input::EndOfInput);
+    let (at, reason) = h.core.poll_timeout().expect("a timer");
+    assert_eq!(reason, TimerReason::RetryBackoff);
+    assert!(at < Millis(10_000), "{at:?}");
+    assert_eq!(h.fire_timer(), TimerReason::RetryBackoff);
+    assert_eq!(h.sent(), (1, 2));
+    h.reply("ok");
+    assert_eq!(h.take().last().unwrap(), "done stop");
+    assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 0 }));
+}
