@@ -8,6 +8,8 @@
 #   bench/mutants.sh            # everything (hours on 2 cores)
 #   bench/mutants.sh 0 40       # shard 0 of 40
 #   bench/mutants.sh --list     # only list the mutants
+#   bench/mutants.sh --recheck FILE   # only the mutants named in FILE (one per line, as in
+#                                     # missed.txt), against the whole oracle
 #   JOBS=2 bench/mutants.sh     # two mutants at a time (each in its own copy of the tree)
 #
 # Two passes, so most mutants cost one build of the core alone:
@@ -35,11 +37,55 @@ files=(-f 'core/src/machine/*.rs' -f core/src/compaction.rs -e 'core/src/machine
 if [ "${1:-}" = "--list" ]; then
   exec cargo mutants --package openmax-core "${files[@]}" --list
 fi
+common=(--package openmax-core "${files[@]}" --build-timeout 3600 --jobs "${JOBS:-1}")
+
+# The whole oracle, by test target (so the mock-server tests are not even built).
+# cargo-mutants hands everything after its own `--` to `cargo test`; the second `--` passes
+# `--skip mock_` on to the test binaries (with one `--`, `cargo test --skip` is rejected and
+# every mutant "fails").
+tests=(--lib --test corpus --test pairing --test wire_golden
+  --test golden --test properties --test context_receipts --test core_purity --test cli)
+
+# full_pass LIST OUT: every mutant named in LIST against the whole oracle, results in OUT.
+full_pass() {
+  local list=$1 dir=$2 left=()
+  while IFS= read -r m; do
+    [ -n "$m" ] && left+=(-F "^$(printf '%s' "$m" | sed 's/[][\.|$(){}?+*^]/\\&/g')\$")
+  done <"$list"
+  mkdir -p "$dir/mutants.out"
+  : >"$dir/mutants.out/caught.txt"
+  : >"$dir/mutants.out/missed.txt"
+  : >"$dir/mutants.out/timeout.txt"
+  [ ${#left[@]} -gt 0 ] || return 0
+  echo "== the whole oracle: $((${#left[@]} / 2)) mutants"
+  cargo test -p openmax-core -p openmax-sim "${tests[@]}" -- --skip mock_ >"$dir.oracle-check.log" 2>&1 || {
+    echo "the oracle fails on the unmutated tree: see $dir.oracle-check.log" >&2
+    exit 1
+  }
+  cargo mutants "${common[@]}" "${left[@]}" --baseline skip --timeout "${TEST_TIMEOUT:-900}" \
+    --test-package openmax-core --test-package openmax-sim --output "$dir" \
+    -- "${tests[@]}" -- --skip mock_ 2>&1 | tee "$dir.log" || true
+  if grep -q '^ERROR' "$dir.log"; then
+    echo "the oracle run did not run: see $dir.log" >&2
+    exit 1
+  fi
+}
+
+if [ "${1:-}" = "--recheck" ]; then
+  out=$root/target/mutants/recheck
+  rm -rf "$out"
+  mkdir -p "$out"
+  full_pass "$(realpath "$2")" "$out/full"
+  f=$out/full/mutants.out
+  echo "recheck: caught $(wc -l <"$f/caught.txt"), timeout $(wc -l <"$f/timeout.txt"), missed $(wc -l <"$f/missed.txt")"
+  cat "$f/missed.txt"
+  exit 0
+fi
+
 k=${1:-0}
 n=${2:-1}
 out=$root/target/mutants/$k-of-$n
 mkdir -p "$out"
-common=(--package openmax-core "${files[@]}" --build-timeout 3600 --jobs "${JOBS:-1}")
 
 echo "== pass 1: the core's unit tests"
 cargo mutants "${common[@]}" --shard "$k/$n" --baseline run --timeout 300 \
@@ -49,34 +95,8 @@ if grep -q '^ERROR' "$out/unit.log" || [ ! -f "$out/unit/mutants.out/missed.txt"
   exit 1
 fi
 
-# The whole oracle, by test target (so the mock-server tests are not even built).
-# cargo-mutants hands everything after its own `--` to `cargo test`; the second `--` passes
-# `--skip mock_` on to the test binaries (with one `--`, `cargo test --skip` is rejected and
-# every mutant "fails").
-tests=(--lib --test corpus --test pairing --test wire_golden
-  --test golden --test properties --test context_receipts --test core_purity --test cli)
-left=()
-while IFS= read -r m; do
-  [ -n "$m" ] && left+=(-F "^$(printf '%s' "$m" | sed 's/[][\.|$(){}?+*^]/\\&/g')\$")
-done <"$out/unit/mutants.out/missed.txt"
-mkdir -p "$out/full/mutants.out"
-: >"$out/full/mutants.out/caught.txt"
-: >"$out/full/mutants.out/missed.txt"
-: >"$out/full/mutants.out/timeout.txt"
-if [ ${#left[@]} -gt 0 ]; then
-  echo "== pass 2: $((${#left[@]} / 2)) survivors against the whole oracle"
-  cargo test -p openmax-core -p openmax-sim "${tests[@]}" -- --skip mock_ >"$out/oracle-check.log" 2>&1 || {
-    echo "the oracle fails on the unmutated tree: see $out/oracle-check.log" >&2
-    exit 1
-  }
-  cargo mutants "${common[@]}" "${left[@]}" --baseline skip --timeout "${TEST_TIMEOUT:-900}" \
-    --test-package openmax-core --test-package openmax-sim --output "$out/full" \
-    -- "${tests[@]}" -- --skip mock_ 2>&1 | tee "$out/full.log" || true
-  if grep -q '^ERROR' "$out/full.log"; then
-    echo "pass 2 did not run: see $out/full.log" >&2
-    exit 1
-  fi
-fi
+echo "== pass 2: the survivors against the whole oracle"
+full_pass "$out/unit/mutants.out/missed.txt" "$out/full"
 u=$out/unit/mutants.out
 f=$out/full/mutants.out
 cp "$f/missed.txt" "$out/missed.txt"
