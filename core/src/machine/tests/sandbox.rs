@@ -364,3 +364,14 @@ fn ask_and_auto_run_a_read_only_capable_call_in_the_session_sandbox() {
     h.tool_done("c1", true, "a.rs");
     h.reply("ok");
 }
+
+/// The model's reason on an escalation card is cut only past its limit, and then says so.
+#[test]
+fn an_escalation_reason_is_cut_only_past_its_limit() {
+    use crate::machine::approval::{escalation_card, MAX_JUSTIFICATION_CHARS};
+    let card = |why: &str| escalation_card(&plan(false), why).1;
+    let at_limit = "é".repeat(MAX_JUSTIFICATION_CHARS);
+    assert!(card(&at_limit).contains(&format!("The model's reason: {at_limit}\n")));
+    let over = "é".repeat(MAX_JUSTIFICATION_CHARS + 1);
+    assert!(card(&over).contains(&format!("The model's reason: {at_limit}…\n")));
+}

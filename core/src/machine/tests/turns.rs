@@ -188,3 +188,9 @@ fn calls_without_an_id_get_distinct_ids() {
         ])
     );
 }
+
+#[test]
+fn the_core_reports_its_session_id() {
+    let h = H::new();
+    assert_eq!(h.core.session_id(), "s1");
+}
