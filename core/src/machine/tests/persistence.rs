@@ -84,3 +84,28 @@ fn a_reply_whose_record_failed_is_not_sent_again() {
     );
     h.reply("fresh");
 }
+
+/// The record of a turn's end is not waited on: its failure arriving during the next turn
+/// does not fail that turn.
+#[test]
+fn a_late_failure_of_the_last_turns_end_record_leaves_the_next_turn_alone() {
+    let mut h = H::new();
+    h.auto_ack = false;
+    h.user("one");
+    h.ack_next();
+    h.reply("first");
+    h.ack_next();
+    assert_eq!(h.take().last().unwrap(), "done stop");
+    let end_record = h.unacked.pop_front().expect("the turn end's record");
+    h.auto_ack = true;
+    h.user("two");
+    h.input(Input::PersistFailed {
+        ticket: end_record,
+        message: "disk full".into(),
+    });
+    h.reply("second");
+    assert_eq!(
+        h.take(),
+        s(&["token second", "message_done second", "budget", "done stop"])
+    );
+}
