@@ -244,3 +244,29 @@ fn the_hook_gate_runs_only_approved_readable_project_hooks() {
     });
     assert!(h.take().ends_with(&["done stop".to_string()]));
 }
+
+/// An observe hook's answer arriving while a blocking hook runs is not taken for the blocking
+/// hook's: the turn still waits for its own hook.
+#[test]
+fn an_observe_hooks_answer_does_not_settle_a_blocking_hook() {
+    let mut c = config();
+    c.freeze.hooks = vec![
+        hook("start", "session_start", false),
+        hook("guard", "user_prompt_submit", true),
+    ];
+    let mut h = H::with(c);
+    h.user("hi");
+    let guard = last_hook_run(&h);
+    let start = guard - 1;
+    h.input(Input::HookDone {
+        hook_run: start,
+        outcome: HookOutcome::Pass,
+    });
+    assert_eq!(h.sends(), 0, "the prompt hook has not answered");
+    h.input(Input::HookDone {
+        hook_run: guard,
+        outcome: HookOutcome::Pass,
+    });
+    assert_eq!(h.sends(), 1);
+    h.reply("ok");
+}
