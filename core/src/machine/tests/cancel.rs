@@ -123,3 +123,46 @@ fn cancel_while_the_reply_is_persisting() {
     assert_eq!(h.take(), s(&["budget", "done cancelled"]));
     assert!(!h.has_effect(|e| matches!(e, Effect::PlanTool { .. })));
 }
+
+/// A call the turn never reached gets a result saying so, in the record and the next request.
+#[test]
+fn calls_a_cancelled_turn_never_reached_get_a_result_saying_so() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    let mut h = H::with(c);
+    h.user("go");
+    h.item(ProviderItem::Opened);
+    for (i, id) in ["c1", "c2"].iter().enumerate() {
+        h.item(ProviderItem::ToolCallStart {
+            index: i as u32,
+            id: (*id).into(),
+            name: "read_file".into(),
+        });
+    }
+    h.item(ProviderItem::Completed {
+        finish_reason: "tool_use".into(),
+    });
+    h.planned("c1", plan(false));
+    h.cmd(json!({"cmd":"cancel"}));
+    h.tool_done("c1", false, "");
+    assert_eq!(h.take().last().unwrap(), "done cancelled");
+    let results: Vec<(String, bool, String)> = h
+        .core
+        .conversation()
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            Block::ToolResult { id, ok, output } => Some((id.clone(), *ok, output.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(
+        results[1],
+        (
+            "c2".to_string(),
+            false,
+            "not run: the turn ended (cancelled)".to_string()
+        )
+    );
+}

@@ -109,13 +109,14 @@ fn reload_refreezes_between_turns_only() {
     let mut f = freeze();
     f.system = "new prompt".into();
     f.skills = vec!["review".into()];
-    f.changes = vec![crate::wire::event::FreezeChange {
+    let change = |name: &str, by: &str| crate::wire::event::FreezeChange {
         kind: "prompt".into(),
-        name: "AGENTS.md".into(),
+        name: name.into(),
         change: "changed".into(),
-        path: "AGENTS.md".into(),
-        by: "outside".into(),
-    }];
+        path: name.into(),
+        by: by.into(),
+    };
+    f.changes = vec![change("AGENTS.md", "outside"), change("NOTES.md", "agent")];
     h.input(Input::Frozen {
         snapshot: Box::new(f),
     });
@@ -124,12 +125,15 @@ fn reload_refreezes_between_turns_only() {
     h.user("again");
     let body = h.last_body();
     assert_eq!(body.system, "new prompt");
-    assert!(body
-        .messages
-        .last()
-        .unwrap()
-        .plain_text()
-        .contains("re-read"));
+    let receipt = body.messages.last().unwrap().plain_text();
+    assert!(
+        receipt.contains(
+            "tools, skills and prompt were re-read; changes: \
+             prompt AGENTS.md changed (AGENTS.md, from outside this session); \
+             prompt NOTES.md changed (NOTES.md, by this session's agent)"
+        ),
+        "{receipt}"
+    );
     h.reply("ok");
 }
 
