@@ -401,3 +401,26 @@ fn two_calls_run_in_order() {
     assert_eq!(h.sends(), 2);
     h.reply("ok");
 }
+
+/// A turn that ends while an approval's record is written (a crash) does not run the call
+/// when the record's answer arrives after it.
+#[test]
+fn an_approval_recorded_after_its_turn_ended_runs_nothing() {
+    let mut h = H::new();
+    unapproved_source_pending(&mut h);
+    h.approve("a1", true);
+    h.input(Input::Crashed {
+        message: "boom".into(),
+    });
+    let evs = h.take();
+    assert_eq!(
+        evs.last().map(String::as_str),
+        Some("done error"),
+        "{evs:?}"
+    );
+    h.input(Input::SourceApproved {
+        approval_id: "a1".into(),
+    });
+    assert_eq!(h.take(), Vec::<String>::new());
+    assert!(!h.has_effect(|e| matches!(e, Effect::RunTool { .. })));
+}
