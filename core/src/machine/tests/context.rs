@@ -400,6 +400,21 @@ fn context_length_refusal_compacts_once_and_resends_the_same_request() {
     assert!(n > 0);
     assert_eq!(after, compaction::estimate_body(&h.last_body()));
     assert!(after <= refused * compaction::TARGET_PERCENT / 100);
+    // Exactly the cut the target calls for: the lower of the prune target and the share of
+    // the refused request.
+    let target =
+        compaction::prune_target(WINDOW, fixed()).min(refused * compaction::TARGET_PERCENT / 100);
+    let mut conversation = history(6, 2400);
+    conversation.push(Message::user_text("next"));
+    let expected = compaction::compact(&mut conversation, 24, fixed(), None, target);
+    assert_eq!(
+        (before, after, n),
+        (
+            expected.tokens_before,
+            expected.tokens_after,
+            expected.compacted_messages
+        )
+    );
     assert_eq!(compaction_records(&h).len(), 1);
     h.reply("ok");
     assert_eq!(h.take().last().unwrap(), "done stop");
@@ -729,4 +744,48 @@ fn three_hundred_turns_with_large_outputs_stay_inside_a_small_window() {
 fn shaped(messages: &[Message]) -> Vec<Message> {
     let f = freeze();
     ModelRequest::shaped(&f.system, &f.tools, messages).messages
+}
+
+/// A second compaction in the same turn still protects the turn: its prompt and its own tool
+/// output survive, only older history is cut.
+#[test]
+fn a_second_compaction_in_one_turn_keeps_the_turn_whole() {
+    // Many short turns: the first compaction must drop whole turns, which moves the index of
+    // the turn's prompt.
+    let mut h = H::with(small(history(100, 200)));
+    h.user("next");
+    assert_eq!(receipts(&h).len(), 1, "compacted before the first request");
+    h.tool_reply("c1", "write_file", r#"{"path":"a.rs"}"#);
+    h.planned("c1", plan(true));
+    let output = "y".repeat(12_000);
+    h.tool_done("c1", true, &output);
+    assert_eq!(
+        receipts(&h).len(),
+        2,
+        "compacted again before the second request"
+    );
+    let body = h.last_body();
+    let texts: Vec<String> = body.messages.iter().map(|m| m.plain_text()).collect();
+    assert!(texts.iter().any(|t| t == "next"), "{texts:?}");
+    assert!(
+        body.messages.iter().flat_map(|m| &m.content).any(
+            |b| matches!(b, Block::ToolResult { id, output: o, .. } if id == "c1" && *o == output)
+        ),
+        "the turn's own output is kept whole"
+    );
+    h.reply("ok");
+}
+
+/// A long system prompt that, with the schemas, still leaves room: a refusal is recovered by
+/// compaction, not given up on.
+#[test]
+fn a_long_system_prompt_that_leaves_room_still_lets_a_refusal_compact() {
+    let mut c = small(history(6, 2400));
+    c.freeze.system = "s".repeat(1_600); // 400 estimated tokens; the schemas add a few dozen
+    let mut h = H::with(c);
+    h.user("next");
+    h.fail(http(400, None, FailureKind::ContextLength));
+    assert_eq!(h.take(), s(&["compacted"]));
+    h.reply("ok");
+    assert_eq!(h.take().last().unwrap(), "done stop");
 }
