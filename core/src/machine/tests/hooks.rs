@@ -270,3 +270,45 @@ fn an_observe_hooks_answer_does_not_settle_a_blocking_hook() {
     assert_eq!(h.sends(), 1);
     h.reply("ok");
 }
+
+/// A hook that may not block, on an event that can block, only observes: it runs, and the
+/// turn does not wait for it.
+#[test]
+fn an_observing_prompt_hook_runs_without_holding_the_turn() {
+    let mut c = config();
+    c.freeze.hooks = vec![hook("log", "user_prompt_submit", false)];
+    let mut h = H::with(c);
+    h.user("hi");
+    assert!(h.has_effect(|e| matches!(
+        e,
+        Effect::RunHook { hook, event, .. }
+            if hook == "log" && *event == HookEvent::UserPromptSubmit
+    )));
+    assert_eq!(h.sends(), 1, "the request does not wait for the observer");
+    h.reply("ok");
+}
+
+/// Every hook run has its own id, blocking ones in a chain included.
+#[test]
+fn chained_blocking_hooks_get_distinct_run_ids() {
+    let mut c = config();
+    c.freeze.hooks = vec![
+        hook("first", "user_prompt_submit", true),
+        hook("second", "user_prompt_submit", true),
+    ];
+    let mut h = H::with(c);
+    h.user("hi");
+    let first = last_hook_run(&h);
+    h.input(Input::HookDone {
+        hook_run: first,
+        outcome: HookOutcome::Pass,
+    });
+    let second = last_hook_run(&h);
+    assert_ne!(first, second);
+    h.input(Input::HookDone {
+        hook_run: second,
+        outcome: HookOutcome::Pass,
+    });
+    assert_eq!(h.sends(), 1);
+    h.reply("ok");
+}
