@@ -30,7 +30,11 @@ for p in "${patches[@]}"; do
   name=$(basename "$p" .patch)
   git -C "$wt" checkout -q -- .
   git -C "$wt" apply "$(realpath "$p")"
-  (cd "$wt" && cargo build -q -p openmax-sim --bin openmax-sim)
+  # The build's warnings (a patch may leave a variable unused) go to a log, not the table.
+  if ! (cd "$wt" && cargo build -q -p openmax-sim --bin openmax-sim) 2>"$scratch/$name.build.log"; then
+    cat "$scratch/$name.build.log" >&2
+    exit 1
+  fi
   out=$scratch/$name.txt
   "$CARGO_TARGET_DIR"/debug/openmax-sim explore --seed 0 --cases "$cases" --jobs 2 >"$out" 2>&1 || true
   line=$(grep '^explored' "$out" || echo "explore did not finish")

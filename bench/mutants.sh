@@ -62,7 +62,7 @@ full_pass() {
     echo "the oracle fails on the unmutated tree: see $dir.oracle-check.log" >&2
     exit 1
   }
-  cargo mutants "${common[@]}" "${left[@]}" --baseline skip --timeout "${TEST_TIMEOUT:-900}" \
+  cargo mutants "${common[@]}" "${left[@]}" --baseline skip --timeout "${TEST_TIMEOUT:-300}" \
     --test-package openmax-core --test-package openmax-sim --output "$dir" \
     -- "${tests[@]}" -- --skip mock_ 2>&1 | tee "$dir.log" || true
   if grep -q '^ERROR' "$dir.log"; then
