@@ -16,10 +16,12 @@ use std::time::{Duration, Instant};
 
 pub mod acp;
 pub mod deps;
+pub mod inspect;
 pub mod tmux;
 
 use serde_json::Value;
 
+pub use inspect::{files_under, offered_tools};
 pub use openmax_sim::mock::{unused_loopback_url, MockServer};
 pub use openmax_sim::script::{Fault, Flavor, Reply, StreamEnd, StreamItem};
 

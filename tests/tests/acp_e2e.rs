@@ -397,12 +397,7 @@ fn an_mcp_server_given_in_session_new_is_listed_and_its_tool_called() {
             {"op": "prompt", "text": "echo something"}]}),
     );
     assert!(lines[1].get("new").is_some(), "{lines:#?}");
-    let tools: Vec<String> = mock.requests()[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect();
+    let tools = offered_tools(&mock.requests()[0].body);
     assert!(
         tools.contains(&"mcp__everything__echo".to_string()),
         "{tools:?}"

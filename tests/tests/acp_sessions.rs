@@ -10,12 +10,7 @@ use serde_json::json;
 
 /// The names of the tools offered in the mock's request `i`.
 fn offered(mock: &MockServer, i: usize) -> Vec<String> {
-    mock.requests()[i].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
+    offered_tools(&mock.requests()[i].body)
 }
 
 #[test]
@@ -106,24 +101,4 @@ fn a_session_new_refused_for_an_untrusted_project_leaves_no_session_behind() {
     assert!(sessions.is_empty(), "a refused session left {sessions:?}");
     assert!(!mark.exists(), "a refused session started its MCP server");
     assert!(mock.requests().is_empty());
-}
-
-/// Every file under `dir` for which `pick` holds.
-fn files_under(
-    dir: &std::path::Path,
-    pick: impl Fn(&std::path::Path) -> bool + Copy,
-) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files_under(&p, pick));
-        } else if pick(&p) {
-            out.push(p);
-        }
-    }
-    out
 }

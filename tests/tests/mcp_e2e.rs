@@ -88,12 +88,7 @@ fn echo_result_reaches_the_next_request_and_counts_in_the_tool_set() {
         "{end}"
     );
     let reqs = mock.requests();
-    let names: Vec<String> = reqs[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect();
+    let names = offered_tools(&reqs[0].body);
     assert!(
         names.contains(&"mcp__everything__echo".to_string()),
         "{names:?}"

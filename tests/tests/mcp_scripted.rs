@@ -86,12 +86,7 @@ fn every_page_of_tools_list_is_offered_and_list_changed_is_a_note() {
     let mut s = env.stdio(&[]);
     s.user("hi");
     s.turn();
-    let tools: Vec<String> = mock.requests()[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect();
+    let tools = offered_tools(&mock.requests()[0].body);
     for t in ["look", "poke", "wipe", "crash"] {
         assert!(tools.contains(&format!("mcp__s__{t}")), "{t}: {tools:?}");
     }

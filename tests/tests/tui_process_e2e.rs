@@ -53,19 +53,7 @@ fn endless_reply() -> Reply {
 
 /// Every file under `dir` whose name ends with `suffix`.
 fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files_ending(&p, suffix));
-        } else if p.to_string_lossy().ends_with(suffix) {
-            out.push(p);
-        }
-    }
-    out
+    files_under(dir, |p| p.to_string_lossy().ends_with(suffix))
 }
 
 /// The pane's last rows are the live region: the rule, the prompt and the status line, each
