@@ -22,27 +22,24 @@ pub fn reply_inputs(
         attempt,
         item,
     };
+    // A request that fails before any stream: one input, at once.
+    let failed = |failure| {
+        vec![(
+            0,
+            Input::RequestFailed {
+                request,
+                attempt,
+                failure,
+            },
+        )]
+    };
     match script {
-        Reply::Unreachable => vec![(
-            0,
-            Input::RequestFailed {
-                request,
-                attempt,
-                failure: RequestFailure::Unreachable {
-                    detail: "connection refused (scripted)".into(),
-                },
-            },
-        )],
-        Reply::Transport => vec![(
-            0,
-            Input::RequestFailed {
-                request,
-                attempt,
-                failure: RequestFailure::Transport {
-                    detail: "connection closed before the response (scripted)".into(),
-                },
-            },
-        )],
+        Reply::Unreachable => failed(RequestFailure::Unreachable {
+            detail: "connection refused (scripted)".into(),
+        }),
+        Reply::Transport => failed(RequestFailure::Transport {
+            detail: "connection closed before the response (scripted)".into(),
+        }),
         Reply::Status {
             status,
             retry_after,
@@ -53,36 +50,22 @@ pub fn reply_inputs(
                 .clone()
                 .unwrap_or_else(|| format!("HTTP {status} (scripted)"));
             let kind = FailureKind::classify(error.as_deref().unwrap_or(""), &message);
-            vec![(
-                0,
-                Input::RequestFailed {
-                    request,
-                    attempt,
-                    failure: RequestFailure::Http {
-                        status: *status,
-                        retry_after_s: retry_after.as_deref().and_then(|s| s.trim().parse().ok()),
-                        kind,
-                        message,
-                    },
-                },
-            )]
+            failed(RequestFailure::Http {
+                status: *status,
+                retry_after_s: retry_after.as_deref().and_then(|s| s.trim().parse().ok()),
+                kind,
+                message,
+            })
         }
         Reply::RawStatus { status, body } => {
             let (kind, message) =
                 openmax_core::provider::errors::http_error(*status, "", body.as_bytes());
-            vec![(
-                0,
-                Input::RequestFailed {
-                    request,
-                    attempt,
-                    failure: RequestFailure::Http {
-                        status: *status,
-                        retry_after_s: None,
-                        kind,
-                        message,
-                    },
-                },
-            )]
+            failed(RequestFailure::Http {
+                status: *status,
+                retry_after_s: None,
+                kind,
+                message,
+            })
         }
         Reply::Stream {
             items,

@@ -50,13 +50,19 @@ fn cancel_during_backoff_never_sends_the_attempt() {
     assert_eq!(h.sends(), 1);
 }
 
-#[test]
-fn cancel_during_a_tool_waits_for_it() {
+/// An auto-mode turn whose call `c1` runs.
+fn running_c1() -> H {
     let mut c = config();
     c.mode = Mode::Auto;
     let mut h = H::with(c);
     to_planning(&mut h);
     h.planned("c1", plan(true));
+    h
+}
+
+#[test]
+fn cancel_during_a_tool_waits_for_it() {
+    let mut h = running_c1();
     h.cmd(json!({"cmd":"cancel"}));
     assert!(h.has_effect(|e| matches!(e, Effect::CancelTool { call_id } if call_id == "c1")));
     assert_eq!(h.take(), Vec::<String>::new());
@@ -70,11 +76,7 @@ fn cancel_during_a_tool_waits_for_it() {
 
 #[test]
 fn a_cancelled_tool_with_no_output_says_only_that_it_was_cancelled() {
-    let mut c = config();
-    c.mode = Mode::Auto;
-    let mut h = H::with(c);
-    to_planning(&mut h);
-    h.planned("c1", plan(true));
+    let mut h = running_c1();
     h.cmd(json!({"cmd":"cancel"}));
     h.tool_done("c1", false, "");
     assert_eq!(h.take(), s(&["tool_end c1 false", "done cancelled"]));
@@ -131,17 +133,7 @@ fn calls_a_cancelled_turn_never_reached_get_a_result_saying_so() {
     c.mode = Mode::Auto;
     let mut h = H::with(c);
     h.user("go");
-    h.item(ProviderItem::Opened);
-    for (i, id) in ["c1", "c2"].iter().enumerate() {
-        h.item(ProviderItem::ToolCallStart {
-            index: i as u32,
-            id: (*id).into(),
-            name: "read_file".into(),
-        });
-    }
-    h.item(ProviderItem::Completed {
-        finish_reason: "tool_use".into(),
-    });
+    h.read_calls(&["c1", "c2"]);
     h.planned("c1", plan(false));
     h.cmd(json!({"cmd":"cancel"}));
     h.tool_done("c1", false, "");

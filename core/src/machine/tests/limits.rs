@@ -212,17 +212,7 @@ fn a_third_call_with_the_same_id_gets_the_next_free_name() {
     c.mode = Mode::Auto;
     let mut h = H::with(c);
     h.user("go");
-    h.item(ProviderItem::Opened);
-    for i in 0..3u32 {
-        h.item(ProviderItem::ToolCallStart {
-            index: i,
-            id: "same".into(),
-            name: "read_file".into(),
-        });
-    }
-    h.item(ProviderItem::Completed {
-        finish_reason: "tool_use".into(),
-    });
+    h.read_calls(&["same", "same", "same"]);
     h.planned("same", plan(false));
     h.tool_done("same", true, "A");
     let evs = h.take();

@@ -238,6 +238,22 @@ impl H {
         ]);
     }
 
+    /// A completed reply of `read_file` calls with these ids (an empty id: the provider sent
+    /// none) and no arguments.
+    fn read_calls(&mut self, ids: &[&str]) {
+        self.item(ProviderItem::Opened);
+        for (index, id) in (0u32..).zip(ids) {
+            self.item(ProviderItem::ToolCallStart {
+                index,
+                id: (*id).into(),
+                name: "read_file".into(),
+            });
+        }
+        self.item(ProviderItem::Completed {
+            finish_reason: "tool_use".into(),
+        });
+    }
+
     fn planned(&mut self, call_id: &str, plan: ToolPlan) {
         self.input(Input::ToolPlanned {
             call_id: call_id.into(),

@@ -149,25 +149,12 @@ fn calls_without_an_id_get_distinct_ids() {
     c.mode = Mode::Auto;
     let mut h = H::with(c);
     h.user("go");
-    let anonymous_pair = |h: &mut H| {
-        h.item(ProviderItem::Opened);
-        for i in 0..2u32 {
-            h.item(ProviderItem::ToolCallStart {
-                index: i,
-                id: String::new(),
-                name: "read_file".into(),
-            });
-        }
-        h.item(ProviderItem::Completed {
-            finish_reason: "tool_use".into(),
-        });
-    };
-    anonymous_pair(&mut h);
+    h.read_calls(&["", ""]);
     for id in ["call_1", "call_2"] {
         h.planned(id, plan(false));
         h.tool_done(id, true, "A");
     }
-    anonymous_pair(&mut h);
+    h.read_calls(&["", ""]);
     for id in ["call_3", "call_4"] {
         h.planned(id, plan(false));
         h.tool_done(id, true, "B");
