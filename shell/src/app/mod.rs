@@ -119,6 +119,7 @@ fn mcp_list(cli: &Cli) -> i32 {
         let policy = crate::sandbox::Policy {
             running_dir: Some(state.dir().join("running")),
             confine: session_confine(&layers.merged.sandbox, &state, home.root())?,
+            protected: protected_entries(&layers.merged.sandbox),
             ..Default::default()
         };
         let ctx = StartContext {
@@ -240,7 +241,7 @@ struct Setup {
 }
 
 fn setup(cli: &Cli, print: bool) -> Result<Setup, String> {
-    let env = |k: &str| std::env::var(k).ok();
+    let env = |k: &str| crate::sandbox::scrub::var(k);
     let env_over = Overrides::from_env(&env);
     let flags = Overrides {
         provider: cli.provider.clone(),
@@ -274,7 +275,7 @@ fn setup(cli: &Cli, print: bool) -> Result<Setup, String> {
 /// Settings for a session in the given project directory (ACP's `cwd`): no scratch demo
 /// project, the project discovered from `dir` as from a working directory.
 fn setup_at(cli: &Cli, dir: &Path) -> Result<Setup, String> {
-    let env = |k: &str| std::env::var(k).ok();
+    let env = |k: &str| crate::sandbox::scrub::var(k);
     let env_over = Overrides::from_env(&env);
     let flags = Overrides {
         provider: cli.provider.clone(),
@@ -311,7 +312,16 @@ fn sandbox_policy(
         secrets: p.api_key.iter().cloned().collect(),
         running_dir: Some(state.dir().join("running")),
         confine: session_confine(&settings.sandbox, state, home)?,
+        protected: protected_entries(&settings.sandbox),
     })
+}
+
+/// `[sandbox] protected`, or the default entries.
+fn protected_entries(sandbox: &crate::config::SandboxSection) -> Vec<String> {
+    sandbox
+        .protected
+        .clone()
+        .unwrap_or_else(crate::sandbox::protect::default_entries)
 }
 
 /// The kernel sandbox of this project's agent processes, from `[sandbox]`.
@@ -321,12 +331,21 @@ fn session_confine(
     home: &Path,
 ) -> Result<crate::sandbox::confine::Confine, String> {
     crate::sandbox::confine::Confine::for_session(
-        sandbox.mode.as_deref(),
-        sandbox.network.unwrap_or(false),
-        &sandbox.writable,
+        &sandbox_settings(sandbox),
         state.project(),
         home,
     )
+}
+
+/// `[sandbox]` as the sandbox takes it.
+fn sandbox_settings(sandbox: &crate::config::SandboxSection) -> crate::sandbox::confine::Settings {
+    crate::sandbox::confine::Settings {
+        mode: sandbox.mode.clone(),
+        network: sandbox.network.unwrap_or(false),
+        writable: sandbox.writable.clone(),
+        protected: sandbox.protected.clone(),
+        unix_sockets: sandbox.unix_sockets.clone().unwrap_or_default(),
+    }
 }
 
 /// A new session id: 16 hex of sha256(time, pid, counter).

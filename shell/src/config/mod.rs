@@ -65,6 +65,12 @@ pub struct SandboxSection {
     /// More directories agent processes may write beneath (user config only; absolute paths).
     #[serde(default)]
     pub writable: Vec<String>,
+    /// Entries of the project agent processes may not change, relative to its root (user
+    /// config only; default `.git/config`, `.git/config.worktree`, `.git/hooks/`, `.git/info/`).
+    pub protected: Option<Vec<String>>,
+    /// Unix sockets outside the sandbox agent processes may connect to (absolute paths). A
+    /// project config may only name a subset of the user's list (removing the rest).
+    pub unix_sockets: Option<Vec<String>>,
 }
 
 /// `[trust]` (user config only): projects trusted without running `openmax --trust` in them,
@@ -565,6 +571,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
                 env_allow,
                 env_deny,
                 writable,
+                protected: o.protected.or(b.protected),
+                // A later list replaces an earlier one (a project's may only be a subset).
+                unix_sockets: o.unix_sockets.or(b.unix_sockets),
             }
         },
     }

@@ -47,12 +47,23 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
         || s.network == Some(true)
         || !s.env_allow.is_empty()
         || !s.writable.is_empty()
+        || s.protected.is_some()
     {
         return Err(ConfigError(format!(
             "{file}: [sandbox] may only be narrowed in a project config (network = false, \
-             env_deny); mode, network = true, env_allow and writable belong in \
-             $OPENMAX_HOME/config.toml"
+             env_deny, a subset of unix_sockets); mode, network = true, env_allow, writable \
+             and protected belong in $OPENMAX_HOME/config.toml"
         )));
+    }
+    if let Some(sockets) = &s.unix_sockets {
+        let user_list = user.sandbox.unix_sockets.as_deref().unwrap_or(&[]);
+        if let Some(extra) = sockets.iter().find(|p| !user_list.contains(p)) {
+            return Err(ConfigError(format!(
+                "{file}: [sandbox] unix_sockets may only remove entries in a project config: \
+                 {extra:?} is not in the user's list ({user_list:?}); add it in \
+                 $OPENMAX_HOME/config.toml"
+            )));
+        }
     }
     let ld = Limits::default();
     let rd = RetrySettings::default();

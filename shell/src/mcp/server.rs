@@ -183,22 +183,26 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
     match &def.transport {
         Transport::Stdio { command, args } => {
             use std::os::unix::process::CommandExt;
-            let mut std_cmd = std::process::Command::new(command);
+            // A project server is project code: it runs in the session's sandbox; a user
+            // server is the user's own and runs outside it.
+            let how = match def.origin {
+                Origin::Project => openmax_core::tool::RunSandbox::Session,
+                Origin::User => openmax_core::tool::RunSandbox::Unsandboxed,
+            };
+            let mut vars = environment(def);
+            vars.push(("OPENMAX_AGENT_SESSION".into(), ctx.agent_session.clone()));
+            let mut std_cmd = ctx
+                .policy
+                .command_as(command, &ctx.project, &vars, how)
+                .map_err(|why| {
+                    format!("not started: a project server runs only in the sandbox, and {why}")
+                })?;
             std_cmd
                 .args(args)
-                .current_dir(&ctx.project)
-                .env_clear()
-                .envs(environment(def))
-                .env("OPENMAX_AGENT_SESSION", &ctx.agent_session)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(log_stdio(ctx, &def.name))
                 .process_group(0);
-            if def.origin == Origin::Project {
-                ctx.policy.confine.apply(&mut std_cmd).map_err(|why| {
-                    format!("not started: a project server runs only in the sandbox, and {why}")
-                })?;
-            }
             let mut cmd = tokio::process::Command::from(std_cmd);
             cmd.kill_on_drop(true);
             let (mut child, pgid, tracked) = {
@@ -243,7 +247,7 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
             bearer_token_env,
             headers,
         } => {
-            let get = |k: &str| std::env::var(k).ok();
+            let get = |k: &str| forwarded(def, k);
             let bearer = bearer_token_env.as_deref().and_then(get);
             let headers: Vec<(String, String)> = headers
                 .iter()
@@ -277,13 +281,23 @@ pub fn environment(def: &ServerDef) -> Vec<(String, String)> {
         match value {
             EnvValue::Literal(v) => env.push((name.clone(), v.clone())),
             EnvValue::Forward(from) => {
-                if let Ok(v) = std::env::var(from) {
+                if let Some(v) = forwarded(def, from) {
                     env.push((name.clone(), v));
                 }
             }
         }
     }
     env
+}
+
+/// A variable of openmax's environment forwarded to a server: a user server may be given the
+/// provider's key (taken out of openmax's environment block at start-up), a project server
+/// never.
+fn forwarded(def: &ServerDef, name: &str) -> Option<String> {
+    match def.origin {
+        Origin::User => crate::sandbox::scrub::var(name),
+        Origin::Project => std::env::var(name).ok(),
+    }
 }
 
 fn log_stdio(ctx: &StartContext, server: &str) -> Stdio {

@@ -7,9 +7,68 @@
 //! - By default no variable whose name contains KEY, SECRET, TOKEN, PASSWORD or CREDENTIAL
 //!   (case-insensitive) is passed on; `[sandbox] env_allow` names exceptions, `env_deny` names
 //!   more variables to withhold.
+//! - By default no variable that points at a service of the host ([`HOST_SERVICES`]: a terminal
+//!   multiplexer, an agent socket, a bus, a display, a container engine, the terminal itself) is
+//!   passed on; the sandbox refuses those sockets anyway, so the variable would only mislead.
+//!   `[sandbox] env_allow` names exceptions.
 
 /// Name fragments that mark a variable as a secret (compared case-insensitively).
 pub const SECRET_MARKERS: [&str; 5] = ["KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL"];
+
+/// Variables that point at a service running outside the sandbox, withheld unless
+/// `[sandbox] env_allow` names them.
+pub const HOST_SERVICES: &[&str] = &[
+    // Terminal multiplexers and terminals with a control socket.
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "ZELLIJ",
+    "ZELLIJ_SESSION_NAME",
+    "KITTY_LISTEN_ON",
+    "KITTY_WINDOW_ID",
+    "WEZTERM_UNIX_SOCKET",
+    "ALACRITTY_SOCKET",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "EMACS_SOCKET_NAME",
+    "VSCODE_IPC_HOOK",
+    "VSCODE_IPC_HOOK_CLI",
+    "VSCODE_GIT_IPC_HANDLE",
+    "GPG_TTY",
+    "WINDOWID",
+    // Key agents and credential caches.
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "GNOME_KEYRING_CONTROL",
+    "KRB5CCNAME",
+    // Session and system buses, desktop and sound servers.
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "DBUS_STARTER_ADDRESS",
+    "AT_SPI_BUS_ADDRESS",
+    "SESSION_MANAGER",
+    "DISPLAY",
+    "XAUTHORITY",
+    "WAYLAND_DISPLAY",
+    "WAYLAND_SOCKET",
+    "MIR_SOCKET",
+    "I3SOCK",
+    "SWAYSOCK",
+    "HYPRLAND_INSTANCE_SIGNATURE",
+    "PULSE_SERVER",
+    "PIPEWIRE_REMOTE",
+    "XDG_RUNTIME_DIR",
+    // Container engines.
+    "DOCKER_HOST",
+    "CONTAINER_HOST",
+    // systemd's sockets and passed descriptors.
+    "NOTIFY_SOCKET",
+    "LISTEN_FDS",
+    "LISTEN_PID",
+    "LISTEN_FDNAMES",
+    "JOURNAL_STREAM",
+];
 
 /// Variables never passed to an agent process.
 pub const NEVER: [&str; 2] = ["OPENMAX_HOME", "OPENMAX_AGENT_SESSION"];
@@ -37,7 +96,7 @@ impl EnvPolicy {
         if self.allow.iter().any(|a| a == name) {
             return true;
         }
-        !looks_secret(name)
+        !looks_secret(name) && !HOST_SERVICES.contains(&name)
     }
 
     /// The subset of `vars` that may be passed on, in their order.
@@ -95,6 +154,18 @@ mod tests {
         .map(|k| (k.to_string(), "v".to_string()));
         let kept: Vec<String> = p.filter(vars).into_iter().map(|(k, _)| k).collect();
         assert_eq!(kept, ["PATH", "HOME", "GPG_KEY_ID", "LANG"]);
+    }
+
+    #[test]
+    fn host_service_variables_are_withheld_unless_allowed() {
+        let p = EnvPolicy {
+            allow: vec!["DISPLAY".into()],
+            ..EnvPolicy::default()
+        };
+        for name in HOST_SERVICES {
+            assert_eq!(p.passes(name), *name == "DISPLAY", "{name}");
+        }
+        assert!(p.passes("TERM") && p.passes("PATH"));
     }
 
     #[test]

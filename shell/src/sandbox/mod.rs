@@ -1,6 +1,7 @@
 //! The one place where openmax prepares a process it starts on the agent's behalf (the `shell`
-//! tool, external tools, project hooks; project MCP servers use the same entry point): its
-//! environment ([`env`]), its kernel sandbox ([`confine`]) and its containment ([`reaper`]).
+//! tool, external tools, project hooks, project MCP servers): its environment ([`env`]), its
+//! kernel sandbox ([`confine`], run by the [`helper`]), what in the project it may not change
+//! ([`protect`]) and its containment ([`reaper`]).
 //!
 //! Invariants:
 //! - Every agent process is built through [`Policy::command`] (std) or
@@ -10,7 +11,10 @@
 
 pub mod confine;
 pub mod env;
+pub mod helper;
+pub mod protect;
 pub mod reaper;
+pub mod scrub;
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +26,7 @@ pub use env::EnvPolicy;
 pub const AGENT_ENV: &str = "OPENMAX_AGENT_SESSION";
 
 /// What every agent process runs under, from the user config.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     pub env: EnvPolicy,
     /// Values redacted from tool output (the provider key).
@@ -31,6 +35,21 @@ pub struct Policy {
     pub running_dir: Option<PathBuf>,
     /// The kernel sandbox every agent process starts in.
     pub confine: confine::Confine,
+    /// The entries of the project nothing the agent runs may change (`[sandbox] protected`):
+    /// held read-only by the sandbox, refused by `write_file` and `edit_file`.
+    pub protected: Vec<String>,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            env: EnvPolicy::default(),
+            secrets: Vec::new(),
+            running_dir: None,
+            confine: confine::Confine::Off,
+            protected: protect::default_entries(),
+        }
+    }
 }
 
 impl Policy {
@@ -84,11 +103,13 @@ impl Policy {
         vars: &[(String, String)],
         how: RunSandbox,
     ) -> Result<std::process::Command, String> {
-        let mut cmd = std::process::Command::new(program);
+        let mut cmd = self.confine.command(program, how)?;
         cmd.current_dir(cwd)
             .env_clear()
             .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        self.confine.apply_as(&mut cmd, how)?;
+        if let Some(tmp) = self.confine.tmpdir(how) {
+            cmd.env("TMPDIR", tmp);
+        }
         Ok(cmd)
     }
 
@@ -101,6 +122,12 @@ impl Policy {
     ) -> Result<tokio::process::Command, String> {
         self.command(program, cwd, vars)
             .map(tokio::process::Command::from)
+    }
+
+    /// Whether `write_file` / `edit_file` must refuse `path` (absolute, resolved inside
+    /// `project`): a protected entry, or beneath one.
+    pub fn protects(&self, project: &Path, path: &Path) -> bool {
+        protect::refuses(project, &self.protected, path)
     }
 
     /// The same policy without the kernel sandbox, for the user's own code (user hooks).

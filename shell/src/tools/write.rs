@@ -118,6 +118,19 @@ fn current(
     }
 }
 
+/// Refuse a path the human's own tools run code from later (`[sandbox] protected`).
+fn refuse_protected(ctx: &ToolContext, tool: &str, target: &Resolved) -> Result<(), String> {
+    if ctx.sandbox.protects(&ctx.project, &target.abs) {
+        return Err(format!(
+            "{tool}: {} is protected: git runs what is there (configuration, hooks) at the \
+             human's next git command, outside any sandbox, so the agent may not change it; \
+             nothing was written (the list is [sandbox] protected in $OPENMAX_HOME/config.toml)",
+            target.resolved_rel
+        ));
+    }
+    Ok(())
+}
+
 fn prepare_write(ctx: &ToolContext, args: &Value, stop: &Stop) -> Result<Change, String> {
     const NAME: &str = "write_file";
     let a = Args::new(NAME, args, &["path", "content"])?;
@@ -127,6 +140,7 @@ fn prepare_write(ctx: &ToolContext, args: &Value, stop: &Stop) -> Result<Change,
     if target.rel == "." {
         return Err(format!("{NAME}: the project root is a directory"));
     }
+    refuse_protected(ctx, NAME, &target)?;
     let old = current(ctx, NAME, &target, true, stop)?;
     let diff = unified(&target.rel, old.as_deref().unwrap_or(""), content);
     Ok(Change {
@@ -160,6 +174,7 @@ fn prepare_edit(ctx: &ToolContext, args: &Value, stop: &Stop) -> Result<Change, 
         ));
     }
     let target = resolve(&ctx.project, path).map_err(|e| format!("{NAME}: {e}"))?;
+    refuse_protected(ctx, NAME, &target)?;
     let rel = target.rel.clone();
     let Some(old) = current(ctx, NAME, &target, false, stop)? else {
         return Err(format!(

@@ -1,0 +1,218 @@
+//! The kernel's table of Unix sockets (`NETLINK_SOCK_DIAG`, what `ss -x` reads): which socket
+//! is bound to a file or an abstract name. The connect broker finds the listener a `connect(2)`
+//! would reach here, then asks whether it belongs to the sandbox ([`super::sockets`]).
+//!
+//! The table is per network namespace: a socket table opened inside the sandbox's own network
+//! namespace (by its first process, before its filters) lists only sockets made inside.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// `SOCK_DIAG_BY_FAMILY`.
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+const NLM_F_REQUEST: u16 = 0x1;
+const NLM_F_DUMP: u16 = 0x300;
+/// `UDIAG_SHOW_NAME | UDIAG_SHOW_VFS`.
+const SHOW: u32 = 0x1 | 0x2;
+const UNIX_DIAG_NAME: u16 = 0;
+const UNIX_DIAG_VFS: u16 = 1;
+const NETLINK_SOCK_DIAG: i32 = 4;
+
+/// One Unix socket of the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnixSocket {
+    /// The socket's own inode (`socket:[N]` in `/proc/<pid>/fd`).
+    pub inode: u32,
+    /// `SOCK_STREAM`, `SOCK_DGRAM` or `SOCK_SEQPACKET`.
+    pub kind: u8,
+    /// The TCP-like state (10: listening).
+    pub state: u8,
+    /// The file it is bound to: the file system's device (as `stat` reports it) and the
+    /// file's inode number (its low 32 bits, as the kernel reports it).
+    pub file: Option<(u64, u32)>,
+    /// The bound name: a path, or `\0`-prefixed for an abstract name.
+    pub name: Option<Vec<u8>>,
+}
+
+/// A socket table of the current network namespace.
+pub fn open() -> std::io::Result<OwnedFd> {
+    // SAFETY: socket(2) with integer arguments; the result is checked.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            NETLINK_SOCK_DIAG,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The kernel encodes a file system's device as `major << 20 | minor`; `stat` as glibc's
+/// `makedev`.
+fn stat_dev(kernel_dev: u32) -> u64 {
+    let (major, minor) = (kernel_dev >> 20, kernel_dev & 0xf_ffff);
+    libc::makedev(major, minor)
+}
+
+fn request() -> Vec<u8> {
+    let mut msg = Vec::with_capacity(40);
+    let len: u32 = 16 + 24;
+    msg.extend_from_slice(&len.to_ne_bytes());
+    msg.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    msg.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
+    msg.extend_from_slice(&1u32.to_ne_bytes()); // seq
+    msg.extend_from_slice(&0u32.to_ne_bytes()); // pid
+    // struct unix_diag_req
+    msg.push(libc::AF_UNIX as u8);
+    msg.push(0); // protocol
+    msg.extend_from_slice(&0u16.to_ne_bytes());
+    msg.extend_from_slice(&u32::MAX.to_ne_bytes()); // every state
+    msg.extend_from_slice(&0u32.to_ne_bytes()); // any inode
+    msg.extend_from_slice(&SHOW.to_ne_bytes());
+    msg.extend_from_slice(&u32::MAX.to_ne_bytes()); // cookie: none
+    msg.extend_from_slice(&u32::MAX.to_ne_bytes());
+    msg
+}
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Parse one `unix_diag_msg` with its attributes.
+fn parse_one(body: &[u8]) -> Option<UnixSocket> {
+    let kind = *body.get(1)?;
+    let state = *body.get(2)?;
+    let inode = u32_at(body, 4)?;
+    let mut sock = UnixSocket {
+        inode,
+        kind,
+        state,
+        file: None,
+        name: None,
+    };
+    let mut at = 16;
+    while at + 4 <= body.len() {
+        let len = usize::from(u16_at(body, at)?);
+        let ty = u16_at(body, at + 2)?;
+        if len < 4 || at + len > body.len() {
+            break;
+        }
+        let data = &body[at + 4..at + len];
+        match ty {
+            UNIX_DIAG_NAME => sock.name = Some(data.to_vec()),
+            UNIX_DIAG_VFS if data.len() >= 8 => {
+                let ino = u32_at(data, 0)?;
+                let dev = u32_at(data, 4)?;
+                sock.file = Some((stat_dev(dev), ino));
+            }
+            _ => {}
+        }
+        at += (len + 3) & !3;
+    }
+    Some(sock)
+}
+
+/// Every Unix socket of the table's network namespace.
+pub fn dump(table: &OwnedFd) -> std::io::Result<Vec<UnixSocket>> {
+    let req = request();
+    // SAFETY: a zeroed sockaddr_nl addresses the kernel.
+    let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    kernel.nl_family = libc::AF_NETLINK as u16;
+    // SAFETY: the buffer and the address are valid for the lengths passed.
+    let sent = unsafe {
+        libc::sendto(
+            table.as_raw_fd(),
+            req.as_ptr().cast(),
+            req.len(),
+            0,
+            (&kernel as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as u32,
+        )
+    };
+    if sent < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        // SAFETY: reading into our own buffer.
+        let n = unsafe { libc::recv(table.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let data = &buf[..n as usize];
+        let mut at = 0;
+        while at + 16 <= data.len() {
+            let Some(len) = u32_at(data, at).map(|l| l as usize) else {
+                break;
+            };
+            let ty = u16_at(data, at + 4).unwrap_or(NLMSG_DONE);
+            if len < 16 || at + len > data.len() {
+                return Ok(out);
+            }
+            match ty {
+                NLMSG_DONE => return Ok(out),
+                NLMSG_ERROR => {
+                    let code = u32_at(data, at + 16).map(|c| c as i32).unwrap_or(-libc::EIO);
+                    return Err(std::io::Error::from_raw_os_error(-code));
+                }
+                SOCK_DIAG_BY_FAMILY => {
+                    if let Some(s) = parse_one(&data[at + 16..at + len]) {
+                        out.push(s);
+                    }
+                }
+                _ => {}
+            }
+            at += (len + 3) & !3;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listening_socket_is_found_by_its_file_and_a_bound_name_by_its_name() {
+        let dir = std::env::temp_dir().join(format!("omx-diag-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let table = open().unwrap();
+        let all = dump(&table).unwrap();
+        let found = all
+            .iter()
+            .find(|s| s.file == Some((meta.dev(), meta.ino() as u32)))
+            .unwrap_or_else(|| panic!("not in {} sockets", all.len()));
+        assert_eq!(found.state, 10, "listening");
+        // A path is reported as bound: std passes its terminating NUL in the length.
+        let name = found.name.clone().unwrap_or_default();
+        assert_eq!(
+            name.strip_suffix(&[0]).unwrap_or(&name),
+            path.as_os_str().as_encoded_bytes()
+        );
+        let fd_link = format!("socket:[{}]", found.inode);
+        let ours = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .flatten()
+            .any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy() == fd_link));
+        assert!(ours, "the listener's inode is one of our descriptors");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

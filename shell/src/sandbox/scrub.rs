@@ -1,0 +1,97 @@
+//! The provider key out of openmax's own environment: read once at start-up, kept in this
+//! process's memory, and removed from the environment, including its bytes in the block the
+//! kernel shows as `/proc/<pid>/environ` (removing a variable from the C library's list leaves
+//! those bytes in place). No process that can read openmax's `/proc` entry finds the key there.
+//!
+//! Invariant: [`take`] runs first thing in `main`, before any thread exists (changing the
+//! environment is not thread-safe); afterwards the key variables are read with [`var`].
+
+use std::collections::BTreeMap;
+use std::ffi::CStr;
+use std::sync::OnceLock;
+
+static TAKEN: OnceLock<BTreeMap<String, String>> = OnceLock::new();
+
+extern "C" {
+    static mut environ: *mut *mut libc::c_char;
+}
+
+/// The variables that may hold a provider key: the providers' defaults and the
+/// `api_key_env` of the user config (read without judging the rest of it).
+pub fn key_names() -> Vec<String> {
+    let mut names = vec!["ANTHROPIC_API_KEY".to_string(), "OPENAI_API_KEY".to_string()];
+    let home = crate::session::Home::from_env();
+    if let Ok(home) = home {
+        if let Ok(text) = std::fs::read_to_string(home.config_path()) {
+            if let Ok(table) = text.parse::<toml::Table>() {
+                if let Some(v) = table
+                    .get("provider")
+                    .and_then(|p| p.get("api_key_env"))
+                    .and_then(|v| v.as_str())
+                {
+                    if !names.iter().any(|n| n == v) {
+                        names.push(v.to_string());
+                    }
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The start and end of the environment block the process started with (fields 50 and 51
+/// of `/proc/self/stat`).
+fn original_block() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // `after` starts at field 3.
+    let start = fields.get(50 - 3)?.parse().ok()?;
+    let end = fields.get(51 - 3)?.parse().ok()?;
+    Some((start, end))
+}
+
+/// Take `names` out of the environment: their values are kept for [`var`], the variables
+/// removed, and their bytes in the original block overwritten with NULs.
+pub fn take(names: &[String]) {
+    let block = original_block();
+    let mut taken = BTreeMap::new();
+    for name in names {
+        let Ok(value) = std::env::var(name) else {
+            continue;
+        };
+        let prefix = format!("{name}=");
+        let mut in_block = Vec::new();
+        // SAFETY: single-threaded (see the module invariant); `environ` is the C library's
+        // NULL-terminated list of NUL-terminated strings.
+        unsafe {
+            let mut p = environ;
+            while !p.is_null() && !(*p).is_null() {
+                let bytes = CStr::from_ptr(*p).to_bytes();
+                let at = *p as usize;
+                if bytes.starts_with(prefix.as_bytes())
+                    && block.is_some_and(|(s, e)| at >= s && at + bytes.len() <= e)
+                {
+                    in_block.push((*p, bytes.len()));
+                }
+                p = p.add(1);
+            }
+        }
+        std::env::remove_var(name);
+        for (ptr, len) in in_block {
+            // SAFETY: the bytes lie inside the original block, which the kernel set up
+            // writable on the stack, and no list entry points at them any more.
+            unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        }
+        taken.insert(name.clone(), value);
+    }
+    let _ = TAKEN.set(taken);
+}
+
+/// An environment variable, the taken ones included.
+pub fn var(name: &str) -> Option<String> {
+    TAKEN
+        .get()
+        .and_then(|t| t.get(name).cloned())
+        .or_else(|| std::env::var(name).ok())
+}
