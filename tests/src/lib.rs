@@ -741,6 +741,84 @@ pub fn wait_gone(pid: i32) -> bool {
     true
 }
 
+/// Whether `out` holds the kernel's refusal of a write outside the sandbox's writable places:
+/// Landlock's (`Permission denied`), a read-only mount's, or a path the sandbox does not show
+/// (everything under the system temp directory, which shows the session's own).
+pub fn sandbox_refused(out: &str) -> bool {
+    [
+        "Permission denied",
+        "Read-only file system",
+        "No such file or directory",
+    ]
+    .iter()
+    .any(|m| out.contains(m))
+}
+
+/// Whether a process with exactly this command line runs anywhere on the host. A process in
+/// the sandbox knows only its pid in the sandbox's own pid namespace, so tests tell the
+/// processes an agent started apart by a command line of their own (`sleep 3101`).
+pub fn running(cmdline: &[&str]) -> bool {
+    let want: Vec<u8> = cmdline.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|c| c == want)
+}
+
+/// Poll until no process with this command line runs; false at the deadline.
+pub fn wait_cmdline_gone(cmdline: &[&str]) -> bool {
+    let end = Instant::now() + DEADLINE;
+    while running(cmdline) {
+        if Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+/// SIGKILL every process with exactly this command line (a failing test's leftovers).
+pub fn kill_all(cmdline: &[&str]) {
+    let want: Vec<u8> = cmdline.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for e in procs.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read(e.path().join("cmdline")).ok() == Some(want.clone()) {
+            // SAFETY: plain kill(2) of a test's own leftover process.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The host pid of the process a sandbox knows as `ns_pid` (its innermost pid namespace)
+/// running `cmdline`.
+pub fn host_pid(ns_pid: i32, cmdline: &[&str]) -> Option<i32> {
+    let want: Vec<u8> = cmdline.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(host) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+        let inner = status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .and_then(|v| v.split_whitespace().last()?.parse::<i32>().ok());
+        if inner == Some(ns_pid)
+            && std::fs::read(e.path().join("cmdline")).ok() == Some(want.clone())
+        {
+            return Some(host);
+        }
+    }
+    None
+}
+
 /// A completed stream carrying several tool calls `(id, name, args)`.
 pub fn tool_calls_reply(calls: &[(&str, &str, Value)]) -> Reply {
     Reply::Stream {

@@ -255,10 +255,12 @@ fn read_pid(env: &TestEnv, file: &str) -> i32 {
 
 #[test]
 fn a_setsid_process_dies_with_its_call() {
+    // Each escapee is told apart by its sleep's length (its pid inside the sandbox's pid
+    // namespace means nothing out here).
     let commands = [
-        "setsid sh -c 'echo $$ > a.pid; exec sleep 1000' & sleep 0.2; echo started",
-        "bash -c 'bash -c \"setsid sh -c \\\"echo \\\\\\$\\\\\\$ > b.pid; exec sleep 1000\\\" & sleep 0.2\"'",
-        "( setsid sh -c 'echo $$ > c.pid; exec sleep 1000' & ) ; sleep 0.2",
+        "setsid sh -c 'echo $$ > a.pid; exec sleep 1001' & sleep 0.2; echo started",
+        "bash -c 'bash -c \"setsid sh -c \\\"echo \\\\\\$\\\\\\$ > b.pid; exec sleep 1002\\\" & sleep 0.2\"'",
+        "( setsid sh -c 'echo $$ > c.pid; exec sleep 1003' & ) ; sleep 0.2",
     ];
     let (env, _mock) = setup(shell_calls(&commands));
     let mut s = env.stdio(&[]);
@@ -266,9 +268,12 @@ fn a_setsid_process_dies_with_its_call() {
     let (evs, _) = s.turn();
     let ends: Vec<&Value> = evs.iter().filter(|e| e["type"] == "tool_end").collect();
     assert_eq!(ends.len(), 3, "{evs:?}");
-    for f in ["a.pid", "b.pid", "c.pid"] {
-        let pid = read_pid(&env, f);
-        assert!(wait_gone(pid), "{f}: {pid} outlived its call");
+    for (f, secs) in [("a.pid", "1001"), ("b.pid", "1002"), ("c.pid", "1003")] {
+        read_pid(&env, f);
+        assert!(
+            wait_cmdline_gone(&["sleep", secs]),
+            "{f}: sleep {secs} outlived its call"
+        );
     }
     assert_eq!(s.finish().0, Some(0));
 }

@@ -358,7 +358,7 @@ fn ctrl_c_in_print_mode_cancels_the_turn_and_kills_the_tool() {
     let mock = MockServer::start(vec![tool_reply(
         "sh",
         "shell",
-        json!({"command":"sleep 30 & echo $! > bg.pid; sleep 30"}),
+        json!({"command":"sleep 3101 & echo $! > bg.pid; sleep 30"}),
     )]);
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
     env.trust();
@@ -376,30 +376,24 @@ fn ctrl_c_in_print_mode_cancels_the_turn_and_kills_the_tool() {
         .unwrap();
     let pid_file = env.project.join("bg.pid");
     let end = std::time::Instant::now() + DEADLINE;
-    let bg: i32 = loop {
-        if let Some(p) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            break p;
-        }
+    while std::fs::read_to_string(&pid_file)
+        .ok()
+        .and_then(|t| t.trim().parse::<i32>().ok())
+        .is_none()
+    {
         assert!(std::time::Instant::now() < end, "the tool never started");
         std::thread::sleep(std::time::Duration::from_millis(10));
-    };
+    }
+    assert!(running(&["sleep", "3101"]));
     // SAFETY: sending a signal to our own child process by pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = wait_child(child);
     assert_eq!(out.code, Some(1), "{}", out.stderr);
     assert!(out.stderr.contains("cancelled"), "{}", out.stderr);
-    let end = std::time::Instant::now() + DEADLINE;
-    // SAFETY: kill(pid, 0) only checks whether the process exists.
-    while unsafe { libc::kill(bg, 0) } == 0 {
-        assert!(
-            std::time::Instant::now() < end,
-            "the tool's background child {bg} survived"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    assert!(
+        wait_cmdline_gone(&["sleep", "3101"]),
+        "the tool's background child survived"
+    );
 }
 
 #[test]

@@ -545,7 +545,7 @@ fn shell_timeout_kills_the_whole_group() {
         "auto",
         &[(
             "shell",
-            json!({"command":"sleep 30 & echo $! > bg.pid; echo started; sleep 30","timeout_s":0.5}),
+            json!({"command":"sleep 3102 & echo $! > bg.pid; echo started; sleep 30","timeout_s":0.5}),
         )],
     );
     let (ok, out) = outcomes(&evs, 1).remove(0);
@@ -555,10 +555,10 @@ fn shell_timeout_kills_the_whole_group() {
         out.contains("timed out after") && out.contains("process group were killed"),
         "{out}"
     );
-    let bg: i32 = env.read("bg.pid").unwrap().trim().parse().unwrap();
+    assert!(env.read("bg.pid").is_some());
     assert!(
-        wait_gone(bg),
-        "the background child {bg} survived the timeout"
+        wait_cmdline_gone(&["sleep", "3102"]),
+        "the background child survived the timeout"
     );
 }
 
@@ -568,7 +568,7 @@ fn shell_cancel_kills_the_whole_group() {
         vec![tool_reply(
             "sh",
             "shell",
-            json!({"command":"sleep 30 & echo $! > bg.pid; sleep 30"}),
+            json!({"command":"sleep 3103 & echo $! > bg.pid; sleep 30"}),
         )],
         "",
     );
@@ -577,13 +577,14 @@ fn shell_cancel_kills_the_whole_group() {
     s.user("run");
     s.until_type("tool_start");
     let end = std::time::Instant::now() + DEADLINE;
-    let bg: i32 = loop {
-        if let Some(p) = env.read("bg.pid").and_then(|t| t.trim().parse().ok()) {
-            break p;
-        }
+    while env
+        .read("bg.pid")
+        .and_then(|t| t.trim().parse::<i32>().ok())
+        .is_none()
+    {
         assert!(std::time::Instant::now() < end, "the command never started");
         std::thread::sleep(Duration::from_millis(10));
-    };
+    }
     s.send(json!({"cmd":"cancel"}));
     let (evs, reason) = s.turn();
     assert_eq!(reason, "cancelled");
@@ -592,8 +593,8 @@ fn shell_cancel_kills_the_whole_group() {
     assert!(output(e).contains("cancelled"), "{e}");
     assert_eq!(s.finish().0, Some(0));
     assert!(
-        wait_gone(bg),
-        "the background child {bg} survived the cancel"
+        wait_cmdline_gone(&["sleep", "3103"]),
+        "the background child survived the cancel"
     );
 }
 
@@ -824,7 +825,7 @@ fn a_shell_command_dies_with_a_sigkilled_openmax() {
         vec![tool_reply(
             "sh",
             "shell",
-            json!({"command":"echo $$ > bash.pid; sleep 30"}),
+            json!({"command":"echo $$ > bash.pid; sleep 3104"}),
         )],
         "",
     );
@@ -833,13 +834,15 @@ fn a_shell_command_dies_with_a_sigkilled_openmax() {
     s.user("run");
     s.until_type("tool_start");
     let end = std::time::Instant::now() + DEADLINE;
-    let pid: i32 = loop {
-        if let Some(p) = env.read("bash.pid").and_then(|t| t.trim().parse().ok()) {
-            break p;
-        }
+    while env
+        .read("bash.pid")
+        .and_then(|t| t.trim().parse::<i32>().ok())
+        .is_none()
+    {
         assert!(std::time::Instant::now() < end, "the command never started");
         std::thread::sleep(Duration::from_millis(10));
-    };
+    }
+    assert!(running(&["sleep", "3104"]));
     s.kill_hard();
     let next = env.stdio(&[]);
     let (code, _, stderr) = next.finish();
@@ -848,8 +851,7 @@ fn a_shell_command_dies_with_a_sigkilled_openmax() {
         stderr.contains("left running by an earlier openmax"),
         "{stderr}"
     );
-    let gone = wait_gone(pid);
-    // SAFETY: killing the leftover group (our own test's processes) so nothing lingers.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    assert!(gone, "the shell command {pid} outlived openmax");
+    let gone = wait_cmdline_gone(&["sleep", "3104"]);
+    kill_all(&["sleep", "3104"]);
+    assert!(gone, "the shell command outlived openmax");
 }

@@ -64,7 +64,8 @@ pub struct Cli {
     #[arg(long = "base-url", value_name = "URL", global = true)]
     pub base_url: Option<String>,
 
-    /// A subcommand: `mcp list` (the configured MCP servers, their state and tools).
+    /// A subcommand: `mcp list` (the configured MCP servers, their state and tools), `sandbox
+    /// check` (which layers of the sandbox are in force on this machine, and why any is missing).
     #[arg(value_name = "COMMAND", conflicts_with_all = ["stdio", "prompt", "check", "spec", "approve", "trust"])]
     pub command: Vec<String>,
 }
@@ -91,6 +92,8 @@ pub enum Action {
     Tui { resume: bool },
     /// `mcp list`
     McpList,
+    /// `sandbox check`
+    SandboxCheck,
 }
 
 impl Cli {
@@ -114,9 +117,11 @@ impl Cli {
         match self.command.iter().map(String::as_str).collect::<Vec<_>>()[..] {
             [] => {}
             ["mcp", "list"] => return Ok(Action::McpList),
+            ["sandbox", "check"] => return Ok(Action::SandboxCheck),
             _ => {
                 return Err(format!(
-                    "unknown command {:?}: the one command is `openmax mcp list`",
+                    "unknown command {:?}: the commands are `openmax mcp list` and \
+                     `openmax sandbox check`",
                     self.command.join(" ")
                 ))
             }
@@ -177,6 +182,8 @@ mod tests {
                 path: "a.json".into()
             })
         );
+        assert_eq!(parse(&["sandbox", "check"]), Ok(Action::SandboxCheck));
+        assert!(parse(&["sandbox"]).is_err());
         assert_eq!(parse(&[]), Ok(Action::Tui { resume: false }));
         assert_eq!(parse(&["--continue"]), Ok(Action::Tui { resume: true }));
         assert!(parse(&["--check"]).is_err());

@@ -34,7 +34,7 @@ pub fn create() -> std::io::Result<DemoDirs> {
     let project = root.join("project");
     let home = root.join("home");
     std::fs::create_dir_all(project.join(".openmax"))?;
-    std::fs::create_dir_all(&home)?;
+    crate::session::perms::private_dir_all(&home)?;
     std::fs::write(project.join("demo.txt"), DEMO_TEXT)?;
     let root = std::fs::canonicalize(root)?;
     Ok(DemoDirs {

@@ -3,7 +3,8 @@
 //! Three checks, each a refusal with its reason: `OPENMAX_AGENT_SESSION` is not set (a
 //! courtesy an agent can unset), stdin is a terminal, and no ancestor process is an openmax
 //! (the same executable, or a process named `openmax`: every session names its main thread so,
-//! [`mark_session`], whatever its executable is called). Because a running openmax is a child
+//! [`mark_session`], whatever its executable is called, and so does the sandbox helper, whose
+//! first process is pid 1 of the sandbox's pid namespace). Because a running openmax is a child
 //! subreaper, a process the agent started stays its descendant even after `setsid` or a double
 //! fork. This is defence in depth: the boundary itself is that agent processes run without
 //! access to `$OPENMAX_HOME` (see docs/security.md).
@@ -56,7 +57,9 @@ fn openmax_ancestor() -> Option<(i32, String)> {
     let mut pid = parent(std::process::id() as i32)?;
     // Bounded: a pid chain always ends at 1 (or at 0 outside our pid namespace).
     for _ in 0..4096 {
-        if pid <= 1 {
+        // Outside our pid namespace the chain ends at 0. Pid 1 is looked at too: in the
+        // sandbox's pid namespace it is the sandbox's first process, an openmax.
+        if pid < 1 {
             return None;
         }
         if let (Some(me), Ok(exe)) = (&me, std::fs::metadata(format!("/proc/{pid}/exe"))) {
@@ -67,6 +70,9 @@ fn openmax_ancestor() -> Option<(i32, String)> {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         if comm.trim_end() == SESSION_NAME {
             return Some((pid, "a process named openmax".to_string()));
+        }
+        if pid == 1 {
+            return None;
         }
         pid = parent(pid)?;
     }

@@ -53,6 +53,7 @@ pub fn run(cli: Cli) -> i32 {
         Action::Spec { json } => crate::oneshot::spec::run(json, std::io::stdout().lock()),
         Action::Trust => trust(&cli),
         Action::McpList => mcp_list(&cli),
+        Action::SandboxCheck => sandbox_check(&cli),
         Action::Approve { path } => approve(&cli, &path),
         Action::Stdio { resume } => session(&cli, Front::Stdio, resume),
         Action::Acp => crate::acp::run(cli),
@@ -101,7 +102,9 @@ fn human_project_state(cli: &Cli, flag: &str) -> Result<ProjectState, String> {
     human::check(flag)?;
     let project = project_of(cli)?;
     let home = Home::from_env()?;
-    Ok(ProjectState::open(&home, &project))
+    let state = ProjectState::open(&home, &project);
+    crate::session::perms::check(home.root(), Some(state.dir()))?;
+    Ok(state)
 }
 
 /// `openmax mcp list`: start the servers as a session would, print them, stop them.
@@ -134,6 +137,35 @@ fn mcp_list(cli: &Cli) -> i32 {
         drop(set);
         rt.shutdown_background();
         Ok(code)
+    };
+    match run() {
+        Ok(code) => code,
+        Err(e) => fail(e),
+    }
+}
+
+/// `openmax sandbox check`: build this project's sandbox once, run nothing in it, and print
+/// which layers are in force (exit 0) or what is missing (exit 1).
+fn sandbox_check(cli: &Cli) -> i32 {
+    let run = || -> Result<i32, String> {
+        let home = Home::from_env()?;
+        let project = project_of(cli)?;
+        let state = ProjectState::open(&home, &project);
+        crate::session::perms::check(home.root(), Some(state.dir()))?;
+        let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
+        let sandbox = &layers.merged.sandbox;
+        let confine = session_confine(sandbox, &state, home.root())?;
+        let env = crate::sandbox::EnvPolicy {
+            allow: sandbox.env_allow.clone(),
+            deny: sandbox.env_deny.clone(),
+            ..Default::default()
+        };
+        Ok(crate::sandbox::check::print(
+            &confine,
+            &env,
+            state.project(),
+            &mut std::io::stdout().lock(),
+        ))
     };
     match run() {
         Ok(code) => code,
@@ -330,11 +362,7 @@ fn session_confine(
     state: &ProjectState,
     home: &Path,
 ) -> Result<crate::sandbox::confine::Confine, String> {
-    crate::sandbox::confine::Confine::for_session(
-        &sandbox_settings(sandbox),
-        state.project(),
-        home,
-    )
+    crate::sandbox::confine::Confine::for_session(&sandbox_settings(sandbox), state.project(), home)
 }
 
 /// `[sandbox]` as the sandbox takes it.
@@ -453,6 +481,7 @@ pub(crate) async fn open(
     .map_err(OpenError::new)?;
     let provider = backend::provider_from(&setup.settings.provider).map_err(OpenError::new)?;
     let state = ProjectState::open(&setup.home, &setup.project);
+    crate::session::perms::check(setup.home.root(), Some(state.dir())).map_err(OpenError::new)?;
     let trusted = state.trusted() || setup.settings.trusts(state.project());
     if !trusted && opener == Opener::Acp {
         return Err(OpenError {

@@ -305,9 +305,9 @@ fn log_stdio(ctx: &StartContext, server: &str) -> Stdio {
         return Stdio::null();
     };
     if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::session::perms::private_dir_all(dir);
     }
-    match std::fs::OpenOptions::new()
+    match crate::session::perms::private_file()
         .create(true)
         .append(true)
         .open(path)

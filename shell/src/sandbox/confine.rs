@@ -126,7 +126,9 @@ impl ConfineSpec {
     pub fn allow_write(&mut self, dir: &str, home: &Path) -> Result<(), String> {
         let path = Path::new(dir);
         if !path.is_absolute() {
-            return Err(format!("[sandbox] writable: {dir:?} must be an absolute path"));
+            return Err(format!(
+                "[sandbox] writable: {dir:?} must be an absolute path"
+            ));
         }
         let canon =
             std::fs::canonicalize(path).map_err(|e| format!("[sandbox] writable: {dir}: {e}"))?;
@@ -259,7 +261,10 @@ pub fn probe(helper_bin: &Path, spec: &ConfineSpec) -> Result<Report, String> {
     let err = String::from_utf8_lossy(&out.stderr);
     let msg = err.trim().trim_start_matches("openmax: ");
     Err(if msg.is_empty() {
-        format!("{UNAVAILABLE}: the sandbox helper ended with {}", out.status)
+        format!(
+            "{UNAVAILABLE}: the sandbox helper ended with {}",
+            out.status
+        )
     } else {
         msg.to_string()
     })
@@ -307,7 +312,11 @@ impl Confine {
     /// The sandbox for a session in `project` with state under `home`. An unknown mode or a bad
     /// entry is an error (a start-up failure); a sandbox the kernel or the layout cannot give
     /// is [`Confine::Unavailable`].
-    pub fn for_session(settings: &Settings, project: &Path, home: &Path) -> Result<Confine, String> {
+    pub fn for_session(
+        settings: &Settings,
+        project: &Path,
+        home: &Path,
+    ) -> Result<Confine, String> {
         match settings.mode.as_deref() {
             Some("off") => return Ok(Confine::Off),
             None | Some("on") => {}
@@ -368,6 +377,20 @@ impl Confine {
         })))
     }
 
+    /// The same sandbox, started through `helper` instead of this binary (a bench or a test
+    /// whose own executable is not openmax).
+    pub fn with_helper(self, helper: &Path) -> Confine {
+        match self {
+            Confine::On(mut s) => {
+                if let Some(inner) = Arc::get_mut(&mut s) {
+                    inner.helper = helper.to_path_buf();
+                }
+                Confine::On(s)
+            }
+            other => other,
+        }
+    }
+
     /// A command for `program` in the sandbox the core chose for its call: the session's, the
     /// read-only one, or none (a human approved running it outside). An error means nothing
     /// may be started; it says why and what a human can do.
@@ -397,11 +420,10 @@ impl Confine {
         }
     }
 
-    /// Whether [`RunSandbox::ReadOnly`] can be had.
+    /// Whether [`RunSandbox::ReadOnly`] can be had: the sandbox is on and builds here.
     pub fn read_only_available(&self) -> bool {
-        matches!(self, Confine::On(_))
+        matches!(self, Confine::On(s) if s.probe().is_ok())
     }
-
 }
 
 /// A fresh directory only this user can enter, under `system_tmp`.

@@ -9,6 +9,7 @@
 //! - The provider key's value never leaves openmax in tool output: [`Policy::redact`] is
 //!   applied to every tool outcome and hook detail before it is persisted or sent.
 
+pub mod check;
 pub mod confine;
 pub mod env;
 pub mod helper;

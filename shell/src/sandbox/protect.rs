@@ -133,7 +133,8 @@ pub fn ensure(project: &Path, entries: &[String]) {
         };
         // A worktree's own directory has no hooks or info of its own (git reads the common
         // directory's), so nothing is created there.
-        let worktree = |d: &&PathBuf| d.parent().and_then(Path::file_name) == Some("worktrees".as_ref());
+        let worktree =
+            |d: &&PathBuf| d.parent().and_then(Path::file_name) == Some("worktrees".as_ref());
         for d in dirs.iter().filter(|d| !worktree(d)) {
             let p = d.join(inner);
             if std::fs::symlink_metadata(&p).is_err() {
@@ -201,7 +202,10 @@ mod tests {
         let entries = default_entries();
         ensure(&p, &entries);
         assert!(p.join(".git/info").is_dir(), "the missing info/ is created");
-        assert!(!p.join(".git/config.worktree").exists(), "files are not created");
+        assert!(
+            !p.join(".git/config.worktree").exists(),
+            "files are not created"
+        );
         let h = held(&p, &entries);
         assert_eq!(h.pinned, vec![p.join(".git")]);
         assert_eq!(

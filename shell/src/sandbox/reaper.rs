@@ -76,7 +76,7 @@ pub fn track(pgid: i32, running_dir: Option<&Path>) -> Tracked {
         let (Some(my_start), Some(pg_start)) = (start_time(me), start_time(pgid)) else {
             return None;
         };
-        std::fs::create_dir_all(dir).ok()?;
+        crate::session::perms::private_dir_all(dir).ok()?;
         let path = dir.join(format!("{me}.{my_start}.{pgid}.{pg_start}"));
         std::fs::write(&path, b"").ok()?;
         Some(path)

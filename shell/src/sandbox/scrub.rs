@@ -19,7 +19,10 @@ extern "C" {
 /// The variables that may hold a provider key: the providers' defaults and the
 /// `api_key_env` of the user config (read without judging the rest of it).
 pub fn key_names() -> Vec<String> {
-    let mut names = vec!["ANTHROPIC_API_KEY".to_string(), "OPENAI_API_KEY".to_string()];
+    let mut names = vec![
+        "ANTHROPIC_API_KEY".to_string(),
+        "OPENAI_API_KEY".to_string(),
+    ];
     let home = crate::session::Home::from_env();
     if let Ok(home) = home {
         if let Ok(text) = std::fs::read_to_string(home.config_path()) {

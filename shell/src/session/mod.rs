@@ -11,6 +11,7 @@
 pub mod index;
 pub mod line;
 pub mod lock;
+pub mod perms;
 pub mod rebuild;
 pub mod resume;
 pub mod state;

@@ -14,7 +14,7 @@
 //!   approved): the safe default.
 
 use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -164,8 +164,8 @@ impl ProjectState {
                 format!("not a full sha256 hex digest: {full_sha256_hex:?}"),
             ));
         }
-        fs::create_dir_all(&self.dir)?;
-        let lock = OpenOptions::new()
+        super::perms::private_dir_all(&self.dir)?;
+        let lock = super::perms::private_file()
             .create(true)
             .truncate(false)
             .write(true)
@@ -202,7 +202,7 @@ impl ProjectState {
     }
 
     fn write_state<T: Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
-        fs::create_dir_all(&self.dir)?;
+        super::perms::private_dir_all(&self.dir)?;
         write_json_atomic(&self.dir.join(name), value)
     }
 }
@@ -231,7 +231,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     ));
     let tmp = dir.join(tmp_name);
     let result = (|| {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut f = super::perms::private_file()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);

@@ -16,7 +16,7 @@
 //! - Exactly one writer per session exists at a time across all processes ([`SessionLock`]).
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -120,7 +120,8 @@ impl SessionWriter {
             StoreError::Io(format!("cannot {what} {}: {e}", p.display()))
         };
         let new_dir = !sessions_dir.is_dir();
-        fs::create_dir_all(&sessions_dir).map_err(|e| io_err("create", &sessions_dir, e))?;
+        super::perms::private_dir_all(&sessions_dir)
+            .map_err(|e| io_err("create", &sessions_dir, e))?;
         let lock_path = sessions_dir.join(format!("{session_id}.lock"));
         let lock = SessionLock::try_acquire(&lock_path).map_err(|e| match e {
             LockError::Held { .. } => StoreError::Locked(e.describe(session_id)),
@@ -128,7 +129,11 @@ impl SessionWriter {
         })?;
         let record_name = format!("{session_id}.jsonl");
         let path = sessions_dir.join(&record_name);
-        let mut file = match OpenOptions::new().append(true).create_new(true).open(&path) {
+        let mut file = match super::perms::private_file()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+        {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(StoreError::Exists(format!(

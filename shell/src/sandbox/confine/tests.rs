@@ -37,7 +37,11 @@ fn the_private_temp_directory_is_shown_at_tmp_and_the_system_temp_directory() {
     let spec = ConfineSpec::new(&project, &home, &tmp, &d.root, false).unwrap();
     assert_eq!(spec.tmp, tmp);
     assert_eq!(spec.tmp_at, vec![canon(Path::new("/tmp")), d.root.clone()]);
-    assert_eq!(spec.tmpdir(), d.root, "TMPDIR names the system temp directory");
+    assert_eq!(
+        spec.tmpdir(),
+        d.root,
+        "TMPDIR names the system temp directory"
+    );
     let spec = ConfineSpec::new(&project, &home, &tmp, Path::new("/tmp"), false).unwrap();
     assert_eq!(spec.tmp_at, vec![canon(Path::new("/tmp"))]);
     assert!(!spec.read_only && spec.read_only().read_only);
@@ -51,7 +55,8 @@ fn a_temp_directory_the_user_made_writable_is_not_covered() {
     let shared = d.root.join("shared");
     std::fs::create_dir_all(&shared).unwrap();
     spec.tmp_at = vec![shared.clone()];
-    spec.allow_write(&shared.display().to_string(), &home).unwrap();
+    spec.allow_write(&shared.display().to_string(), &home)
+        .unwrap();
     assert_eq!(spec.tmpdir(), tmp, "TMPDIR is the private directory itself");
 }
 
@@ -67,7 +72,8 @@ fn the_user_can_add_writable_directories_and_sockets_but_never_home() {
         .allow_write(&d.root.display().to_string(), &home)
         .unwrap_err();
     assert!(e.contains("$OPENMAX_HOME"), "{e}");
-    spec.allow_write(&cache.display().to_string(), &home).unwrap();
+    spec.allow_write(&cache.display().to_string(), &home)
+        .unwrap();
     assert_eq!(spec.writable, vec![cache]);
     for bad in ["relative.sock", "/run/../etc/x.sock", ""] {
         let e = spec.allow_socket(bad).unwrap_err();
@@ -117,7 +123,10 @@ fn a_bad_mode_or_protected_entry_is_a_start_up_error_and_off_is_off() {
         mode: Some("off".into()),
         ..Settings::default()
     };
-    assert_eq!(Confine::for_session(&s, &project, &home).unwrap(), Confine::Off);
+    assert_eq!(
+        Confine::for_session(&s, &project, &home).unwrap(),
+        Confine::Off
+    );
     assert!(Confine::Off.command("true", RunSandbox::ReadOnly).is_err());
     assert_eq!(Confine::Off.tmpdir(RunSandbox::Session), None);
 }

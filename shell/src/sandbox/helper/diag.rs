@@ -67,7 +67,7 @@ fn request() -> Vec<u8> {
     msg.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
     msg.extend_from_slice(&1u32.to_ne_bytes()); // seq
     msg.extend_from_slice(&0u32.to_ne_bytes()); // pid
-    // struct unix_diag_req
+                                                // struct unix_diag_req
     msg.push(libc::AF_UNIX as u8);
     msg.push(0); // protocol
     msg.extend_from_slice(&0u16.to_ne_bytes());
@@ -166,7 +166,9 @@ pub fn dump(table: &OwnedFd) -> std::io::Result<Vec<UnixSocket>> {
             match ty {
                 NLMSG_DONE => return Ok(out),
                 NLMSG_ERROR => {
-                    let code = u32_at(data, at + 16).map(|c| c as i32).unwrap_or(-libc::EIO);
+                    let code = u32_at(data, at + 16)
+                        .map(|c| c as i32)
+                        .unwrap_or(-libc::EIO);
                     return Err(std::io::Error::from_raw_os_error(-code));
                 }
                 SOCK_DIAG_BY_FAMILY => {

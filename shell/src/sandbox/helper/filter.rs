@@ -179,7 +179,8 @@ pub fn refusals(network: bool, read_only: bool) -> Result<BpfProgram, seccompile
     let cond = |index: u8, op: SeccompCmpOp, value: u64| {
         SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
     };
-    let arg_is = |index: u8, value: u64| SeccompRule::new(vec![cond(index, SeccompCmpOp::Eq, value)?]);
+    let arg_is =
+        |index: u8, value: u64| SeccompRule::new(vec![cond(index, SeccompCmpOp::Eq, value)?]);
     let mut rules = std::collections::BTreeMap::new();
     // ioctl: pushing input into a terminal (TIOCSTI), or pasting a selection on a console.
     rules.insert(
@@ -193,13 +194,7 @@ pub fn refusals(network: bool, read_only: bool) -> Result<BpfProgram, seccompile
     let ns_rules = || -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
         NAMESPACES
             .iter()
-            .map(|&f| {
-                SeccompRule::new(vec![cond(
-                    0,
-                    SeccompCmpOp::MaskedEq(f as u64),
-                    f as u64,
-                )?])
-            })
+            .map(|&f| SeccompRule::new(vec![cond(0, SeccompCmpOp::MaskedEq(f as u64), f as u64)?]))
             .collect()
     };
     rules.insert(libc::SYS_unshare, ns_rules()?);
@@ -264,11 +259,12 @@ pub fn install_refusals(network: bool, read_only: bool) -> Result<(), Failure> {
         .map_err(|e| Failure(format!("cannot install the seccomp filter: {e}")))
 }
 
-// Classic BPF, as the kernel's seccomp reads it.
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
-const BPF_JEQ_K: u16 = 0x05 | 0x10 | 0x00;
-const BPF_JGE_K: u16 = 0x05 | 0x30 | 0x00;
-const BPF_RET_K: u16 = 0x06 | 0x00;
+// Classic BPF, as the kernel's seccomp reads it: BPF_LD | BPF_W | BPF_ABS, BPF_JMP | BPF_JEQ |
+// BPF_K, BPF_JMP | BPF_JGE | BPF_K, BPF_RET | BPF_K.
+const BPF_LD_W_ABS: u16 = 0x20;
+const BPF_JEQ_K: u16 = 0x15;
+const BPF_JGE_K: u16 = 0x35;
+const BPF_RET_K: u16 = 0x06;
 /// Offsets in `struct seccomp_data`.
 const DATA_NR: u32 = 0;
 const DATA_ARCH: u32 = 4;

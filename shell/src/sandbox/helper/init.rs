@@ -117,8 +117,12 @@ fn setup(
 /// Map the user's own uid and gid to themselves in the new user namespace.
 fn map_ids(ids: Ids) -> Result<(), Failure> {
     let write = |file: &str, text: String| {
-        std::fs::write(format!("/proc/self/{file}"), text)
-            .map_err(|e| Failure::io(&format!("writing /proc/self/{file} in the user namespace"), e))
+        std::fs::write(format!("/proc/self/{file}"), text).map_err(|e| {
+            Failure::io(
+                &format!("writing /proc/self/{file} in the user namespace"),
+                e,
+            )
+        })
     };
     write("uid_map", format!("{0} {0} 1\n", ids.uid))?;
     write("setgroups", "deny\n".into())?;
@@ -145,7 +149,12 @@ fn writable(spec: &ConfineSpec, plan: &view::Plan) -> filter::Writable {
 
 fn after(spec: &ConfineSpec, ready: Ready, launch: Launch, chan: &OwnedFd, user_ns: bool) -> i32 {
     let table = ready.table.as_ref().map_or(-1, |t| t.as_raw_fd());
-    if send(chan, &format!("ready {} {table}", ready.listener.as_raw_fd())).is_err() {
+    if send(
+        chan,
+        &format!("ready {} {table}", ready.listener.as_raw_fd()),
+    )
+    .is_err()
+    {
         return SETUP_FAILED;
     }
     match super::recv(chan) {

@@ -34,7 +34,14 @@ pub fn drop_all() -> Result<(), Failure> {
         if libc::prctl(libc::PR_SET_SECUREBITS, SECURE_BITS, 0, 0, 0) != 0 {
             return Err(io("locking the secure bits"));
         }
-        if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 {
+        if libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        ) != 0
+        {
             return Err(io("clearing the ambient capabilities"));
         }
         for cap in 0..=last {
@@ -63,9 +70,8 @@ pub fn drop_all() -> Result<(), Failure> {
     let left = rustix::thread::capabilities(None)
         .map_err(|e| Failure::io("reading the capability sets back", e))?;
     // SAFETY: prctl reads with integer arguments.
-    let bounding_left = (0..=last).any(|c| unsafe {
-        libc::prctl(libc::PR_CAPBSET_READ, c as libc::c_ulong, 0, 0, 0) == 1
-    });
+    let bounding_left = (0..=last)
+        .any(|c| unsafe { libc::prctl(libc::PR_CAPBSET_READ, c as libc::c_ulong, 0, 0, 0) == 1 });
     if !left.effective.is_empty()
         || !left.permitted.is_empty()
         || !left.inheritable.is_empty()

@@ -39,16 +39,19 @@ pub struct Judge {
 }
 
 fn dump(table: &Mutex<OwnedFd>) -> Vec<UnixSocket> {
-    let t = table.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let t = table
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     diag::dump(&t).unwrap_or_default()
 }
 
 impl Judge {
     /// A socket file (its device and inode, as `fstat` gives them).
     pub fn file(&self, dev: u64, ino: u64) -> Verdict {
-        let allowed = self.allowed.iter().any(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.dev() == dev && m.ino() == ino)
-        });
+        let allowed = self
+            .allowed
+            .iter()
+            .any(|p| std::fs::metadata(p).is_ok_and(|m| m.dev() == dev && m.ino() == ino));
         if allowed {
             return Verdict::Allow;
         }
@@ -98,7 +101,12 @@ impl Judge {
             return false;
         };
         for p in procs.flatten() {
-            if !p.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            if !p
+                .file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+            {
                 continue;
             }
             let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {

@@ -32,8 +32,7 @@ use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags, CWD};
 use rustix::mount::{
-    FsMountFlags, FsOpenFlags, MountAttrFlags, MountPropagationFlags, MoveMountFlags,
-    OpenTreeFlags,
+    FsMountFlags, FsOpenFlags, MountAttrFlags, MountPropagationFlags, MoveMountFlags, OpenTreeFlags,
 };
 
 use super::Failure;
@@ -111,7 +110,11 @@ impl Plan {
             })
             .collect();
         grafts.sort_by_key(|g| depth(&g.path));
-        let under = |p: &Path| covered.iter().find(|c| p.starts_with(c) && p != c.as_path());
+        let under = |p: &Path| {
+            covered
+                .iter()
+                .find(|c| p.starts_with(c) && p != c.as_path())
+        };
         let sockets: Vec<PathBuf> = spec
             .unix_sockets
             .iter()
@@ -166,7 +169,12 @@ fn fail(what: impl std::fmt::Display, e: impl std::fmt::Display) -> Failure {
 
 /// `mount_setattr(2)` (not wrapped by rustix): set `set` on the mount at `fd` (and below it
 /// with `recursive`). Attributes are never cleared here.
-fn set_attrs(fd: impl AsFd, path: &str, recursive: bool, set: MountAttrFlags) -> std::io::Result<()> {
+fn set_attrs(
+    fd: impl AsFd,
+    path: &str,
+    recursive: bool,
+    set: MountAttrFlags,
+) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     #[repr(C)]
     struct MountAttr {
@@ -206,12 +214,14 @@ fn set_attrs(fd: impl AsFd, path: &str, recursive: bool, set: MountAttrFlags) ->
 /// A detached copy of the mount tree at `path` (with what is mounted beneath it when
 /// `recursive`).
 fn clone_tree(path: &Path, recursive: bool) -> Result<OwnedFd, Failure> {
-    let mut flags =
-        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC | OpenTreeFlags::AT_SYMLINK_NOFOLLOW;
+    let mut flags = OpenTreeFlags::OPEN_TREE_CLONE
+        | OpenTreeFlags::OPEN_TREE_CLOEXEC
+        | OpenTreeFlags::AT_SYMLINK_NOFOLLOW;
     if recursive {
         flags |= OpenTreeFlags::AT_RECURSIVE;
     }
-    rustix::mount::open_tree(CWD, path, flags).map_err(|e| fail(format!("cloning {}", path.display()), e))
+    rustix::mount::open_tree(CWD, path, flags)
+        .map_err(|e| fail(format!("cloning {}", path.display()), e))
 }
 
 /// `path`, resolved without following any symlink, as an `O_PATH` descriptor.
@@ -256,7 +266,10 @@ fn new_fs(fs: &str, options: &[(&str, &str)], attrs: MountAttrFlags) -> Result<O
 /// component with `dir` false, an empty file), without following symlinks and replacing
 /// whatever else is in the way: everything beneath the private temp directory is the agent's.
 fn make_beneath(root: &OwnedFd, rel: &Path, dir: bool) -> Result<(), Failure> {
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::NO_XDEV;
+    let resolve = ResolveFlags::BENEATH
+        | ResolveFlags::NO_SYMLINKS
+        | ResolveFlags::NO_MAGICLINKS
+        | ResolveFlags::NO_XDEV;
     let parent = rel.parent().filter(|p| !p.as_os_str().is_empty());
     let Some(name) = rel.file_name() else {
         return Ok(());
@@ -288,11 +301,12 @@ fn make_beneath(root: &OwnedFd, rel: &Path, dir: bool) -> Result<(), Failure> {
         return Ok(());
     }
     if let Ok(st) = st {
-        let flags = if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory {
-            rustix::fs::AtFlags::REMOVEDIR
-        } else {
-            rustix::fs::AtFlags::empty()
-        };
+        let flags =
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory {
+                rustix::fs::AtFlags::REMOVEDIR
+            } else {
+                rustix::fs::AtFlags::empty()
+            };
         // A non-empty directory where a file belongs stays, and the mount fails below.
         let _ = rustix::fs::unlinkat(&dirfd, name, flags);
     }
@@ -317,8 +331,11 @@ fn make_beneath(root: &OwnedFd, rel: &Path, dir: bool) -> Result<(), Failure> {
 /// capabilities it has there).
 pub fn build(spec: &ConfineSpec, plan: &Plan) -> Result<Built, Failure> {
     let mut built = Built::default();
-    rustix::mount::mount_change("/", MountPropagationFlags::DOWNSTREAM | MountPropagationFlags::REC)
-        .map_err(|e| fail("making the tree a slave", e))?;
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::DOWNSTREAM | MountPropagationFlags::REC,
+    )
+    .map_err(|e| fail("making the tree a slave", e))?;
 
     // Every source is cloned, and every mount point beneath the private temp directory made,
     // before anything is covered.
@@ -328,7 +345,12 @@ pub fn build(spec: &ConfineSpec, plan: &Plan) -> Result<Built, Failure> {
         OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::RDONLY,
         Mode::empty(),
     )
-    .map_err(|e| fail(format!("the private temp directory {}", spec.tmp.display()), e))?;
+    .map_err(|e| {
+        fail(
+            format!("the private temp directory {}", spec.tmp.display()),
+            e,
+        )
+    })?;
     for (rel, dir) in &plan.placeholders {
         make_beneath(&tmp_fd, rel, *dir)?;
     }
@@ -365,7 +387,9 @@ pub fn build(spec: &ConfineSpec, plan: &Plan) -> Result<Built, Failure> {
         CWD,
         "/",
         true,
-        MountAttrFlags::MOUNT_ATTR_RDONLY | MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
+        MountAttrFlags::MOUNT_ATTR_RDONLY
+            | MountAttrFlags::MOUNT_ATTR_NOSUID
+            | MountAttrFlags::MOUNT_ATTR_NODEV,
     )
     .map_err(|e| fail("making the file system read-only", e))?;
 
@@ -387,8 +411,13 @@ pub fn build(spec: &ConfineSpec, plan: &Plan) -> Result<Built, Failure> {
     attach(&proc, Path::new("/proc"))?;
 
     for (c, tree) in &covers {
-        set_attrs(tree, "", false, MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV)
-            .map_err(|e| fail("the private temp directory's mount", e))?;
+        set_attrs(
+            tree,
+            "",
+            false,
+            MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
+        )
+        .map_err(|e| fail("the private temp directory's mount", e))?;
         attach(tree, c)?;
         built.tmp_at.push(c.display().to_string());
     }
@@ -397,7 +426,8 @@ pub fn build(spec: &ConfineSpec, plan: &Plan) -> Result<Built, Failure> {
         if !g.writable {
             attrs |= MountAttrFlags::MOUNT_ATTR_RDONLY;
         }
-        set_attrs(tree, "", true, attrs).map_err(|e| fail(format!("the mount of {}", g.path.display()), e))?;
+        set_attrs(tree, "", true, attrs)
+            .map_err(|e| fail(format!("the mount of {}", g.path.display()), e))?;
         attach(tree, &g.path)?;
     }
     for dir in &plan.held.pinned {
@@ -438,7 +468,8 @@ fn build_dev(devices: Vec<(&str, OwnedFd)>, built: &mut Built) -> Result<(), Fai
         make_beneath(&root, Path::new(name), false)?;
     }
     for d in ["pts", "shm"] {
-        rustix::fs::mkdirat(&root, d, Mode::from_raw_mode(0o755)).map_err(|e| fail(format!("/dev/{d}"), e))?;
+        rustix::fs::mkdirat(&root, d, Mode::from_raw_mode(0o755))
+            .map_err(|e| fail(format!("/dev/{d}"), e))?;
     }
     for (link, to) in [
         ("ptmx", "pts/ptmx"),
@@ -450,8 +481,13 @@ fn build_dev(devices: Vec<(&str, OwnedFd)>, built: &mut Built) -> Result<(), Fai
         rustix::fs::symlinkat(to, &root, link).map_err(|e| fail(format!("/dev/{link}"), e))?;
     }
     for (name, tree) in &devices {
-        set_attrs(tree, "", false, MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NOEXEC)
-            .map_err(|e| fail(format!("/dev/{name}"), e))?;
+        set_attrs(
+            tree,
+            "",
+            false,
+            MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+        )
+        .map_err(|e| fail(format!("/dev/{name}"), e))?;
         attach(tree, &Path::new("/dev").join(name))?;
         built.dev.push((*name).to_string());
     }
@@ -467,9 +503,12 @@ fn build_dev(devices: Vec<(&str, OwnedFd)>, built: &mut Built) -> Result<(), Fai
         MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
     )?;
     attach(&shm, Path::new("/dev/shm"))?;
-    built.dev.extend(["pts (private)".to_string(), "shm (private)".to_string()]);
+    built
+        .dev
+        .extend(["pts (private)".to_string(), "shm (private)".to_string()]);
     // The tmpfs itself read-only: nothing more is made in /dev.
-    set_attrs(CWD, "/dev", false, MountAttrFlags::MOUNT_ATTR_RDONLY).map_err(|e| fail("/dev read-only", e))?;
+    set_attrs(CWD, "/dev", false, MountAttrFlags::MOUNT_ATTR_RDONLY)
+        .map_err(|e| fail("/dev read-only", e))?;
     Ok(())
 }
 
