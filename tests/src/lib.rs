@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 pub mod acp;
 pub mod deps;
 pub mod inspect;
+pub mod runner;
 pub mod tmux;
 
 use serde_json::Value;
@@ -24,6 +25,7 @@ use serde_json::Value;
 pub use inspect::{files_under, offered_tools};
 pub use openmax_sim::mock::{unused_loopback_url, MockServer};
 pub use openmax_sim::script::{Fault, Flavor, Reply, StreamEnd, StreamItem};
+pub use runner::{runners, Who};
 
 /// How long any single wait may take before the test fails.
 pub const DEADLINE: Duration = Duration::from_secs(20);
@@ -69,6 +71,8 @@ pub struct TestEnv {
     pub project: PathBuf,
     /// Extra environment for every process started from here.
     pub env: Vec<(String, String)>,
+    /// Who the processes started from here run as ([`TestEnv::run_as`]).
+    pub who: Who,
 }
 
 impl Default for TestEnv {
@@ -79,8 +83,20 @@ impl Default for TestEnv {
 
 impl TestEnv {
     pub fn new() -> TestEnv {
+        TestEnv::new_in(&std::env::temp_dir())
+    }
+
+    /// A test environment under `/var/tmp` rather than the system temp directory: the sandbox
+    /// shows it (read-only, but the project) instead of hiding it behind the session's own
+    /// temp directory, so a test can try to change what it holds (`$OPENMAX_HOME` among it).
+    pub fn visible() -> TestEnv {
+        TestEnv::new_in(Path::new("/var/tmp"))
+    }
+
+    /// A test environment in a new directory under `base`.
+    pub fn new_in(base: &Path) -> TestEnv {
         static N: AtomicU32 = AtomicU32::new(0);
-        let root = std::env::temp_dir().join(format!(
+        let root = base.join(format!(
             "openmax-e2e-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
@@ -96,7 +112,15 @@ impl TestEnv {
             project: root.join("project"),
             root,
             env: vec![(KEY_VAR.to_string(), "test-key".to_string())],
+            who: Who::Me,
         }
+    }
+
+    /// Run every process started from here as `who`, which is given the whole tree (again at
+    /// each start, so files the test writes meanwhile are its too).
+    pub fn run_as(&mut self, who: Who) {
+        self.who = who;
+        who.own(&self.root);
     }
 
     /// Write `$OPENMAX_HOME/config.toml`.
@@ -136,6 +160,8 @@ impl TestEnv {
         for (k, v) in &self.env {
             c.env(k, v);
         }
+        self.who.own(&self.root);
+        self.who.apply(&mut c);
         c
     }
 

@@ -18,6 +18,8 @@ use crate::{deps, openmax_bin, TestEnv, DEADLINE};
 pub struct Pane {
     tmux: PathBuf,
     socket: PathBuf,
+    /// The server and every client run as the [`TestEnv`]'s user.
+    who: crate::Who,
 }
 
 /// Quote `s` for `sh`.
@@ -95,7 +97,12 @@ impl Pane {
             tail = if shell { "sh -i" } else { "sleep 3600" },
         );
         std::fs::write(&script, text).expect("write the pane script");
-        let pane = Pane { tmux, socket };
+        env.who.own(&env.root);
+        let pane = Pane {
+            tmux,
+            socket,
+            who: env.who,
+        };
         pane.tmux(&[
             "-f",
             "/dev/null",
@@ -114,13 +121,13 @@ impl Pane {
     }
 
     fn tmux(&self, args: &[&str]) -> Output {
-        let out = Command::new(&self.tmux)
-            .arg("-S")
+        let mut cmd = Command::new(&self.tmux);
+        cmd.arg("-S")
             .arg(&self.socket)
             .args(args)
-            .env_remove("TMUX")
-            .output()
-            .expect("tmux runs");
+            .env_remove("TMUX");
+        self.who.apply(&mut cmd);
+        let out = cmd.output().expect("tmux runs");
         assert!(
             out.status.success(),
             "tmux {args:?} failed: {}",
@@ -250,10 +257,9 @@ impl Pane {
 
 impl Drop for Pane {
     fn drop(&mut self) {
-        let _ = Command::new(&self.tmux)
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
+        let mut cmd = Command::new(&self.tmux);
+        cmd.arg("-S").arg(&self.socket).arg("kill-server");
+        self.who.apply(&mut cmd);
+        let _ = cmd.output();
     }
 }

@@ -314,6 +314,7 @@ fn a_nested_openmax_approving_its_own_escalation_stays_in_the_parents_sandbox() 
         home: env.project.join("nested/home"),
         project: env.project.join("nested/project"),
         env: env.env.clone(),
+        who: env.who,
     };
     std::fs::create_dir_all(&nested.home).unwrap();
     std::fs::create_dir_all(nested.project.join(".git")).unwrap();
