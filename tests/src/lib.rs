@@ -15,6 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub mod acp;
+pub mod attack;
 pub mod deps;
 pub mod inspect;
 pub mod runner;

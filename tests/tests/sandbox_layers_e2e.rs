@@ -1,0 +1,321 @@
+//! The sandbox's layers one by one, end to end through the real binary, as root and as an
+//! ordinary user: the system calls seccomp refuses (each beside its control outside), the
+//! connect broker against a second thread rewriting the address under it, a symlink to a
+//! socket outside, the user's allow-list and a project's narrowing of it, the view of
+//! processes, fail-closed where namespaces cannot be made, `openmax sandbox check`, and the
+//! refusal of a `$OPENMAX_HOME` another user can write.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+
+use openmax_tests::attack::*;
+use openmax_tests::*;
+
+/// A Unix socket server (a thread of this test, outside any sandbox) answering `reply`.
+fn serve_at(path: &Path, reply: &'static str) {
+    let _ = std::fs::remove_file(path);
+    let l = UnixListener::bind(path).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            use std::io::Write;
+            let mut c = c;
+            let _ = c.write_all(reply.as_bytes());
+        }
+    });
+}
+
+/// Each probe prints `<name> OK` or `<name> ERR <errno>`.
+const SYSCALL_PROBE: &str = r#"import ctypes, os, socket, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def sys_call(nr, *args):
+    r = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    return 0 if r >= 0 else -ctypes.get_errno()
+def report(name, fn):
+    try:
+        r = fn()
+        print(name, 'OK' if not r else 'ERR %d' % -r)
+    except OSError as e:
+        print(name, 'ERR %d' % e.errno)
+report('unix-stream', lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close())
+report('unix-seqpacket', lambda: socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET).close())
+report('unix-dgram', lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).close())
+report('unix-dgram-pair', lambda: [s.close() for s in socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)] and None)
+report('inet', lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close())
+report('packet', lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close())
+params = ctypes.create_string_buffer(120)
+report('io_uring', lambda: sys_call(425, 4, ctypes.addressof(params)))
+report('unshare-user', lambda: sys_call(272, 0x10000000))
+report('add_key', lambda: sys_call(248, ctypes.addressof(ctypes.create_string_buffer(b'user')), ctypes.addressof(ctypes.create_string_buffer(b'omx')), ctypes.addressof(ctypes.create_string_buffer(b'v')), 1, -1))
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+print('thread OK')
+"#;
+
+#[test]
+fn seccomp_refuses_what_a_sandboxed_process_may_not_ask_the_kernel_for() {
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        env.write("probe.py", SYSCALL_PROBE);
+        let run = |mock: &MockServer| turn(&env, mock, |_| vec!["python3 probe.py".into()]);
+        let inside = run(&mock).remove(0).1;
+        reconfigure(&env, &mock, CONTROL);
+        let outside = run(&mock).remove(0).1;
+        let w = who.label();
+        let line = |out: &str, name: &str| {
+            out.lines()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .unwrap_or_else(|| panic!("{w}: no {name} in {out}"))
+                .to_string()
+        };
+        for ok in ["unix-stream", "unix-seqpacket", "thread"] {
+            assert!(line(&inside, ok).ends_with("OK"), "{w}: {inside}");
+        }
+        for refused in [
+            "unix-dgram",
+            "unix-dgram-pair",
+            "inet",
+            "packet",
+            "io_uring",
+            "unshare-user",
+            "add_key",
+        ] {
+            assert_eq!(
+                line(&inside, refused),
+                format!("{refused} ERR 13"),
+                "{w}: {inside}"
+            );
+            // The control: outside, the kernel does not refuse it with EACCES (it runs, or
+            // fails for a reason of its own, such as a missing capability).
+            assert_ne!(
+                line(&outside, refused),
+                format!("{refused} ERR 13"),
+                "{w}: {outside}"
+            );
+        }
+    }
+}
+
+/// A second thread rewrites the address between an inside socket and an outside one while the
+/// first connects in a loop: the broker connects exactly what it checked, so no connection ever
+/// reaches the outside one. Outside the sandbox the same race reaches it.
+const RACE: &str = r#"import ctypes, os, socket, sys, threading, time
+inside, outside = sys.argv[1].encode(), sys.argv[2].encode()
+srv = socket.socket(socket.AF_UNIX); srv.bind(inside); srv.listen(64)
+def accept():
+    while True:
+        c, _ = srv.accept(); c.send(b'IN'); c.close()
+threading.Thread(target=accept, daemon=True).start()
+libc = ctypes.CDLL(None, use_errno=True)
+size = 110
+addr = ctypes.create_string_buffer(size)
+def put(path):
+    ctypes.memmove(addr, b'\x01\x00' + path + b'\x00' * (size - 2 - len(path)), size)
+put(inside)
+stop = False
+def flip():
+    while not stop:
+        put(outside); time.sleep(0.0002); put(inside); time.sleep(0.0002)
+threading.Thread(target=flip, daemon=True).start()
+seen = {'IN': 0, 'OUT': 0, 'refused': 0}
+for _ in range(600):
+    s = socket.socket(socket.AF_UNIX)
+    if libc.connect(s.fileno(), addr, size) == 0:
+        got = s.recv(8).decode() or 'refused'
+        seen[got] = seen.get(got, 0) + 1
+    else:
+        seen['refused'] += 1
+    s.close()
+stop = True
+print('IN', seen['IN'], 'OUT', seen['OUT'], 'REFUSED', seen['refused'])
+"#;
+
+#[test]
+fn rewriting_the_address_under_the_broker_never_reaches_outside() {
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        let outside = env.root.join("race-outside.sock");
+        serve_at(&outside, "OUT");
+        env.write("race.py", RACE);
+        let cmd = format!("python3 race.py inside.sock {}", outside.display());
+        let counts = |out: &str| -> (u32, u32, u32) {
+            let f: Vec<&str> = out.split_whitespace().collect();
+            let at = f
+                .iter()
+                .position(|x| *x == "IN")
+                .unwrap_or_else(|| panic!("{out}"));
+            let n = |i: usize| f[at + i].parse().unwrap();
+            (n(1), n(3), n(5))
+        };
+        let w = who.label();
+        let (ok, out) = turn(&env, &mock, |_| vec![format!("rm -f inside.sock; {cmd}")]).remove(0);
+        let (inside, reached, refused) = counts(&out);
+        // Both addresses were seen: the inside one connected, the outside one refused.
+        assert!(
+            ok && inside > 0 && refused > 0,
+            "{w}: the race did not run: {out}"
+        );
+        assert_eq!(
+            reached, 0,
+            "{w}: a connection reached the socket outside: {out}"
+        );
+        reconfigure(&env, &mock, CONTROL);
+        let (_, out) = turn(&env, &mock, |_| vec![format!("rm -f inside.sock; {cmd}")]).remove(0);
+        let (_, reached, _) = counts(&out);
+        assert!(
+            reached > 0,
+            "{w}: the control's race never reached outside: {out}"
+        );
+    }
+}
+
+#[test]
+fn a_symlink_to_a_socket_outside_is_refused_unless_the_user_allows_the_socket() {
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        let outside = env.root.join("service.sock");
+        serve_at(&outside, "SERVICE-REACHED");
+        std::os::unix::fs::symlink(&outside, env.project.join("link.sock")).unwrap();
+        let probe = |path: &str| {
+            format!(
+                "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{path}'); print(s.recv(32).decode())\""
+            )
+        };
+        let cmds = vec![probe("link.sock"), probe(&outside.display().to_string())];
+        let w = who.label();
+        for (ok, out) in turn(&env, &mock, |_| cmds.clone()) {
+            assert!(!ok && out.contains("Permission denied"), "{w}: {out}");
+        }
+        // The user allows it by path: both ways reach it.
+        let allow = format!(
+            "[sandbox]\nunix_sockets = [{:?}]\n",
+            outside.display().to_string()
+        );
+        reconfigure(&env, &mock, &allow);
+        for (ok, out) in turn(&env, &mock, |_| cmds.clone()) {
+            assert!(ok && out.contains("SERVICE-REACHED"), "{w}: {out}");
+        }
+        // A project config may remove the entry, not add one.
+        env.project_config("[sandbox]\nunix_sockets = []\n");
+        for (ok, out) in turn(&env, &mock, |_| cmds.clone()) {
+            assert!(!ok && out.contains("Permission denied"), "{w}: {out}");
+        }
+        env.project_config("[sandbox]\nunix_sockets = [\"/run/other.sock\"]\n");
+        let out = env.run(&["-p", "hi"]);
+        assert_eq!(out.code, Some(1), "{w}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("unix_sockets may only remove entries")
+                && out.stderr.contains("/run/other.sock"),
+            "{w}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_sandboxed_process_sees_only_the_sandboxs_processes() {
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        let cmds = vec![
+            "ls /proc | grep -c '^[0-9]'".to_string(),
+            "cat /proc/1/comm; ps -eo pid,comm --no-headers | wc -l".to_string(),
+        ];
+        let outs = turn(&env, &mock, |_| cmds.clone());
+        let w = who.label();
+        let n: u32 = outs[0].1.lines().next().unwrap().trim().parse().unwrap();
+        // The sandbox's first process, bash, and what the pipe runs: a handful, not the host's.
+        assert!(n <= 6, "{w}: {n} processes in view: {}", outs[0].1);
+        assert!(outs[1].1.starts_with("openmax\n"), "{w}: {}", outs[1].1);
+        reconfigure(&env, &mock, CONTROL);
+        let outs = turn(&env, &mock, |_| cmds.clone());
+        let host: u32 = outs[0].1.lines().next().unwrap().trim().parse().unwrap();
+        assert!(host > n, "{w}: the control sees {host} processes");
+    }
+}
+
+#[test]
+fn without_namespaces_agent_processes_are_refused_with_what_is_missing() {
+    for who in runners() {
+        let (mut env, mock) = setup(who, "");
+        env.env
+            .push(("OPENMAX_SANDBOX_SIMULATE".into(), "no-namespaces".into()));
+        let outs = turn(&env, &mock, |_| vec!["echo ran > ran.txt".into()]);
+        let (ok, out) = &outs[0];
+        let w = who.label();
+        assert!(!ok, "{w}: {out}");
+        assert!(
+            out.contains("the sandbox is unavailable")
+                && out.contains("namespaces")
+                && out.contains("[sandbox] mode = \"off\""),
+            "{w}: {out}"
+        );
+        assert!(env.read("ran.txt").is_none());
+        let check = env.run(&["sandbox", "check"]);
+        assert_eq!(check.code, Some(1), "{w}: {}", check.stdout);
+        assert!(check.stdout.contains("namespaces"), "{w}: {}", check.stdout);
+        // The user's own opt-out runs it, unconfined.
+        reconfigure(&env, &mock, "[sandbox]\nmode = \"off\"\n");
+        let outs = turn(&env, &mock, |_| vec!["echo ran > ran.txt".into()]);
+        assert!(outs[0].0, "{w}: {}", outs[0].1);
+        let check = env.run(&["sandbox", "check"]);
+        assert_eq!(check.code, Some(1));
+        assert!(check.stdout.contains("OFF"), "{}", check.stdout);
+    }
+}
+
+#[test]
+fn sandbox_check_reports_every_layer_in_force() {
+    for who in runners() {
+        let (env, _mock) = setup(who, "");
+        let out = env.run(&["sandbox", "check"]);
+        let w = who.label();
+        assert_eq!(out.code, Some(0), "{w}: {}{}", out.stdout, out.stderr);
+        for part in [
+            "every layer is in force",
+            "mount, pid, IPC, network",
+            "CapEff=0000000000000000",
+            "CapBnd=0000000000000000",
+            "no_new_privs",
+            "connect(2) answered by the broker",
+            ".git/hooks",
+            "pts (private)",
+        ] {
+            assert!(
+                out.stdout.contains(part),
+                "{w}: no {part:?} in\n{}",
+                out.stdout
+            );
+        }
+        assert_eq!(
+            out.stdout.contains("a user namespace of its own"),
+            !who.is_root(),
+            "{w}: {}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn a_home_or_config_another_user_can_write_is_refused_with_the_fix() {
+    for who in runners() {
+        let (env, _mock) = setup(who, "");
+        let config = env.home.join("config.toml");
+        for (path, mode) in [(&env.home, 0o777), (&config, 0o666), (&config, 0o664)] {
+            let before = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let out = env.run(&["-p", "hi"]);
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(before)).unwrap();
+            let w = who.label();
+            assert_eq!(out.code, Some(1), "{w}: {mode:o}: {}", out.stderr);
+            assert!(
+                out.stderr
+                    .contains(&format!("chmod go-w {}", path.display())),
+                "{w}: {}",
+                out.stderr
+            );
+        }
+        // Restored, it starts again.
+        let out = env.run(&["sandbox", "check"]);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+    }
+}
