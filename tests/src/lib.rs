@@ -151,7 +151,7 @@ impl TestEnv {
 
     /// A `Command` for the binary with this env's home and project.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(openmax_bin());
+        let mut c = Command::new(self.who.openmax());
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)

@@ -9,7 +9,7 @@
 //! ordinary user, that user is the only runner ([`runners`] says so, and the root half of a test
 //! is skipped with a line on stderr).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -50,6 +50,51 @@ impl Who {
         if let Who::User { uid, gid } = self {
             // std drops the supplementary groups when root changes uid.
             cmd.uid(uid).gid(gid);
+        }
+    }
+
+    /// The `openmax` binary this user runs: the built one, or for another user a copy any user
+    /// may run (the build may lie in a directory only the tests' own user can enter, such as
+    /// `/root`), made once per test process.
+    pub fn openmax(self) -> PathBuf {
+        static COPY: OnceLock<PathBuf> = OnceLock::new();
+        match self {
+            Who::Me => crate::openmax_bin(),
+            Who::User { .. } => COPY
+                .get_or_init(|| {
+                    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+                    let built = crate::openmax_bin();
+                    let meta = std::fs::metadata(&built).expect("the built openmax");
+                    let dir = Path::new("/var/tmp/openmax-e2e-bin");
+                    std::fs::create_dir_all(dir).unwrap();
+                    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+                    // One copy per build, shared by every test process; older builds' go.
+                    let name = format!(
+                        "openmax-{}-{}",
+                        meta.mtime_nsec() + meta.mtime() * 1_000_000_000,
+                        meta.size()
+                    );
+                    let bin = dir.join(&name);
+                    if !bin.exists() {
+                        if let Ok(rd) = std::fs::read_dir(dir) {
+                            for e in rd.flatten() {
+                                let old = e.metadata().ok().and_then(|m| m.modified().ok());
+                                let stale = old
+                                    .is_some_and(|t| t.elapsed().is_ok_and(|d| d.as_secs() > 3600));
+                                if stale {
+                                    let _ = std::fs::remove_file(e.path());
+                                }
+                            }
+                        }
+                        let tmp = dir.join(format!("{name}.tmp.{}", std::process::id()));
+                        std::fs::copy(&built, &tmp).expect("copy openmax");
+                        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+                            .unwrap();
+                        std::fs::rename(&tmp, &bin).unwrap();
+                    }
+                    bin
+                })
+                .clone(),
         }
     }
 

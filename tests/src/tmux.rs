@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::{deps, openmax_bin, TestEnv, DEADLINE};
+use crate::{deps, TestEnv, DEADLINE};
 
 /// One tmux server with one pane running `openmax ARGS`.
 pub struct Pane {
@@ -92,7 +92,7 @@ impl Pane {
              printf '[end]\\n'\nexec {tail}\n",
             dir = sh_quote(&dir.display().to_string()),
             assigns = assigns.join(" "),
-            bin = sh_quote(&openmax_bin().display().to_string()),
+            bin = sh_quote(&env.who.openmax().display().to_string()),
             argv = argv.join(" "),
             tail = if shell { "sh -i" } else { "sleep 3600" },
         );

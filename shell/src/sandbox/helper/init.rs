@@ -76,7 +76,18 @@ fn setup(
     if user_ns {
         map_ids(ids)?;
     }
-    let built = view::build(spec, plan)?;
+    let built = view::build(spec, plan).map_err(|Failure(e)| {
+        if user_ns && e.contains("Operation not permitted") {
+            Failure(format!(
+                "{e} (in a user namespace of its own: on Ubuntu 23.10 and later AppArmor \
+                 withholds the capabilities such a namespace gives; sysctl \
+                 kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for \
+                 openmax allowing userns)"
+            ))
+        } else {
+            Failure(e)
+        }
+    })?;
     std::env::set_current_dir(cwd).map_err(|e| {
         Failure::io(
             &format!("the working directory {} in the sandbox", cwd.display()),

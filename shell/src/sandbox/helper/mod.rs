@@ -133,7 +133,14 @@ fn run(args: Vec<OsString>) -> i32 {
     match start(&spec, launch) {
         Ok(code) => code,
         Err(Failure(why)) => {
-            eprintln!("openmax: {UNAVAILABLE}: {why}");
+            let why = why
+                .trim_start_matches(&format!("{UNAVAILABLE}: "))
+                .to_string();
+            if why.contains("[sandbox] mode") {
+                eprintln!("openmax: {UNAVAILABLE}: {why}");
+            } else {
+                eprintln!("openmax: {UNAVAILABLE}: {why}; {OPT_OUT}");
+            }
             SETUP_FAILED
         }
     }
