@@ -44,6 +44,13 @@ impl Pane {
         Pane::launch(env, &env.project, args, cols, rows, extra, false)
     }
 
+    /// As [`Pane::start`], with `$TMUX` and `$TMUX_PANE` in openmax's environment naming its own
+    /// server, as tmux sets them for the process of a pane (the pane script clears the
+    /// environment, so they are set again here).
+    pub fn start_in_tmux(env: &TestEnv, args: &[&str], cols: u16, rows: u16) -> Pane {
+        Pane::launch_with(env, &env.project, args, cols, rows, &[], false, true)
+    }
+
     /// As [`Pane::start`], and once `openmax` exited (and its exit lines are printed) an
     /// interactive `sh` reads the terminal, so a test can check the shell works in it.
     pub fn start_then_shell(env: &TestEnv, args: &[&str], cols: u16, rows: u16) -> Pane {
@@ -64,6 +71,20 @@ impl Pane {
         extra: &[(&str, &str)],
         shell: bool,
     ) -> Pane {
+        Pane::launch_with(env, dir, args, cols, rows, extra, shell, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch_with(
+        env: &TestEnv,
+        dir: &Path,
+        args: &[&str],
+        cols: u16,
+        rows: u16,
+        extra: &[(&str, &str)],
+        shell: bool,
+        tmux_vars: bool,
+    ) -> Pane {
         let tmux = deps::tmux();
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -80,6 +101,11 @@ impl Pane {
         ];
         vars.extend(env.env.iter().cloned());
         vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        if tmux_vars {
+            // The client reads only the socket path; the server's pid is informational.
+            vars.push(("TMUX".into(), format!("{},0,0", socket.display())));
+            vars.push(("TMUX_PANE".into(), "%0".into()));
+        }
         let assigns: Vec<String> = vars
             .iter()
             .map(|(k, v)| format!("{k}={}", sh_quote(v)))
@@ -134,6 +160,11 @@ impl Pane {
             String::from_utf8_lossy(&out.stderr)
         );
         out
+    }
+
+    /// The server's socket.
+    pub fn socket(&self) -> &Path {
+        &self.socket
     }
 
     /// Type `text` literally.

@@ -739,19 +739,21 @@ print(b.recv(8).decode())
     }
 }
 
-/// The terminal openmax draws on (a real one: the TUI in a tmux pane) is not the agent's: no
-/// controlling terminal, no `/dev/tty`, and the pane's own pts is not in the sandbox's `/dev`.
-/// The markers are computed by the shell (`$((6*7))`), so the command lines the UI shows do not
-/// hold them.
+/// The terminal openmax draws on (a real one: the TUI in a tmux pane, with `$TMUX` set as tmux
+/// sets it) is not the agent's: no controlling terminal, no `/dev/tty`, the pane's own pts is not
+/// in the sandbox's `/dev`, and the tmux server behind the pane cannot be asked to type into it
+/// (what a watcher pressing `y` on every approval card would do). The markers are computed by the
+/// shell (`$((6*7))`), so the command lines the UI shows do not hold them.
 #[test]
 fn the_terminal_openmax_draws_on_is_out_of_reach() {
     use openmax_tests::tmux::Pane;
     for who in runners() {
         for sandboxed in [true, false] {
             let (env, mock) = setup(who, if sandboxed { "" } else { CONTROL });
-            let pane = Pane::start(&env, &[], 100, 30);
+            let pane = Pane::start_in_tmux(&env, &[], 100, 30);
             pane.wait_text("test-model");
             let tty = pane.format("#{pane_tty}");
+            let sock = pane.socket().display().to_string();
             let cmds = [
                 "echo FORGED-$((6*7))-TTY > /dev/tty && echo WROTE-$((6*7))-0".to_string(),
                 format!("echo FORGED-$((6*7))-PTS > {tty} && echo WROTE-$((6*7))-1"),
@@ -760,6 +762,8 @@ fn the_terminal_openmax_draws_on_is_out_of_reach() {
                 format!(
                     "printf 'FORGED-%s-OSC\\033]52;c;cm0gLXJmIH4gIw==\\007' $((6*7)) > {tty} && echo WROTE-$((6*7))-3"
                 ),
+                format!("tmux -S {sock} send-keys -t t TYPED-$((6*7))-SOCK && echo WROTE-$((6*7))-4"),
+                "tmux send-keys -t t TYPED-$((6*7))-ENV && echo WROTE-$((6*7))-5".to_string(),
             ];
             for (i, c) in cmds.iter().enumerate() {
                 mock.push(tool_reply(&format!("c{i}"), "shell", json!({"command": c})));
@@ -781,16 +785,21 @@ fn the_terminal_openmax_draws_on_is_out_of_reach() {
                 .last()
                 .map(|r| r.body.to_string())
                 .unwrap_or_default();
-            let wrote: Vec<bool> = (0..4)
+            let wrote: Vec<bool> = (0..6)
                 .map(|i| last.contains(&format!("WROTE-42-{i}")))
                 .collect();
             if sandboxed {
                 assert_eq!(
-                    wrote, [false; 4],
+                    wrote, [false; 6],
                     "{w}: a write to the terminal went through: {last}"
                 );
                 assert!(last.contains("No such device or address"), "{w}: {last}");
-                for m in ["FORGED-42-TTY", "FORGED-42-PTS", "FORGED-42-OSC"] {
+                for m in [
+                    "FORGED-42-TTY",
+                    "FORGED-42-PTS",
+                    "FORGED-42-OSC",
+                    "TYPED-42",
+                ] {
                     assert!(
                         !screen.contains(m),
                         "{w}: {m} reached the terminal:\n{screen}"
@@ -801,14 +810,20 @@ fn the_terminal_openmax_draws_on_is_out_of_reach() {
                     "{w}: the title was set: {title}"
                 );
             } else {
-                // The UI redraws over the text written under it; the title stays.
-                assert_eq!(wrote, [true; 4], "{w}: the control's writes failed: {last}");
+                // The UI redraws over text written under it; the title and typed keys stay.
+                assert_eq!(wrote, [true; 6], "{w}: the control's writes failed: {last}");
                 assert!(
                     title.contains("PWNED-42"),
                     "{w}: the control set no title: {title}"
                 );
+                for m in ["TYPED-42-SOCK", "TYPED-42-ENV"] {
+                    assert!(
+                        screen.contains(m),
+                        "{w}: the control's {m} was not typed:\n{screen}"
+                    );
+                }
             }
-            pane.keys(&["C-d"]);
+            pane.keys(&["C-u", "C-d"]);
             let _ = pane.wait_exit();
         }
     }
