@@ -559,6 +559,53 @@ fn code_planted_for_git_is_never_run_by_the_human() {
     }
 }
 
+/// `.git/commondir` does not exist in a repository of its own, so no mount can hold it; once it
+/// exists, git reads its configuration (and hooks) from the directory it names. The helper
+/// removes it the moment the command makes it.
+#[test]
+fn a_commondir_redirecting_git_is_removed_before_the_human_runs_git() {
+    for who in runners() {
+        for sandboxed in [true, false] {
+            let (env, mock) = setup(who, if sandboxed { "" } else { CONTROL });
+            git_repo(&env);
+            let markers = env.root.join("markers");
+            std::fs::create_dir_all(&markers).unwrap();
+            env.who.own(&markers);
+            let m = markers.display();
+            let cmds = vec![format!(
+                "cp -r .git evil-git && printf '[core]\\n\\tfsmonitor = touch {m}/commondir; false\\n' >> evil-git/config \
+                 && echo ../evil-git > .git/commondir && sleep 0.2 && cat .git/commondir"
+            )];
+            let outs = turn(&env, &mock, |_| cmds.clone());
+            let w = format!(
+                "{} {}",
+                who.label(),
+                if sandboxed { "sandboxed" } else { "control" }
+            );
+            let status = human_git(&env, &["status", "--short"]);
+            if sandboxed {
+                assert!(
+                    outs[0].1.contains("openmax: removed") && outs[0].1.contains("commondir"),
+                    "{w}: {}",
+                    outs[0].1
+                );
+                assert!(!env.project.join(".git/commondir").exists(), "{w}");
+                assert!(status.status.success(), "{w}: {status:?}");
+                assert!(
+                    !markers.join("commondir").exists(),
+                    "{w}: git read the planted configuration"
+                );
+            } else {
+                assert!(outs[0].0, "{w}: {}", outs[0].1);
+                assert!(
+                    appears(&markers.join("commondir")),
+                    "{w}: the control's redirect never ran"
+                );
+            }
+        }
+    }
+}
+
 /// The file tools refuse what the sandbox holds, whatever the sandbox mode.
 #[test]
 fn the_file_tools_refuse_git_configuration_and_hooks() {

@@ -2,8 +2,11 @@
 //! writable project: code the human's own tools run later. By default that is git's
 //! configuration, hooks and info directory (`core.fsmonitor`, `core.hooksPath`, a
 //! `pre-commit` hook all run at the human's next `git status` or `git commit`, outside any
-//! sandbox). The sandbox's view holds them read-only for agent processes
-//! (`super::helper::view`), and `write_file` / `edit_file` refuse them ([`refuses`]).
+//! sandbox) and its `commondir` (which, once it exists, makes git read its configuration and
+//! hooks from the directory it names). The sandbox's view holds them read-only for agent
+//! processes (`super::helper::view`), a file entry that does not exist when a command starts is
+//! removed as soon as the command makes it (`super::helper::guard`, [`absent`]), and
+//! `write_file` / `edit_file` refuse them ([`refuses`]).
 //!
 //! Invariants:
 //! - Entries are paths relative to the project root; one ending in `/` names a directory.
@@ -20,10 +23,12 @@
 use std::path::{Component, Path, PathBuf};
 
 /// What is held when the user config does not say: git's configuration (both files it reads
-/// from a repository), its hooks, and its info directory (`attributes`, `exclude`).
-pub const DEFAULT: [&str; 4] = [
+/// from a repository, and `commondir`, which redirects it), its hooks, and its info directory
+/// (`attributes`, `exclude`).
+pub const DEFAULT: [&str; 5] = [
     ".git/config",
     ".git/config.worktree",
+    ".git/commondir",
     ".git/hooks/",
     ".git/info/",
 ];
@@ -168,6 +173,28 @@ pub fn held(project: &Path, entries: &[String]) -> Held {
     held
 }
 
+/// The file entries (not ending in `/`) of the project's existing git directories that do not
+/// exist now: what a command may not create.
+pub fn absent(project: &Path, entries: &[String]) -> Vec<PathBuf> {
+    let dirs = git_dirs(project);
+    if dirs.is_empty() {
+        return Vec::new();
+    }
+    let files: Vec<String> = entries
+        .iter()
+        .filter(|e| !e.ends_with('/'))
+        .cloned()
+        .collect();
+    let mut out: Vec<PathBuf> = candidates(project, &files, &dirs)
+        .into_iter()
+        .filter(|p| p.parent().is_some_and(Path::is_dir))
+        .filter(|p| std::fs::symlink_metadata(p).is_err())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Whether a file tool must refuse to write `path` (absolute, resolved inside `project`): the
 /// project's `.git` itself, or a path at or beneath an entry (existing or not).
 pub fn refuses(project: &Path, entries: &[String], path: &Path) -> bool {
@@ -219,6 +246,17 @@ mod tests {
                 p.join(".git/modules/sub/info"),
             ]
         );
+        // What does not exist yet may not be created: the redirection and the second config.
+        assert_eq!(
+            absent(&p, &entries),
+            vec![
+                p.join(".git/commondir"),
+                p.join(".git/config.worktree"),
+                p.join(".git/modules/sub/commondir"),
+                p.join(".git/modules/sub/config.worktree"),
+            ]
+        );
+        assert!(refuses(&p, &entries, &p.join(".git/commondir")));
         assert!(refuses(&p, &entries, &p.join(".git/hooks/pre-commit")));
         assert!(refuses(&p, &entries, &p.join(".git/config")));
         assert!(refuses(&p, &entries, &p.join(".git/modules/sub/config")));

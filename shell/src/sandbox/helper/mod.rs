@@ -7,7 +7,8 @@
 //!    privilege ([`privileges`]), installs Landlock and seccomp ([`filter`]), and runs PROGRAM
 //!    as its child;
 //! 2. answers the sandbox's `connect(2)` calls, which seccomp hands to it ([`supervisor`],
-//!    deciding with [`sockets`]);
+//!    deciding with [`sockets`]), and removes what the command may not create in a git
+//!    directory ([`guard`]);
 //! 3. ends as PROGRAM ended: with its exit status, or killed by the same signal.
 //!
 //! Invariants:
@@ -25,6 +26,7 @@
 
 pub mod diag;
 pub mod filter;
+pub mod guard;
 pub mod init;
 pub mod privileges;
 pub mod sockets;
@@ -278,6 +280,12 @@ fn start(spec: &ConfineSpec, launch: Launch) -> Result<i32, Failure> {
         ));
     }
     let plan = view::Plan::new(spec)?;
+    // Watches set now, before any process of the sandbox exists.
+    let guard = if launch.is_some() {
+        guard::Guard::new(&plan.absent)
+    } else {
+        None
+    };
     let (ours, theirs) = rustix::net::socketpair(
         AddressFamily::UNIX,
         SocketType::SEQPACKET,
@@ -292,6 +300,7 @@ fn start(spec: &ConfineSpec, launch: Launch) -> Result<i32, Failure> {
         init::run(spec, &plan, launch, &cwd, theirs, ids, user_ns);
     }
     drop(theirs);
+    let guard = guard.map(guard::Guard::spawn);
     INIT_PID.store(pid, Ordering::Relaxed);
     forward_signals(forward_to_init);
     // Outside the sandbox, as root, the helper keeps only what answering `connect(2)` needs.
@@ -304,6 +313,9 @@ fn start(spec: &ConfineSpec, launch: Launch) -> Result<i32, Failure> {
         }
     }
     let status = reap(pid);
+    if let Some(g) = &guard {
+        g.sweep();
+    }
     match result? {
         Served::Probe(report) => {
             println!("{report}");

@@ -64,6 +64,8 @@ pub struct Plan {
     pub sockets: Vec<PathBuf>,
     /// What is held read-only (and pinned) in the project.
     pub held: protect::Held,
+    /// Protected files that do not exist now, which the command may not create.
+    pub absent: Vec<PathBuf>,
     /// Mount points to make beneath the private temp directory: a path relative to it, and
     /// whether it is a directory (else an empty file, for a socket).
     pub placeholders: Vec<(PathBuf, bool)>,
@@ -139,17 +141,21 @@ impl Plan {
                 }
             }
         }
-        let held = if writable {
+        let (held, absent) = if writable {
             protect::ensure(&spec.project, &spec.protected);
-            protect::held(&spec.project, &spec.protected)
+            (
+                protect::held(&spec.project, &spec.protected),
+                protect::absent(&spec.project, &spec.protected),
+            )
         } else {
-            protect::Held::default()
+            (protect::Held::default(), Vec::new())
         };
         Ok(Plan {
             covered,
             grafts,
             sockets,
             held,
+            absent,
             placeholders,
         })
     }
