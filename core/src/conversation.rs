@@ -70,11 +70,32 @@ pub enum Block {
     },
 }
 
+/// What starts the text of a harness note in the model's transcript: a note rides in a user
+/// message as a text block of its own, and is never the person's words.
+pub const NOTE_PREFIX: &str = "[openmax note] ";
+
 impl Block {
     /// A text block.
     pub fn text(s: impl Into<String>) -> Block {
         Block::Text { text: s.into() }
     }
+
+    /// A harness note's text block ([`NOTE_PREFIX`] and the note).
+    pub fn note(note: &str) -> Block {
+        Block::Text {
+            text: format!("{NOTE_PREFIX}{note}"),
+        }
+    }
+
+    /// Whether this is a harness note's text block.
+    pub fn is_note(&self) -> bool {
+        matches!(self, Block::Text { text } if is_note_text(text))
+    }
+}
+
+/// Whether a text block's text is a harness note's.
+pub fn is_note_text(text: &str) -> bool {
+    text.starts_with(NOTE_PREFIX)
 }
 
 /// One message of the conversation.
@@ -109,6 +130,18 @@ impl Message {
         for b in &self.content {
             if let Block::Text { text } = b {
                 out.push_str(text);
+            }
+        }
+        out
+    }
+
+    /// Its text blocks joined, harness notes left out: what the person (or the model) said.
+    pub fn said_text(&self) -> String {
+        let mut out = String::new();
+        for b in &self.content {
+            match b {
+                Block::Text { text } if !is_note_text(text) => out.push_str(text),
+                _ => {}
             }
         }
         out

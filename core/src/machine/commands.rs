@@ -13,6 +13,9 @@ use super::phase::{AfterPersist, Phase};
 use super::turn::Turn;
 use super::{Core, Effect, FramingFault, Freeze, HookEvent};
 
+/// The start of the note that tells the model the approval mode changed.
+pub(super) const MODE_NOTE: &str = "approval mode is now ";
+
 impl Core {
     pub(super) fn on_line(&mut self, raw: &str) {
         let cmd = match Command::parse_line(raw) {
@@ -91,8 +94,8 @@ impl Core {
     /// and the first request goes out.
     pub(super) fn admit_prompt(&mut self, text: String) {
         let mut content: Vec<Block> = std::mem::take(&mut self.pending_notes)
-            .into_iter()
-            .map(|n| Block::text(format!("[openmax note] {n}")))
+            .iter()
+            .map(|n| Block::note(n))
             .collect();
         content.push(Block::text(text));
         self.turn.start = self.conversation.len();
@@ -205,7 +208,9 @@ impl Core {
         self.gate.mode_saves.remove(pos);
         self.config.mode = mode;
         self.ev(Event::ApprovalMode { mode });
-        self.note(format!("approval mode is now {}", mode.as_str()));
+        // Only the mode in force when the next turn starts matters to the model: one note.
+        self.pending_notes.retain(|n| !n.starts_with(MODE_NOTE));
+        self.note(format!("{MODE_NOTE}{}", mode.as_str()));
         self.persist_background(vec![Record::ModeChanged { mode }]);
     }
 

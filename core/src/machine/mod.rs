@@ -398,8 +398,8 @@ impl Core {
             return None;
         }
         let content = std::mem::take(&mut self.pending_notes)
-            .into_iter()
-            .map(|n| Block::text(format!("[openmax note] {n}")))
+            .iter()
+            .map(|n| Block::note(n))
             .collect();
         Some(self.push_message(Message {
             role: Role::User,

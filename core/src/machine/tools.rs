@@ -331,7 +331,7 @@ impl Core {
             output: output.clone(),
         }];
         if let Some(n) = &note {
-            content.push(Block::text(format!("[openmax note] {n}")));
+            content.push(Block::note(n));
         }
         let record = self.push_message(Message {
             role: Role::User,

@@ -64,7 +64,7 @@ pub struct TextView {
     pub role: Role,
     /// The message carries a tool result (so it is tool traffic, not a user prompt).
     pub has_tool_result: bool,
-    /// Its text blocks joined.
+    /// Its text blocks joined, harness notes left out.
     pub text: String,
 }
 
@@ -122,7 +122,13 @@ pub fn parse_text_view(bytes: &[u8]) -> Result<Option<TextView>, LineError> {
     let mut has_tool_result = false;
     for b in &m.content {
         match b.kind.as_ref() {
-            "text" => text.push_str(b.text.as_deref().unwrap_or("")),
+            // A harness note rides in a user message but is not the person's words.
+            "text" => {
+                let t = b.text.as_deref().unwrap_or("");
+                if !openmax_core::conversation::is_note_text(t) {
+                    text.push_str(t);
+                }
+            }
             "tool_result" => has_tool_result = true,
             _ => {}
         }

@@ -2,7 +2,9 @@
 //!
 //! Which messages: `message` records only (never a compaction's rewritten messages, which
 //! repeat or summarize earlier records), user messages that carry no tool result and
-//! assistant messages, each shown as its text blocks joined; messages with no text are skipped.
+//! assistant messages, each shown as its text blocks joined (harness notes, which ride in user
+//! messages, left out: they are never shown as the person's words); messages with no text are
+//! skipped.
 //!
 //! Invariants:
 //! - Only the newest messages that can appear in the line are kept: once the kept messages'
@@ -148,7 +150,7 @@ fn transcript_message(message: &Message) -> Option<(TranscriptMessage, usize)> {
             .content
             .iter()
             .any(|b| matches!(b, Block::ToolResult { .. })),
-        text: message.plain_text(),
+        text: message.said_text(),
     })
 }
 

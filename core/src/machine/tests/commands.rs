@@ -45,6 +45,30 @@ fn approval_mode_is_saved_acknowledged_and_noted() {
     h.reply("ok");
 }
 
+/// Five changes before a prompt: the model is told once, of the mode in force; every change
+/// still has its own `harness_note` on the wire; other pending notes stay, in order.
+#[test]
+fn pending_mode_notes_coalesce_into_the_mode_in_force() {
+    let mut h = H::new();
+    for mode in [
+        Mode::Readonly,
+        Mode::Auto,
+        Mode::Ask,
+        Mode::Readonly,
+        Mode::Auto,
+    ] {
+        h.cmd(json!({"cmd":"approval_mode","mode":mode.as_str()}));
+        h.input(Input::ModeSaved { mode });
+    }
+    assert_eq!(h.messages("harness_note").len(), 5);
+    h.user("the prompt");
+    let first = &h.last_body().messages[0];
+    let notes: Vec<&Block> = first.content.iter().filter(|b| b.is_note()).collect();
+    assert_eq!(notes, vec![&Block::note("approval mode is now auto")]);
+    assert_eq!(first.said_text(), "the prompt");
+    h.reply("ok");
+}
+
 #[test]
 fn approval_mode_rejections() {
     let mut h = H::new();
