@@ -92,6 +92,14 @@ fn tool_call_pair(id: &str) -> Vec<Record> {
     ]
 }
 
+/// A new session in which a prompt was admitted (a session with none is never resumed).
+fn create_used(state: &ProjectState, id: &str) -> SessionWriter {
+    let mut w = SessionWriter::create(state, id, header(id)).expect("create");
+    w.append(&[msg(Message::user_text("a prompt"))])
+        .expect("append");
+    w
+}
+
 fn record_path(state: &ProjectState, id: &str) -> PathBuf {
     state.sessions_dir().join(format!("{id}.jsonl"))
 }
@@ -470,7 +478,7 @@ fn unknown_record_version_is_corrupt_even_as_the_last_line() {
 
     // The same line with a known version but an unknown kind is corrupt too.
     let (_t2, state2) = setup("version2");
-    drop(SessionWriter::create(&state2, "s", header("s")).expect("create"));
+    drop(create_used(&state2, "s"));
     append_raw(
         &record_path(&state2, "s"),
         b"{\"v\":1,\"rec\":\"hologram\"}\n",
@@ -493,16 +501,27 @@ fn no_session_is_exit_2() {
 }
 
 #[test]
-fn corrupt_or_unknown_index_is_rebuilt_and_kept_aside() {
+fn a_corrupt_or_unknown_index_is_an_error_until_repaired_and_is_kept_aside() {
     let (_t, state) = setup("badindex");
-    drop(SessionWriter::create(&state, "s", header("s")).expect("create"));
+    drop(create_used(&state, "s"));
     let index = state.sessions_dir().join("index.json");
     for damaged in [
         &b"{\"v\":1,\"sessions\":["[..],
         b"{\"v\":9,\"sessions\":[]}",
     ] {
         fs::write(&index, damaged).expect("write");
-        let resumed = resume_latest(&state).expect("rebuilt from the records");
+        // A continued session must have a readable index: never rebuilt silently.
+        let err = resume_latest(&state).expect_err("an unreadable index");
+        assert!(matches!(err, ResumeError::Corrupt(_)), "{err:?}");
+        assert!(err.to_string().contains("openmax sessions repair"), "{err}");
+        assert_eq!(fs::read(&index).expect("index"), damaged, "left as it was");
+        let report =
+            openmax_shell::session::rebuild::repair(&state.sessions_dir()).expect("repair");
+        assert!(
+            report.contains("1 session record(s) (1 with a prompt)"),
+            "{report}"
+        );
+        let resumed = resume_latest(&state).expect("resumed after the repair");
         assert_eq!(resumed.session_id, "s");
         drop(resumed);
         let kept: Vec<Vec<u8>> = fs::read_dir(state.sessions_dir())
@@ -520,6 +539,15 @@ fn corrupt_or_unknown_index_is_rebuilt_and_kept_aside() {
             "damaged index kept aside"
         );
     }
+    // A missing index while a record exists: the same.
+    fs::remove_file(&index).expect("remove");
+    let err = resume_latest(&state).expect_err("a missing index");
+    assert!(
+        err.to_string().contains("is missing") && err.to_string().contains("repair"),
+        "{err}"
+    );
+    openmax_shell::session::rebuild::repair(&state.sessions_dir()).expect("repair");
+    drop(resume_latest(&state).expect("resumed after the repair"));
     // A record the index lists but that is missing.
     fs::write(
         &index,
@@ -538,7 +566,7 @@ fn corrupt_or_unknown_index_is_rebuilt_and_kept_aside() {
 #[test]
 fn second_owner_is_locked_out() {
     let (_t, state) = setup("locked");
-    let w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    let w = create_used(&state, "s");
     let err = resume_latest(&state).expect_err("locked");
     let ResumeError::Locked(m) = &err else {
         panic!("expected Locked, got {err:?}");
@@ -595,7 +623,7 @@ fn transcript_caps_messages_and_line_keeping_the_newest() {
 
     // 100 messages of 4000 bytes = 400,000 bytes > 256 KiB: the newest 65 fit (260,000).
     let (_t2, state) = setup("caps2");
-    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    let mut w = create_used(&state, "s");
     for i in 0..100 {
         let text = format!("{i:04}{}", "x".repeat(3996));
         w.append(&[msg(Message::assistant_text(text))])
@@ -713,7 +741,7 @@ fn concurrent_creates_keep_every_index_entry() {
 #[test]
 fn a_session_named_index_does_not_meet_the_index_lock() {
     let (_t, state) = setup("named-index");
-    let mut w = SessionWriter::create(&state, "index", header("index")).expect("create");
+    let mut w = create_used(&state, "index");
     w.append(&[Record::Compaction {
         messages: vec![Message::user_text("x")],
         tokens_before: 1,

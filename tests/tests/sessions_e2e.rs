@@ -380,17 +380,51 @@ fn index_damaged_then_continue(corrupt: bool) {
     } else {
         std::fs::remove_file(&index).unwrap();
     }
+    // The contract: a continued session must have a readable index. --continue and --resume
+    // fail before the handshake, naming the repair; nothing is rebuilt behind the person's back.
+    for args in [
+        &["--stdio", "--continue"][..],
+        &["--stdio", "--resume", ids[1].as_str().unwrap()],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.code, Some(1), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stdout, "", "{args:?}: nothing before the handshake");
+        assert!(
+            out.stderr.contains("openmax sessions repair"),
+            "{}",
+            out.stderr
+        );
+    }
+    let listed = env.run(&["sessions"]);
+    assert_eq!(listed.code, Some(1));
+    assert!(
+        listed.stderr.contains("openmax sessions repair"),
+        "{}",
+        listed.stderr
+    );
+    if corrupt {
+        assert_eq!(
+            std::fs::read_to_string(&index).unwrap(),
+            "{ not json",
+            "left as it was"
+        );
+    } else {
+        assert!(!index.exists());
+    }
+    let repaired = env.run(&["sessions", "repair"]);
+    assert_eq!(repaired.code, Some(0), "{}", repaired.stderr);
+    assert!(
+        repaired.stdout.contains("rebuilt") && repaired.stdout.contains("2 session record(s)"),
+        "{}",
+        repaired.stdout
+    );
     let (mut s, t) = resume(&env, &ids[1]);
     assert_eq!(pairs(&t).last().unwrap().0, "assistant");
     s.user("three");
     let (events, _) = s.turn();
     assert_eq!(find(&events, "done")["stop_reason"], "end_turn");
-    let (code, _, stderr) = s.finish();
+    let (code, _, _) = s.finish();
     assert_eq!(code, Some(0));
-    assert!(
-        stderr.contains("rebuilt") && stderr.contains("2 session record(s)"),
-        "{stderr}"
-    );
     let rebuilt: Value = serde_json::from_str(&std::fs::read_to_string(&index).unwrap()).unwrap();
     let listed: Vec<&str> = rebuilt["sessions"]
         .as_array()
@@ -417,12 +451,12 @@ fn index_damaged_then_continue(corrupt: bool) {
 }
 
 #[test]
-fn a_deleted_index_is_rebuilt_and_continue_resumes() {
+fn a_deleted_index_stops_continue_until_repaired() {
     index_damaged_then_continue(false);
 }
 
 #[test]
-fn a_corrupt_index_is_kept_aside_rebuilt_and_continue_resumes() {
+fn a_corrupt_index_stops_continue_until_repaired_and_is_kept_aside() {
     index_damaged_then_continue(true);
 }
 

@@ -25,8 +25,17 @@ pub struct Cli {
     pub prompt: Option<String>,
 
     /// Resume the project's latest session (with --stdio, -p, or the terminal UI).
-    #[arg(long = "continue")]
+    #[arg(long = "continue", conflicts_with_all = ["resume", "fork"])]
     pub continue_: bool,
+
+    /// Resume the session with this id, or the one whose id starts with it (`openmax sessions`
+    /// lists them).
+    #[arg(long, value_name = "ID", conflicts_with_all = ["fork", "check", "spec", "approve", "trust", "acp"])]
+    pub resume: Option<String>,
+
+    /// Start a new session whose history is a copy of that session's (left unchanged).
+    #[arg(long, value_name = "ID", conflicts_with_all = ["check", "spec", "approve", "trust", "acp"])]
+    pub fork: Option<String>,
 
     /// Validate a JSONL event stream from stdin (use with --stdio).
     #[arg(long, requires = "stdio", conflicts_with_all = ["spec", "approve", "trust", "continue_"])]
@@ -36,9 +45,13 @@ pub struct Cli {
     #[arg(long, value_name = "WHAT", value_parser = ["stdio"], conflicts_with_all = ["stdio", "approve", "trust", "continue_"])]
     pub spec: Option<String>,
 
-    /// With --spec: print the JSON Schema instead of Markdown.
-    #[arg(long, requires = "spec")]
+    /// With --spec: print the JSON Schema instead of Markdown; with `sessions`: JSON lines.
+    #[arg(long)]
     pub json: bool,
+
+    /// With `sessions`: every project's sessions, not only this one's.
+    #[arg(long)]
+    pub all: bool,
 
     /// Record a human's approval of a project file's current bytes.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["stdio", "trust", "continue_"])]
@@ -64,21 +77,36 @@ pub struct Cli {
     #[arg(long = "base-url", value_name = "URL", global = true)]
     pub base_url: Option<String>,
 
-    /// A subcommand: `mcp list` (the configured MCP servers, their state and tools), `sandbox
-    /// check` (which layers of the sandbox are in force on this machine, and why any is missing).
+    /// A subcommand: `sessions` (this project's sessions, newest use first; `--json`, `--all`),
+    /// `sessions repair` (rebuild the session index from the records), `mcp list` (the
+    /// configured MCP servers, their state and tools), `sandbox check` (which layers of the
+    /// sandbox are in force on this machine, and why any is missing).
     #[arg(value_name = "COMMAND", conflicts_with_all = ["stdio", "prompt", "check", "spec", "approve", "trust"])]
     pub command: Vec<String>,
+}
+
+/// Which session a session-running action opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pick {
+    /// A new one.
+    New,
+    /// `--continue`: the latest used.
+    Latest,
+    /// `--resume ID`: by id or unique id prefix.
+    Resume(String),
+    /// `--fork ID`: a new one holding a copy of that one's history.
+    Fork(String),
 }
 
 /// What one invocation does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// `--stdio [--continue]`
-    Stdio { resume: bool },
+    /// `--stdio [--continue | --resume ID | --fork ID]`
+    Stdio { pick: Pick },
     /// `--acp`
     Acp,
-    /// `-p PROMPT [--continue]`
-    Print { prompt: String, resume: bool },
+    /// `-p PROMPT [--continue | --resume ID | --fork ID]`
+    Print { prompt: String, pick: Pick },
     /// `--check --stdio`
     Check,
     /// `--spec stdio [--json]`
@@ -87,11 +115,15 @@ pub enum Action {
     Approve { path: PathBuf },
     /// `--trust`
     Trust,
-    /// No mode flag: the interactive terminal UI (`openmax [--continue]`), which needs a
-    /// terminal on stdin and stdout.
-    Tui { resume: bool },
+    /// No mode flag: the interactive terminal UI (`openmax [--continue | --resume ID | --fork
+    /// ID]`), which needs a terminal on stdin and stdout.
+    Tui { pick: Pick },
     /// `mcp list`
     McpList,
+    /// `sessions [--json] [--all]`
+    Sessions { json: bool, all: bool },
+    /// `sessions repair`
+    SessionsRepair,
     /// `sandbox check`
     SandboxCheck,
 }
@@ -101,6 +133,13 @@ impl Cli {
     pub fn action(&self) -> Result<Action, String> {
         if self.check {
             return Ok(Action::Check);
+        }
+        let is_sessions = self.command.first().map(String::as_str) == Some("sessions");
+        if self.json && self.spec.is_none() && !is_sessions {
+            return Err("--json goes with --spec stdio or with `openmax sessions`".into());
+        }
+        if self.all && !is_sessions {
+            return Err("--all goes with `openmax sessions`".into());
         }
         if self.spec.is_some() {
             return Ok(Action::Spec { json: self.json });
@@ -118,26 +157,35 @@ impl Cli {
             [] => {}
             ["mcp", "list"] => return Ok(Action::McpList),
             ["sandbox", "check"] => return Ok(Action::SandboxCheck),
+            ["sessions"] => {
+                return Ok(Action::Sessions {
+                    json: self.json,
+                    all: self.all,
+                })
+            }
+            ["sessions", "repair"] => return Ok(Action::SessionsRepair),
             _ => {
                 return Err(format!(
-                    "unknown command {:?}: the commands are `openmax mcp list` and \
-                     `openmax sandbox check`",
+                    "unknown command {:?}: the commands are `openmax sessions`, `openmax \
+                     sessions repair`, `openmax mcp list` and `openmax sandbox check`",
                     self.command.join(" ")
                 ))
             }
         }
+        let pick = match (&self.resume, &self.fork, self.continue_) {
+            (Some(id), _, _) => Pick::Resume(id.clone()),
+            (None, Some(id), _) => Pick::Fork(id.clone()),
+            (None, None, true) => Pick::Latest,
+            (None, None, false) => Pick::New,
+        };
         match (&self.prompt, self.stdio) {
             (Some(_), true) => Err("choose one of --stdio and -p".into()),
             (Some(p), false) => Ok(Action::Print {
                 prompt: p.clone(),
-                resume: self.continue_,
+                pick,
             }),
-            (None, true) => Ok(Action::Stdio {
-                resume: self.continue_,
-            }),
-            (None, false) => Ok(Action::Tui {
-                resume: self.continue_,
-            }),
+            (None, true) => Ok(Action::Stdio { pick }),
+            (None, false) => Ok(Action::Tui { pick }),
         }
     }
 }
@@ -156,18 +204,42 @@ mod tests {
 
     #[test]
     fn actions() {
-        assert_eq!(parse(&["--stdio"]), Ok(Action::Stdio { resume: false }));
+        assert_eq!(parse(&["--stdio"]), Ok(Action::Stdio { pick: Pick::New }));
         assert_eq!(
             parse(&["--stdio", "--continue"]),
-            Ok(Action::Stdio { resume: true })
+            Ok(Action::Stdio { pick: Pick::Latest })
         );
         assert_eq!(
             parse(&["-p", "hi", "--continue"]),
             Ok(Action::Print {
                 prompt: "hi".into(),
-                resume: true
+                pick: Pick::Latest
             })
         );
+        assert_eq!(
+            parse(&["--stdio", "--resume", "ab12"]),
+            Ok(Action::Stdio {
+                pick: Pick::Resume("ab12".into())
+            })
+        );
+        assert_eq!(
+            parse(&["--fork", "ab12"]),
+            Ok(Action::Tui {
+                pick: Pick::Fork("ab12".into())
+            })
+        );
+        assert!(parse(&["--continue", "--resume", "x"]).is_err());
+        assert!(parse(&["--resume", "x", "--fork", "y"]).is_err());
+        assert_eq!(
+            parse(&["sessions", "--json", "--all"]),
+            Ok(Action::Sessions {
+                json: true,
+                all: true
+            })
+        );
+        assert_eq!(parse(&["sessions", "repair"]), Ok(Action::SessionsRepair));
+        assert!(parse(&["--stdio", "--json"]).is_err());
+        assert!(parse(&["--all"]).is_err());
         assert_eq!(parse(&["--check", "--stdio"]), Ok(Action::Check));
         assert_eq!(
             parse(&["--spec", "stdio", "--json"]),
@@ -184,8 +256,11 @@ mod tests {
         );
         assert_eq!(parse(&["sandbox", "check"]), Ok(Action::SandboxCheck));
         assert!(parse(&["sandbox"]).is_err());
-        assert_eq!(parse(&[]), Ok(Action::Tui { resume: false }));
-        assert_eq!(parse(&["--continue"]), Ok(Action::Tui { resume: true }));
+        assert_eq!(parse(&[]), Ok(Action::Tui { pick: Pick::New }));
+        assert_eq!(
+            parse(&["--continue"]),
+            Ok(Action::Tui { pick: Pick::Latest })
+        );
         assert!(parse(&["--check"]).is_err());
         assert!(parse(&["--spec", "other"]).is_err());
         assert!(parse(&["--stdio", "-p", "x"]).is_err());

@@ -55,10 +55,12 @@ pub fn run(cli: Cli) -> i32 {
         Action::McpList => mcp_list(&cli),
         Action::SandboxCheck => sandbox_check(&cli),
         Action::Approve { path } => approve(&cli, &path),
-        Action::Stdio { resume } => session(&cli, Front::Stdio, resume),
+        Action::Stdio { pick } => session(&cli, Front::Stdio, pick),
         Action::Acp => crate::acp::run(cli),
-        Action::Print { prompt, resume } => session(&cli, Front::Print(prompt), resume),
-        Action::Tui { resume } => {
+        Action::Print { prompt, pick } => session(&cli, Front::Print(prompt), pick),
+        Action::Sessions { json, all } => sessions_list(&cli, json, all),
+        Action::SessionsRepair => sessions_repair(&cli),
+        Action::Tui { pick } => {
             use std::io::IsTerminal;
             if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
                 return fail(
@@ -66,7 +68,7 @@ pub fn run(cli: Cli) -> i32 {
                      the JSONL protocol or -p PROMPT for one turn (see --help)",
                 );
             }
-            session(&cli, Front::Tui, resume)
+            session(&cli, Front::Tui, pick)
         }
     }
 }
@@ -137,6 +139,40 @@ fn mcp_list(cli: &Cli) -> i32 {
         drop(set);
         rt.shutdown_background();
         Ok(code)
+    };
+    match run() {
+        Ok(code) => code,
+        Err(e) => fail(e),
+    }
+}
+
+/// `openmax sessions [--json] [--all]`: the sessions, newest use first.
+fn sessions_list(cli: &Cli, json: bool, all: bool) -> i32 {
+    let run = || -> Result<i32, String> {
+        let home = Home::from_env()?;
+        let states = if all {
+            crate::session::list::all_projects(&home)
+        } else {
+            vec![ProjectState::open(&home, &project_of(cli)?)]
+        };
+        crate::session::list::print(&states, json, all, &mut std::io::stdout().lock())
+    };
+    match run() {
+        Ok(code) => code,
+        Err(e) => fail(e),
+    }
+}
+
+/// `openmax sessions repair`: rebuild this project's session index from its records.
+fn sessions_repair(cli: &Cli) -> i32 {
+    let run = || -> Result<i32, String> {
+        let home = Home::from_env()?;
+        let state = ProjectState::open(&home, &project_of(cli)?);
+        crate::session::perms::check(home.root(), Some(state.dir()))?;
+        let report = crate::session::rebuild::repair(&state.sessions_dir())
+            .map_err(|e| format!("could not repair the session index: {e}"))?;
+        println!("{report}");
+        Ok(0)
     };
     match run() {
         Ok(code) => code,
@@ -407,6 +443,10 @@ pub(crate) enum Resume {
     Latest,
     /// The session with this id (ACP `session/load`).
     Id(String),
+    /// The session whose id is this or starts with it (`--resume`).
+    Prefix(String),
+    /// A new session whose history is a copy of that one's (`--fork`).
+    Fork(String),
 }
 
 /// A session opened and ready to run: its core, its effect backend, and what the frontend
@@ -424,6 +464,8 @@ pub(crate) struct Opened {
     pub prompt_history: PathBuf,
     /// Notices of the MCP servers' start and life, for [`Runtime::forward_notices`].
     pub notices: tokio::sync::mpsc::UnboundedReceiver<String>,
+    /// The project's state (its sessions).
+    pub state: ProjectState,
 }
 
 /// Why a start-up failed: the stderr message and the exit code.
@@ -514,10 +556,15 @@ pub(crate) async fn open(
     let prompt_history = crate::tui::history::path_in(state.dir());
     let hook_configs = setup.settings.hooks.clone();
     let project = state.project().display().to_string();
-    let resumed = match resume {
-        Resume::New => None,
-        Resume::Latest => Some(resume_latest(&state)),
-        Resume::Id(id) => Some(crate::session::resume_id(&state, &id)),
+    let (resumed, forked) = match resume {
+        Resume::New => (None, None),
+        Resume::Latest => (Some(resume_latest(&state)), None),
+        Resume::Id(id) => (Some(crate::session::resume_id(&state, &id)), None),
+        Resume::Prefix(p) => (
+            Some(crate::session::resume::resume_prefix(&state, &p)),
+            None,
+        ),
+        Resume::Fork(p) => (None, Some(crate::session::resume::read_copy(&state, &p))),
     };
     let resumed = match resumed {
         Some(Ok(r)) => {
@@ -525,6 +572,22 @@ pub(crate) async fn open(
                 eprintln!("openmax: {n}");
             }
             Some(r)
+        }
+        Some(Err(e)) => {
+            return Err(OpenError {
+                code: e.exit_code(),
+                message: e.to_string(),
+                untrusted: false,
+            })
+        }
+        None => None,
+    };
+    let forked = match forked {
+        Some(Ok(c)) => {
+            for n in &c.notices {
+                eprintln!("openmax: {n}");
+            }
+            Some(c)
         }
         Some(Err(e)) => {
             return Err(OpenError {
@@ -543,6 +606,7 @@ pub(crate) async fn open(
         .demo
         .or_else(|| state.mode())
         .or(resumed.as_ref().and_then(|r| r.mode))
+        .or(forked.as_ref().and_then(|c| c.mode))
         .unwrap_or(Mode::Ask);
     // MCP servers start concurrently before the freeze; their notices reach the core once the
     // runtime loop runs.
@@ -570,14 +634,25 @@ pub(crate) async fn open(
         &mcp,
         echo_notes,
     );
-    let (writer, freeze, history, transcript) = match resumed {
-        Some(r) => {
+    let (writer, freeze, history, transcript) = match (resumed, forked) {
+        (Some(r), _) => {
             let mut freeze = frozen.freeze.clone();
             freeze.system = r.system;
             freeze.tools = with_client_tools(r.tools, &mcp, &client_mcp);
             (r.writer, freeze, r.history, Some(r.transcript))
         }
-        None => {
+        // A fork: a new session holding a copy of that one's history.
+        (None, Some(c)) => {
+            let mut freeze = frozen.freeze.clone();
+            freeze.system = c.system;
+            freeze.tools = with_client_tools(c.tools, &mcp, &client_mcp);
+            let w = fork_writer(&state, &session_id, &project, &freeze, &c.history)
+                .map_err(|e| OpenError::new(format!("could not fork session {}: {e}", c.from)))?;
+            let mut t = c.transcript;
+            t.session_id = session_id.clone();
+            (w, freeze, c.history, Some(t))
+        }
+        (None, None) => {
             let freeze = frozen.freeze.clone();
             let header = Record::Session {
                 session_id: session_id.clone(),
@@ -585,11 +660,13 @@ pub(crate) async fn open(
                 system: freeze.system.clone(),
                 tools: freeze.tools.clone(),
             };
-            let w = SessionWriter::create_unsettled(&state, &session_id, header)
+            let mut w = SessionWriter::create_unsettled(&state, &session_id, header)
                 .map_err(|e| OpenError::new(format!("could not start a session: {e}")))?;
+            w.discard_when_unused();
             (w, freeze, Vec::new(), None)
         }
     };
+    let opened_state = state.clone();
     let mut backend = Backend::new(
         setup.home.clone(),
         state,
@@ -628,7 +705,34 @@ pub(crate) async fn open(
         model: setup.settings.provider.model.clone(),
         prompt_history,
         notices,
+        state: opened_state,
     })
+}
+
+/// The writer of a new session `session_id` whose record starts with a copy of `history` (a
+/// fork): header, then one `message` record each, made durable and indexed at once.
+fn fork_writer(
+    state: &ProjectState,
+    session_id: &str,
+    project: &str,
+    freeze: &openmax_core::machine::Freeze,
+    history: &[openmax_core::conversation::Message],
+) -> Result<SessionWriter, String> {
+    let header = Record::Session {
+        session_id: session_id.to_string(),
+        project: project.to_string(),
+        system: freeze.system.clone(),
+        tools: freeze.tools.clone(),
+    };
+    let mut w =
+        SessionWriter::create_unsettled(state, session_id, header).map_err(|e| e.to_string())?;
+    let records: Vec<Record> = history
+        .iter()
+        .map(|m| Record::Message { message: m.clone() })
+        .collect();
+    w.settle().map_err(|e| e.to_string())?;
+    w.append(&records).map_err(|e| e.to_string())?;
+    Ok(w)
 }
 
 /// A resumed session offers the tools it recorded (a change since then is picked up by
@@ -652,13 +756,78 @@ fn with_client_tools(
     tools
 }
 
-fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
+/// The terminal UI's sessions: the one asked for, then each one picked with `/resume`, until
+/// the person quits. After the terminal is given back, one line says how to come back.
+fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i32 {
+    loop {
+        // The start-up's stderr becomes the UI's own notice lines.
+        let early = crate::tui::Early::start();
+        let opened = match rt.block_on(open(cli, None, resume, Opener::Tui, Vec::new())) {
+            Ok(o) => o,
+            Err(e) => {
+                early.abandon();
+                eprintln!("openmax: {}", e.message);
+                return e.code;
+            }
+        };
+        let Opened {
+            core,
+            mut backend,
+            session_id,
+            transcript,
+            mode,
+            model,
+            prompt_history,
+            notices,
+            state,
+            ..
+        } = opened;
+        if let Err(e) = backend.settle_session() {
+            early.abandon();
+            return fail(format!("could not start a session: {e}"));
+        }
+        let past = transcript.as_ref().and_then(|_| {
+            crate::session::replay::read(&state.sessions_dir().join(format!("{session_id}.jsonl")))
+                .ok()
+        });
+        let launch = crate::tui::Launch {
+            model,
+            mode,
+            session_id: session_id.clone(),
+            transcript,
+            past,
+            state: state.clone(),
+            history: prompt_history,
+            notices: Some(notices),
+        };
+        let ended = crate::tui::run(rt, core, backend, launch, early);
+        crate::sandbox::reaper::sweep();
+        match ended.switch_to {
+            Some(id) if ended.code == 0 => resume = Resume::Prefix(id),
+            _ => {
+                let kept = crate::session::index::read_index(&state.sessions_dir())
+                    .is_ok_and(|i| i.sessions.iter().any(|e| e.id == session_id && e.used()));
+                if kept {
+                    println!("openmax: session {session_id}; continue it with: openmax --resume {session_id}");
+                }
+                return ended.code;
+            }
+        }
+    }
+}
+
+fn session(cli: &Cli, front: Front, pick: cli::Pick) -> i32 {
     let opener = match front {
         Front::Print(_) => Opener::Print,
         Front::Tui => Opener::Tui,
         Front::Stdio => Opener::Stdio,
     };
-    let resume = if resume { Resume::Latest } else { Resume::New };
+    let resume = match pick {
+        cli::Pick::New => Resume::New,
+        cli::Pick::Latest => Resume::Latest,
+        cli::Pick::Resume(id) => Resume::Prefix(id),
+        cli::Pick::Fork(id) => Resume::Fork(id),
+    };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -666,49 +835,30 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
         Ok(rt) => rt,
         Err(e) => return fail(format!("could not start the runtime: {e}")),
     };
-    // The terminal UI shows what the start-up writes to stderr as its own notice lines.
-    let early = matches!(front, Front::Tui).then(crate::tui::Early::start);
+    if matches!(front, Front::Tui) {
+        let code = tui_session(cli, &rt, resume);
+        rt.shutdown_background();
+        crate::sandbox::reaper::sweep();
+        return code;
+    }
     let Opened {
         core,
         mut backend,
         session_id,
         project,
         transcript,
-        mode,
-        model,
-        prompt_history,
         notices,
         ..
     } = match rt.block_on(open(cli, None, resume, opener, Vec::new())) {
         Ok(o) => o,
         Err(e) => {
-            if let Some(early) = early {
-                early.abandon();
-            }
             eprintln!("openmax: {}", e.message);
             return e.code;
         }
     };
 
     match front {
-        Front::Tui => {
-            let early = early.unwrap_or_else(crate::tui::Early::start);
-            if let Err(e) = backend.settle_session() {
-                early.abandon();
-                return fail(format!("could not start a session: {e}"));
-            }
-            let launch = crate::tui::Launch {
-                model,
-                mode,
-                transcript,
-                history: prompt_history,
-                notices: Some(notices),
-            };
-            let code = crate::tui::run(&rt, core, backend, launch, early);
-            rt.shutdown_background();
-            crate::sandbox::reaper::sweep();
-            code
-        }
+        Front::Tui => unreachable!("the terminal UI runs in tui_session"),
         Front::Print(prompt) => {
             if let Err(e) = backend.settle_session() {
                 return fail(format!("could not start a session: {e}"));

@@ -9,12 +9,18 @@
 //! - Read-modify-write happens under an exclusive OS lock on `sessions/.index.lock` (a name
 //!   no session id can take, so it never meets a `<id>.lock`), so sessions of one project
 //!   written by several processes never lose each other's entries.
+//! - `updated_ms` is the session's last use: its creation, each resume, each turn's end and
+//!   each compaction point. `turns` and `first_prompt` say what a list of sessions shows; a
+//!   session in which no prompt was admitted is skipped by `--continue` and by the list, and
+//!   removed by the writer that made it when it ends.
 //! - A compaction point in the index is a hint written *after* its record line is on disk: it
 //!   may lag behind the record (a crash between the two), never run ahead of it. Resume reads
 //!   forward from it and applies any later compaction it finds, so a lagging hint only costs
 //!   reading time.
 //! - A missing or corrupt index is rebuilt from the records under the same lock (with a notice
-//!   on stderr), so a session whose record exists is never unreachable.
+//!   on stderr) when a new session adds itself, so a session whose record exists is never
+//!   unreachable; resuming never rebuilds it silently (see [`super::resume`]): the person runs
+//!   `openmax sessions repair`.
 
 use std::fs::{self, OpenOptions};
 use std::io;
@@ -32,6 +38,9 @@ pub const INDEX_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Index {
     pub v: u32,
+    /// The project's path (absent in an index written before openmax recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
     /// In creation order.
     pub sessions: Vec<IndexEntry>,
 }
@@ -49,6 +58,35 @@ pub struct IndexEntry {
     /// The last compaction point known to the index, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionPoint>,
+    /// Turns ended (`turn_end` records). `None` in an entry written before openmax counted
+    /// them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u64>,
+    /// The session's first prompt, one line, cut to [`FIRST_PROMPT_CHARS`]; `None` until a
+    /// prompt was admitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_prompt: Option<String>,
+}
+
+/// How many characters of the first prompt the index keeps.
+pub const FIRST_PROMPT_CHARS: usize = 200;
+
+impl IndexEntry {
+    /// Whether a prompt was ever admitted in this session (an entry of an older openmax, which
+    /// did not say, counts as used). A session in which nothing was sent is never the one
+    /// `--continue` resumes, nor listed.
+    pub fn used(&self) -> bool {
+        self.first_prompt.is_some() || self.turns.is_none_or(|t| t > 0)
+    }
+}
+
+/// `text` as the index keeps a first prompt: whitespace runs made one space, cut.
+pub fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(FIRST_PROMPT_CHARS) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
 }
 
 /// Where a compaction record starts, and what was in force there that precedes it.
@@ -78,13 +116,22 @@ pub enum IndexError {
 }
 
 impl Index {
-    /// The entry most recently created, resumed or compacted (ties: the later entry).
+    /// The used session (see [`IndexEntry::used`]) used last: the greatest `updated_ms`
+    /// (ties: the later entry).
     pub fn latest(&self) -> Option<&IndexEntry> {
-        self.sessions
+        self.newest_first().into_iter().next()
+    }
+
+    /// The used sessions, the one used last first.
+    pub fn newest_first(&self) -> Vec<&IndexEntry> {
+        let mut used: Vec<(usize, &IndexEntry)> = self
+            .sessions
             .iter()
             .enumerate()
-            .max_by_key(|(i, e)| (e.updated_ms, *i))
-            .map(|(_, e)| e)
+            .filter(|(_, e)| e.used())
+            .collect();
+        used.sort_by_key(|(i, e)| std::cmp::Reverse((e.updated_ms, *i)));
+        used.into_iter().map(|(_, e)| e).collect()
     }
 }
 

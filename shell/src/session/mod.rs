@@ -10,9 +10,11 @@
 
 pub mod index;
 pub mod line;
+pub mod list;
 pub mod lock;
 pub mod perms;
 pub mod rebuild;
+pub mod replay;
 pub mod resume;
 pub mod state;
 pub mod store;

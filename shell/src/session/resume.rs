@@ -57,6 +57,9 @@ pub struct Resumed {
 pub enum ResumeError {
     /// The project has no session (exit 2).
     NoSession,
+    /// No session has this id or id prefix, or more than one has the prefix (exit 2); the
+    /// message names `openmax sessions`.
+    Unknown(String),
     /// The index or the record is unreadable as data.
     Corrupt(String),
     /// Another live process owns the session.
@@ -65,10 +68,10 @@ pub enum ResumeError {
 }
 
 impl ResumeError {
-    /// The process exit code: 2 for no prior session, else 1.
+    /// The process exit code: 2 for no prior session (or none with that id), else 1.
     pub fn exit_code(&self) -> i32 {
         match self {
-            ResumeError::NoSession => 2,
+            ResumeError::NoSession | ResumeError::Unknown(_) => 2,
             ResumeError::Corrupt(_) | ResumeError::Locked(_) | ResumeError::Io(_) => 1,
         }
     }
@@ -80,61 +83,151 @@ impl fmt::Display for ResumeError {
             ResumeError::NoSession => f.write_str(
                 "no prior session to continue in this project (start one without --continue)",
             ),
-            ResumeError::Corrupt(m) | ResumeError::Locked(m) | ResumeError::Io(m) => f.write_str(m),
+            ResumeError::Unknown(m)
+            | ResumeError::Corrupt(m)
+            | ResumeError::Locked(m)
+            | ResumeError::Io(m) => f.write_str(m),
         }
     }
 }
 
 impl std::error::Error for ResumeError {}
 
-/// Resume the project's most recent session (the index entry last created, resumed or
-/// compacted).
-pub fn resume_latest(state: &ProjectState) -> Result<Resumed, ResumeError> {
-    resume_picked(state, |index| index.latest().cloned())
+/// What a resume does with the session it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Take it over: its lock, a torn last line cut off, its last use in the index.
+    Own,
+    /// Read a copy of its history (`--fork`): no lock, nothing written, the record untouched.
+    Copy,
 }
 
-/// Resume the project's session `id` (ACP `session/load`); an id the index does not hold is
-/// [`ResumeError::NoSession`].
-pub fn resume_id(state: &ProjectState, id: &str) -> Result<Resumed, ResumeError> {
-    resume_picked(state, |index| {
-        index.sessions.iter().find(|e| e.id == id).cloned()
+/// Resume the project's most recent session (the used session last used).
+pub fn resume_latest(state: &ProjectState) -> Result<Resumed, ResumeError> {
+    let index = read_for_resume(state)?;
+    let entry = index.latest().cloned().ok_or(ResumeError::NoSession)?;
+    own(&state.sessions_dir(), &entry)
+}
+
+/// Take over `entry`.
+fn own(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, ResumeError> {
+    let (r, writer) = resume_entry(sessions_dir, entry, Reading::Own)?;
+    let writer = writer.ok_or_else(|| {
+        ResumeError::Io(format!("session {} was read but not taken over", entry.id))
+    })?;
+    Ok(Resumed {
+        writer,
+        session_id: r.from,
+        system: r.system,
+        tools: r.tools,
+        history: r.history,
+        transcript: r.transcript,
+        mode: r.mode,
+        notices: r.notices,
     })
 }
 
-fn resume_picked(
-    state: &ProjectState,
-    pick: impl FnOnce(&super::index::Index) -> Option<IndexEntry>,
-) -> Result<Resumed, ResumeError> {
-    let sessions_dir = state.sessions_dir();
-    let index = match read_index(&sessions_dir) {
-        Ok(i) => i,
-        // Rebuilt from the records under the index lock (with a notice), then read again.
-        Err(IndexError::Missing | IndexError::Corrupt(_)) => {
-            if !sessions_dir.is_dir() {
-                return Err(ResumeError::NoSession);
-            }
-            update_index(&sessions_dir, "", |_| {}).map_err(|e| {
-                ResumeError::Io(format!(
-                    "cannot rebuild the session index in {}: {e}",
-                    sessions_dir.display()
-                ))
-            })?;
-            match read_index(&sessions_dir) {
-                Ok(i) => i,
-                Err(IndexError::Missing) => return Err(ResumeError::NoSession),
-                Err(IndexError::Corrupt(m)) => return Err(ResumeError::Corrupt(m)),
-                Err(IndexError::Io(m)) => return Err(ResumeError::Io(m)),
-            }
-        }
-        Err(IndexError::Io(m)) => return Err(ResumeError::Io(m)),
-    };
-    let Some(entry) = pick(&index) else {
-        return Err(ResumeError::NoSession);
-    };
-    resume_entry(&sessions_dir, &entry)
+/// Resume the project's session `id` exactly (ACP `session/load`); an id the index does not
+/// hold is [`ResumeError::NoSession`].
+pub fn resume_id(state: &ProjectState, id: &str) -> Result<Resumed, ResumeError> {
+    let index = read_for_resume(state)?;
+    let entry = index
+        .sessions
+        .iter()
+        .find(|e| e.id == id)
+        .cloned()
+        .ok_or(ResumeError::NoSession)?;
+    own(&state.sessions_dir(), &entry)
 }
 
-fn resume_entry(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, ResumeError> {
+/// Resume the session whose id is `prefix` or starts with it (`--resume`).
+pub fn resume_prefix(state: &ProjectState, prefix: &str) -> Result<Resumed, ResumeError> {
+    let index = read_for_resume(state)?;
+    let entry = pick_prefix(&index, prefix)?;
+    own(&state.sessions_dir(), &entry)
+}
+
+/// The session `prefix` names, read without taking it over (`--fork`): no lock, nothing
+/// written, the record left byte for byte as it was.
+pub fn read_copy(state: &ProjectState, prefix: &str) -> Result<Copied, ResumeError> {
+    let index = read_for_resume(state)?;
+    let entry = pick_prefix(&index, prefix)?;
+    resume_entry(&state.sessions_dir(), &entry, Reading::Copy).map(|(c, _)| c)
+}
+
+/// What a session holds, as read (a copy for `--fork`, or the part of a resume besides its
+/// writer).
+#[derive(Debug)]
+pub struct Copied {
+    /// The session read.
+    pub from: String,
+    pub system: String,
+    pub tools: Vec<ToolSchema>,
+    pub history: Vec<Message>,
+    pub transcript: Transcript,
+    pub mode: Option<Mode>,
+    pub notices: Vec<String>,
+}
+
+/// The entry whose id is `prefix` or the only one starting with it.
+fn pick_prefix(index: &super::index::Index, prefix: &str) -> Result<IndexEntry, ResumeError> {
+    if let Some(e) = index.sessions.iter().find(|e| e.id == prefix) {
+        return Ok(e.clone());
+    }
+    let matches: Vec<&IndexEntry> = index
+        .sessions
+        .iter()
+        .filter(|e| !prefix.is_empty() && e.id.starts_with(prefix))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(ResumeError::Unknown(format!(
+            "no session {prefix:?} in this project (`openmax sessions` lists them)"
+        ))),
+        many => Err(ResumeError::Unknown(format!(
+            "{} sessions start with {prefix:?}: {} (give more of the id; `openmax sessions` lists them)",
+            many.len(),
+            many.iter().map(|e| e.id.as_str()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// The index for a resume. A continued session must have a readable index: a missing one
+/// (while records exist) or a corrupt one is an error naming `openmax sessions repair`, which
+/// rebuilds it; it is never rebuilt silently here.
+pub fn read_for_resume(state: &ProjectState) -> Result<super::index::Index, ResumeError> {
+    let sessions_dir = state.sessions_dir();
+    let repair = |why: String| {
+        ResumeError::Corrupt(format!(
+            "{why}; run `openmax sessions repair` to rebuild it from the session records"
+        ))
+    };
+    match read_index(&sessions_dir) {
+        Ok(i) => Ok(i),
+        Err(IndexError::Missing) => {
+            let has_records = std::fs::read_dir(&sessions_dir).is_ok_and(|rd| {
+                rd.flatten()
+                    .any(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
+            });
+            if has_records {
+                Err(repair(format!(
+                    "the session index {} is missing",
+                    super::index::index_path(&sessions_dir).display()
+                )))
+            } else {
+                Err(ResumeError::NoSession)
+            }
+        }
+        Err(IndexError::Corrupt(m)) => Err(repair(m)),
+        Err(IndexError::Io(m)) => Err(ResumeError::Io(m)),
+    }
+}
+
+fn resume_entry(
+    sessions_dir: &Path,
+    entry: &IndexEntry,
+    reading: Reading,
+) -> Result<(Copied, Option<SessionWriter>), ResumeError> {
     let index_file = super::index::index_path(sessions_dir);
     if Path::new(&entry.record).file_name() != Some(entry.record.as_ref())
         || entry.id.contains(['/', '\\'])
@@ -145,14 +238,23 @@ fn resume_entry(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, Resu
             entry.record
         )));
     }
-    let lock = SessionLock::try_acquire(&sessions_dir.join(format!("{}.lock", entry.id))).map_err(
-        |e| match e {
-            LockError::Held { .. } => ResumeError::Locked(e.describe(&entry.id)),
-            LockError::Io(_) => ResumeError::Io(e.describe(&entry.id)),
-        },
-    )?;
+    let lock = match reading {
+        Reading::Own => Some(
+            SessionLock::try_acquire(&sessions_dir.join(format!("{}.lock", entry.id))).map_err(
+                |e| match e {
+                    LockError::Held { .. } => ResumeError::Locked(e.describe(&entry.id)),
+                    LockError::Io(_) => ResumeError::Io(e.describe(&entry.id)),
+                },
+            )?,
+        ),
+        Reading::Copy => None,
+    };
     let path = sessions_dir.join(&entry.record);
-    let file = match OpenOptions::new().read(true).append(true).open(&path) {
+    let file = match OpenOptions::new()
+        .read(true)
+        .append(reading == Reading::Own)
+        .open(&path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(ResumeError::Corrupt(format!(
@@ -233,7 +335,7 @@ fn resume_entry(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, Resu
         }
     }
     let (good_len, lines) = s.forward(&mut r, start.0, start.1)?;
-    if good_len < file_len {
+    if good_len < file_len && reading == Reading::Own {
         r.file
             .set_len(good_len)
             .and_then(|()| r.file.sync_data())
@@ -245,6 +347,21 @@ fn resume_entry(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, Resu
             .map_err(|m| ResumeError::Corrupt(format!("session record {}: {m}", path.display())))?;
     }
 
+    let Some(lock) = lock else {
+        // A copy: nothing is written, and no writer is handed back.
+        return Ok((
+            Copied {
+                from: entry.id.clone(),
+                system: s.system,
+                tools: s.tools,
+                history: s.history,
+                transcript: s.tail.finish(&entry.id),
+                mode: s.mode,
+                notices: s.notices,
+            },
+            None,
+        ));
+    };
     // Mark the session most recently used (and catch the index up with a later compaction).
     // A hint that was rejected is replaced even when the record has no compaction at all.
     let fix_point = s.compaction != entry.compaction;
@@ -272,17 +389,23 @@ fn resume_entry(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, Resu
         lines,
         s.last_refrozen,
         s.mode,
+        (
+            entry.turns.unwrap_or(0),
+            entry.first_prompt.is_some() || entry.turns.is_none(),
+        ),
     );
-    Ok(Resumed {
-        writer,
-        session_id: entry.id.clone(),
-        system: s.system,
-        tools: s.tools,
-        history: s.history,
-        transcript: s.tail.finish(&entry.id),
-        mode: s.mode,
-        notices: s.notices,
-    })
+    Ok((
+        Copied {
+            from: entry.id.clone(),
+            system: s.system,
+            tools: s.tools,
+            history: s.history,
+            transcript: s.tail.finish(&entry.id),
+            mode: s.mode,
+            notices: s.notices,
+        },
+        Some(writer),
+    ))
 }
 
 /// Positioned reads of one record file.

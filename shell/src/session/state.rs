@@ -94,6 +94,20 @@ impl ProjectState {
         ProjectState { dir, project }
     }
 
+    /// The state in directory `dir` (`projects/<name>-<hash12>/`) of a project whose path is
+    /// not known here (listing every project's sessions).
+    pub fn at(dir: PathBuf) -> ProjectState {
+        ProjectState {
+            dir,
+            project: PathBuf::new(),
+        }
+    }
+
+    /// The project's path, when this state was opened for it (not with [`ProjectState::at`]).
+    pub fn known_project(&self) -> Option<&Path> {
+        (!self.project.as_os_str().is_empty()).then_some(self.project.as_path())
+    }
+
     /// `projects/<name>-<hash12>/` under the state root.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -51,6 +51,19 @@ pub struct SessionWriter {
     /// Created with [`SessionWriter::create_unsettled`] and not yet made durable and indexed:
     /// (the sessions directory was new, created time).
     unsettled: Option<(bool, u64)>,
+    /// The project's path, for the index.
+    project: String,
+    /// Turns ended in this session (the index's `turns`).
+    turns: u64,
+    /// Whether a prompt was ever admitted (the index has its `first_prompt`).
+    prompted: bool,
+    /// The first prompt, one line, not yet in the index.
+    first_prompt_pending: Option<String>,
+    /// A turn ended since the index was last written.
+    turns_pending: bool,
+    /// Made by this writer (not resumed) and to be removed when it ends with no prompt ever
+    /// admitted ([`SessionWriter::discard_when_unused`]).
+    discard_unused: bool,
 }
 
 /// Why a session could not be created.
@@ -160,6 +173,12 @@ impl SessionWriter {
             index_pending: None,
             poisoned: None,
             unsettled: Some((new_dir, now_ms())),
+            project: state.project().display().to_string(),
+            turns: 0,
+            prompted: false,
+            first_prompt_pending: None,
+            turns_pending: false,
+            discard_unused: false,
         })
     }
 
@@ -187,7 +206,9 @@ impl SessionWriter {
             .map_err(|e| with_path("write", &self.path, e))?;
         let id = self.session_id.clone();
         let record = format!("{id}.jsonl");
+        let project = self.project.clone();
         update_index(&self.sessions_dir, &id, |index| {
+            index.project.get_or_insert(project);
             index.sessions.retain(|e| e.id != id);
             index.sessions.push(IndexEntry {
                 id: id.clone(),
@@ -195,6 +216,8 @@ impl SessionWriter {
                 updated_ms: created,
                 record,
                 compaction: None,
+                turns: Some(0),
+                first_prompt: None,
             });
         })
         .map_err(|e| {
@@ -248,7 +271,15 @@ impl SessionWriter {
                 }
                 Record::Refrozen { .. } => last_refrozen = Some(start),
                 Record::ModeChanged { mode: m } => mode = Some(*m),
-                Record::Message { .. } | Record::TurnEnd { .. } => {}
+                Record::Message { message } => {
+                    if !self.prompted && self.first_prompt_pending.is_none() {
+                        self.first_prompt_pending = prompt_of(message);
+                    }
+                }
+                Record::TurnEnd { .. } => {
+                    self.turns += 1;
+                    self.turns_pending = true;
+                }
             }
             serde_json::to_writer(
                 &mut buf,
@@ -300,7 +331,8 @@ impl SessionWriter {
         self.index_pending.is_some()
     }
 
-    /// A writer for an existing record that resume has read and cut back to `len`.
+    /// A writer for an existing record that resume has read and cut back to `len`; `used` is
+    /// the index's turns and whether it has the first prompt.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn resumed(
         session_id: String,
@@ -312,6 +344,7 @@ impl SessionWriter {
         lines: u64,
         last_refrozen: Option<u64>,
         mode: Option<Mode>,
+        used: (u64, bool),
     ) -> SessionWriter {
         SessionWriter {
             session_id,
@@ -326,6 +359,12 @@ impl SessionWriter {
             index_pending: None,
             poisoned: None,
             unsettled: None,
+            project: String::new(),
+            turns: used.0,
+            prompted: used.1,
+            first_prompt_pending: None,
+            turns_pending: false,
+            discard_unused: false,
         }
     }
 
@@ -342,21 +381,80 @@ impl SessionWriter {
         }
     }
 
+    /// Write what the index lacks: a compaction point, the first prompt, the turns ended (and
+    /// with each, the session's last use). A failure is retried on the next append.
     fn flush_index(&mut self) {
-        let Some(point) = self.index_pending else {
+        let point = self.index_pending;
+        let first = self.first_prompt_pending.clone();
+        if point.is_none() && first.is_none() && !self.turns_pending {
             return;
-        };
-        let id = self.session_id.clone();
+        }
+        let (id, turns) = (self.session_id.clone(), self.turns);
         let result = update_index(&self.sessions_dir, &id, |index| {
             if let Some(entry) = index.sessions.iter_mut().find(|e| e.id == id) {
-                entry.compaction = Some(point);
+                if point.is_some() {
+                    entry.compaction = point;
+                }
+                if first.is_some() && entry.first_prompt.is_none() {
+                    entry.first_prompt = first;
+                }
+                entry.turns = Some(entry.turns.unwrap_or(0).max(turns));
                 entry.updated_ms = now_ms();
             }
         });
         if result.is_ok() {
             self.index_pending = None;
+            if self.first_prompt_pending.take().is_some() {
+                self.prompted = true;
+            }
+            self.turns_pending = false;
         }
     }
+
+    /// Remove this new session (its record, lock file and index entry) when the writer ends
+    /// with no prompt ever admitted: a session in which nothing was sent leaves nothing behind.
+    pub fn discard_when_unused(&mut self) {
+        self.discard_unused = true;
+    }
+
+    /// Whether a prompt was ever admitted in this session.
+    pub fn prompted(&self) -> bool {
+        self.prompted || self.first_prompt_pending.is_some()
+    }
+}
+
+impl Drop for SessionWriter {
+    /// See [`SessionWriter::discard_when_unused`] (a crash leaves such a session behind, and its
+    /// index entry, with no first prompt, is skipped by `--continue` and the list).
+    fn drop(&mut self) {
+        if !self.discard_unused || self.prompted() || self.turns > 0 || self.poisoned.is_some() {
+            return;
+        }
+        if self.unsettled.is_none() {
+            let id = self.session_id.clone();
+            let _ = update_index(&self.sessions_dir, &id, |index| {
+                index.sessions.retain(|e| e.id != id);
+            });
+        }
+        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_file(self.lock.path());
+    }
+}
+
+/// The one-line first prompt of a message, if it is a prompt (a user message with said text
+/// and no tool result).
+fn prompt_of(message: &openmax_core::conversation::Message) -> Option<String> {
+    use openmax_core::conversation::{Block, Role};
+    if message.role != Role::User
+        || message
+            .content
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. }))
+    {
+        return None;
+    }
+    let said = message.said_text();
+    (!said.trim().is_empty()).then(|| super::index::one_line(&said))
 }
 
 /// A [`RecordLine`] by reference: the same JSON without cloning the record.

@@ -54,6 +54,14 @@ pub enum Block {
     Diff(DiffView),
     Approval(ApprovalCard),
     Notice(Level, String),
+    /// A tool call of an earlier session, on one line: name, what it was called on, how it
+    /// ended (`None`: it never did), and a file edit's counts.
+    ToolLine {
+        name: String,
+        summary: String,
+        ok: Option<bool>,
+        counts: Option<(u64, u64)>,
+    },
 }
 
 /// The rows of a block at `width`, followed by a blank separator row where it helps reading.
@@ -75,6 +83,31 @@ pub fn lines(block: &Block, width: usize, theme: Theme) -> Vec<Line<'static>> {
         Block::Reply(md) => markdown::render(md, width, theme),
         Block::Thinking(first) => wrap_text(&format!("thinking: {first}"), theme.dim(), width, ""),
         Block::Tool(t) => tool_lines(t, width, theme),
+        Block::ToolLine {
+            name,
+            summary,
+            ok,
+            counts,
+        } => {
+            let (mark, status) = match ok {
+                Some(true) => (Span::styled("● ", theme.ok()), ("ok", theme.ok())),
+                Some(false) => (Span::styled("● ", theme.error()), ("failed", theme.error())),
+                None => (
+                    Span::styled("◌ ", theme.dim()),
+                    ("not finished", theme.dim()),
+                ),
+            };
+            let mut parts = vec![
+                (name.clone(), theme.tool()),
+                (" ".into(), theme.plain()),
+                (summary.clone(), theme.plain()),
+            ];
+            if let Some((a, r)) = counts {
+                parts.push((format!(" +{a} -{r}"), theme.dim()));
+            }
+            parts.push((format!("  {}", status.0), status.1));
+            wrap(&parts, width, mark, Span::raw("  "))
+        }
         Block::Diff(d) => diff_lines(d, width, theme),
         Block::Approval(c) => card::lines(c, width, theme),
         Block::Notice(level, text) => {

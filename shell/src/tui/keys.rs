@@ -13,6 +13,7 @@
 //! | Ctrl-D | quit, on an empty prompt |
 //! | Shift-Tab | cycle the mode auto → ask → readonly (saved like `approval_mode`) |
 //! | Ctrl-U | clear the prompt |
+//! | in the `/resume` picker: Up / Down, Enter, Esc | move, resume the session, close |
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use openmax_core::wire::{Command, Mode};
@@ -24,7 +25,7 @@ use super::view::{View, QUIT_WINDOW_MS};
 pub const HELP: &str = "keys: Enter send · Ctrl-J or Alt-Enter newline · Up/Down history · \
 y/n answer an approval · Esc cancel the turn · Ctrl-C cancel, twice on an idle prompt quit · \
 Ctrl-D quit on an empty prompt · Shift-Tab cycle the mode auto → ask → readonly · Ctrl-U clear\n\
-commands: /mode <auto|ask|readonly> · /reload · /help · /quit";
+commands: /mode <auto|ask|readonly> · /resume (pick a session) · /reload · /help · /quit";
 
 /// The mode after `mode` in the Shift-Tab cycle.
 pub fn next_mode(mode: Mode) -> Mode {
@@ -52,6 +53,10 @@ impl View {
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.ctrl_c_at = None;
             self.hint = None;
+        }
+        if self.picker.is_some() {
+            self.pick_key(key.code);
+            return;
         }
         match key.code {
             KeyCode::Char('c') if ctrl => self.ctrl_c(now),
@@ -161,9 +166,33 @@ impl View {
         self.send(Command::User { text });
     }
 
+    /// A key while the `/resume` picker is open.
+    fn pick_key(&mut self, code: KeyCode) {
+        let Some(p) = &mut self.picker else { return };
+        match code {
+            KeyCode::Up => p.at = p.at.saturating_sub(1),
+            KeyCode::Down => p.at = (p.at + 1).min(p.items.len().saturating_sub(1)),
+            KeyCode::Esc => self.picker = None,
+            KeyCode::Enter => {
+                let id = p.items.get(p.at).map(|(id, _)| id.clone());
+                self.picker = None;
+                if let Some(id) = id {
+                    self.notice(Level::Info, &format!("resuming session {id}…"));
+                    self.switch_to = Some(id);
+                    self.quit();
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn slash(&mut self, cmd: &str) {
         let mut words = cmd.split_whitespace();
         match (words.next(), words.next(), words.next()) {
+            (Some("resume"), None, None) if self.running.is_some() => {
+                self.hint = Some("a turn is running: Esc cancels it, then /resume".into());
+            }
+            (Some("resume"), None, None) => self.wants_sessions = true,
             (Some("mode"), Some(mode), None) => self.send(Command::ApprovalMode {
                 mode: mode.to_string(),
             }),
@@ -179,7 +208,7 @@ impl View {
             (Some("quit"), None, None) => self.quit(),
             _ => self.notice(
                 Level::Error,
-                &format!("unknown command /{cmd}: try /mode <auto|ask|readonly>, /reload, /help or /quit"),
+                &format!("unknown command /{cmd}: try /mode <auto|ask|readonly>, /resume, /reload, /help or /quit"),
             ),
         }
     }

@@ -72,6 +72,29 @@ pub fn live(view: &View, now: u64, cols: usize, max_rows: usize, theme: Theme) -
             "",
         ));
     }
+    if let Some(p) = &view.picker {
+        fixed.extend(wrap_text(
+            "resume which session? (Up/Down, Enter resumes, Esc closes)",
+            theme.bold(),
+            cols,
+            "",
+        ));
+        // The highlighted line stays in view in a short window.
+        let window = max_rows.saturating_sub(fixed.len() + 4).clamp(1, 10);
+        let first = p.at.saturating_sub(window - 1);
+        for (i, (_, label)) in p.items.iter().enumerate().skip(first).take(window) {
+            let (mark, style) = if i == p.at {
+                ("› ", theme.bold())
+            } else {
+                ("  ", theme.plain())
+            };
+            let text: String = label.chars().take(cols.saturating_sub(2)).collect();
+            fixed.push(Line::from(vec![
+                Span::styled(mark, theme.user()),
+                Span::styled(text, style),
+            ]));
+        }
+    }
     fixed.push(Line::styled("─".repeat(cols), theme.dim()));
     let (input, cursor) = prompt_rows(view, cols, theme);
     let input_at = fixed.len();

@@ -65,8 +65,15 @@ const ANIMATE: Duration = Duration::from_millis(100);
 pub struct Launch {
     pub model: String,
     pub mode: Mode,
+    /// The session's id.
+    pub session_id: String,
     /// The `transcript` of a continued session.
     pub transcript: Option<Transcript>,
+    /// A continued session's history as it happened (read from its record), shown in place of
+    /// the transcript's text when there is one.
+    pub past: Option<(Vec<crate::session::replay::Past>, bool)>,
+    /// The project's state, for `/resume`'s list of sessions.
+    pub state: crate::session::ProjectState,
     /// This project's prompt history file.
     pub history: PathBuf,
     /// Notices of the tool sources (MCP `tools/list_changed`), for the core.
@@ -148,15 +155,39 @@ impl Early {
     }
 }
 
-/// Run the session under the TUI until the core exits; returns the exit code. `early` is
-/// stderr as captured since before the session opened.
+/// How a TUI session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    /// The exit code.
+    pub code: i32,
+    /// A session picked with `/resume` to continue in.
+    pub switch_to: Option<String>,
+}
+
+/// Run the session under the TUI until the core exits. `early` is stderr as captured since
+/// before the session opened.
 pub fn run(
+    rt: &tokio::runtime::Runtime,
+    core: Core,
+    backend: Backend,
+    launch: Launch,
+    early: Early,
+) -> Ended {
+    let ended = |code| Ended {
+        code,
+        switch_to: None,
+    };
+    run_inner(rt, core, backend, launch, early, ended)
+}
+
+fn run_inner(
     rt: &tokio::runtime::Runtime,
     core: Core,
     backend: Backend,
     mut launch: Launch,
     early: Early,
-) -> i32 {
+    ended: impl Fn(i32) -> Ended,
+) -> Ended {
     let Early {
         tx,
         rx,
@@ -191,7 +222,7 @@ pub fn run(
         }
         .abandon();
         eprintln!("openmax: could not take the terminal: {e}");
-        return 1;
+        return ended(1);
     }
     let capture = match captured {
         Ok(c) => Some(c),
@@ -214,22 +245,18 @@ pub fn run(
         // Nobody is left to see the screen, and the UI thread may be stuck in the terminal
         // library's read of the dead terminal: exit without waiting for it.
         restore();
-        return code;
+        return ended(code);
     }
     let ui = ui.join();
     restore();
     match ui {
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => code,
-        Ok(Ok(())) => code,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => ended(code),
+        Ok(Ok(switch_to)) => Ended { code, switch_to },
         Ok(Err(e)) => {
             eprintln!("openmax: the terminal failed: {e}");
-            if code == 0 {
-                1
-            } else {
-                code
-            }
+            ended(if code == 0 { 1 } else { code })
         }
-        Err(_) => 101,
+        Err(_) => ended(101),
     }
 }
 
@@ -255,12 +282,19 @@ fn watch_hangup(input: &InputTx) -> Arc<AtomicBool> {
     flag
 }
 
-/// The UI thread: its view, its screen, until the runtime exits. When the terminal fails (it
-/// hung up, say) the running turn is cancelled and input ended, so the session drains.
-fn ui_loop(rx: mpsc::Receiver<Msg>, input: &InputTx, launch: Launch) -> std::io::Result<()> {
+/// The UI thread: its view, its screen, until the runtime exits; the session picked with
+/// `/resume`, if one was. When the terminal fails (it hung up, say) the running turn is
+/// cancelled and input ended, so the session drains.
+fn ui_loop(
+    rx: mpsc::Receiver<Msg>,
+    input: &InputTx,
+    launch: Launch,
+) -> std::io::Result<Option<String>> {
     let mut view = view::View::new(&launch.model, launch.mode, history::load(&launch.history));
-    if let Some(t) = &launch.transcript {
-        view.transcript(&t.messages, t.truncated);
+    match (&launch.past, &launch.transcript) {
+        (Some((items, older)), Some(_)) => view.replay(items, *older),
+        (_, Some(t)) => view.transcript(&t.messages, t.truncated),
+        _ => {}
     }
     let r = draw_loop(&rx, input, &launch, &mut view);
     if r.is_err() {
@@ -269,7 +303,27 @@ fn ui_loop(rx: mpsc::Receiver<Msg>, input: &InputTx, launch: Launch) -> std::io:
         }
         let _ = input.send(Input::EndOfInput);
     }
-    r
+    r.map(|()| view.switch_to.take())
+}
+
+/// The `/resume` picker's lines: this project's sessions but this one.
+fn picker_items(launch: &Launch) -> Vec<(String, String)> {
+    let rows = crate::session::list::rows(&launch.state).unwrap_or_default();
+    rows.into_iter()
+        .filter(|r| r.id != launch.session_id)
+        .map(|r| {
+            let line = format!(
+                "{}  {}  {} turn{}{}  {}",
+                r.id,
+                crate::session::list::utc_minutes(r.last_used_ms),
+                r.turns.map(|t| t.to_string()).unwrap_or_else(|| "?".into()),
+                if r.turns == Some(1) { "" } else { "s" },
+                if r.live { "  (live)" } else { "" },
+                r.first_prompt.unwrap_or_default()
+            );
+            (r.id, line)
+        })
+        .collect()
 }
 
 fn draw_loop(
@@ -313,6 +367,10 @@ fn draw_loop(
         if exit {
             screen.draw(view, ms(Instant::now()))?;
             return screen.leave(view);
+        }
+        if view.wants_sessions {
+            view.open_picker(picker_items(launch));
+            dirty = true;
         }
         for cmd in view.take_commands() {
             if let Command::User { text } = &cmd {

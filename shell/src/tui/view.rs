@@ -39,6 +39,14 @@ pub struct Status {
     pub usage: Option<(u64, u64, Option<u64>)>,
 }
 
+/// The `/resume` picker: this project's sessions, one highlighted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picker {
+    /// (id, the line shown for it), the one used last first.
+    pub items: Vec<(String, String)>,
+    pub at: usize,
+}
+
 /// The view model.
 #[derive(Debug, Clone)]
 pub struct View {
@@ -63,6 +71,12 @@ pub struct View {
     pub quitting: bool,
     /// A short hint under the prompt (e.g. "press Ctrl-C again to quit").
     pub hint: Option<String>,
+    /// `/resume` asked for the list of sessions (the UI loop reads it and opens the picker).
+    pub wants_sessions: bool,
+    /// The `/resume` picker, while open.
+    pub picker: Option<Picker>,
+    /// The session picked to continue in once this one has ended.
+    pub switch_to: Option<String>,
 }
 
 impl View {
@@ -86,7 +100,20 @@ impl View {
             ctrl_c_at: None,
             quitting: false,
             hint: None,
+            wants_sessions: false,
+            picker: None,
+            switch_to: None,
         }
+    }
+
+    /// Open the `/resume` picker over `items` (id, line), or say there is nothing to pick.
+    pub fn open_picker(&mut self, items: Vec<(String, String)>) {
+        self.wants_sessions = false;
+        if items.is_empty() {
+            self.notice(Level::Info, "no other session of this project to resume");
+            return;
+        }
+        self.picker = Some(Picker { items, at: 0 });
     }
 
     /// The history of a continued session (the `transcript` line's messages).
@@ -108,6 +135,47 @@ impl View {
         self.notice(
             Level::Info,
             &format!("continued a session of {} messages", messages.len()),
+        );
+    }
+
+    /// The history of a resumed session as it happened (from its record): prompts, replies, a
+    /// line per tool call, and turns that ended early.
+    pub fn replay(&mut self, items: &[crate::session::replay::Past], older: bool) {
+        use crate::session::replay::Past;
+        if older {
+            self.notice(Level::Info, "… earlier parts of this session are not shown");
+        }
+        let mut prompts = 0;
+        for item in items {
+            match item {
+                Past::User(text) => {
+                    prompts += 1;
+                    self.finished.push(Block::User(text.clone()));
+                }
+                Past::Reply(text) => self.finished.push(Block::Reply(text.clone())),
+                Past::Tool {
+                    name,
+                    args,
+                    ok,
+                    counts,
+                } => self.finished.push(Block::ToolLine {
+                    name: name.clone(),
+                    summary: args_summary(args, 80),
+                    ok: *ok,
+                    counts: *counts,
+                }),
+                Past::Ended(reason) if reason == "cancelled" => {
+                    self.notice(Level::Warn, "cancelled")
+                }
+                Past::Ended(reason) => self.notice(Level::Warn, &format!("turn ended: {reason}")),
+            }
+        }
+        self.notice(
+            Level::Info,
+            &format!(
+                "resumed a session of {prompts} prompt{}",
+                if prompts == 1 { "" } else { "s" }
+            ),
         );
     }
 
