@@ -753,3 +753,67 @@ fn a_session_named_index_does_not_meet_the_index_lock() {
     drop(w);
     assert_eq!(resume_latest(&state).expect("resume").session_id, "index");
 }
+
+#[test]
+fn the_index_counts_turns_keeps_the_first_prompt_and_skips_unused_sessions() {
+    let (_t, state) = setup("used");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    let index = || read_index(&state.sessions_dir()).expect("index");
+    assert_eq!(index().sessions[0].turns, Some(0));
+    assert!(!index().sessions[0].used());
+    w.append(&[msg(Message {
+        role: Role::User,
+        content: vec![
+            Block::note("approval mode is now auto"),
+            Block::text("first\n   prompt   here"),
+        ],
+    })])
+    .expect("append");
+    assert_eq!(
+        index().sessions[0].first_prompt.as_deref(),
+        Some("first prompt here"),
+        "one line, without the note"
+    );
+    for _ in 0..2 {
+        w.append(&[Record::TurnEnd {
+            stop_reason: openmax_core::wire::StopReason::Provider("end_turn".into()),
+        }])
+        .expect("append");
+    }
+    w.append(&[msg(Message::user_text("second prompt"))])
+        .expect("append");
+    let e = index().sessions[0].clone();
+    assert_eq!(e.turns, Some(2));
+    assert_eq!(e.first_prompt.as_deref(), Some("first prompt here"));
+    drop(w);
+    // A session in which nothing was sent is never the latest, even when it is newer.
+    let empty = SessionWriter::create(&state, "empty", header("empty")).expect("create");
+    drop(empty);
+    assert_eq!(index().latest().map(|e| e.id.as_str()), Some("s"));
+    assert_eq!(resume_latest(&state).expect("resume").session_id, "s");
+}
+
+#[test]
+fn a_session_discarded_when_unused_leaves_nothing_behind() {
+    let (_t, state) = setup("discard");
+    drop(create_used(&state, "kept"));
+    let mut w = SessionWriter::create(&state, "gone", header("gone")).expect("create");
+    w.discard_when_unused();
+    drop(w);
+    let ids: Vec<String> = read_index(&state.sessions_dir())
+        .expect("index")
+        .sessions
+        .iter()
+        .map(|e| e.id.clone())
+        .collect();
+    assert_eq!(ids, ["kept"]);
+    assert!(!record_path(&state, "gone").exists());
+    assert!(!state.sessions_dir().join("gone.lock").exists());
+    // With a prompt it stays.
+    let mut w = SessionWriter::create(&state, "stays", header("stays")).expect("create");
+    w.discard_when_unused();
+    w.append(&[msg(Message::user_text("hello"))])
+        .expect("append");
+    drop(w);
+    assert!(record_path(&state, "stays").exists());
+}

@@ -213,7 +213,7 @@ fn continue_shows_the_previous_messages() {
     let pane = Pane::start(&env, &["--continue"], 80, 30);
     let h = pane.wait_text("noted the walrus");
     assert!(h.contains("remember the walrus"), "{h}");
-    assert!(h.contains("continued a session"), "{h}");
+    assert!(h.contains("resumed a session of 1 prompt"), "{h}");
     quit(&pane);
 }
 

@@ -29,7 +29,7 @@ struct Job {
 
 /// Where appends go: the writer itself, or its thread.
 enum Place {
-    Inline(SessionWriter),
+    Inline(Box<SessionWriter>),
     Thread {
         jobs: mpsc::Sender<Job>,
         handle: JoinHandle<()>,
@@ -58,7 +58,7 @@ impl Persistence {
     /// Appends run inline until [`Persistence::start`].
     pub fn new(writer: SessionWriter) -> Persistence {
         Persistence {
-            place: Place::Inline(writer),
+            place: Place::Inline(Box::new(writer)),
         }
     }
 

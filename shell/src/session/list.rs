@@ -160,8 +160,8 @@ pub fn print(
     }
     writeln!(
         out,
-        "{:<16}  {:<16}  {:<16}  {:>5}  {:<4}  {}",
-        "ID", "STARTED (UTC)", "LAST USED (UTC)", "TURNS", "LIVE", "FIRST PROMPT"
+        "{:<16}  {:<16}  {:<16}  {:>5}  {:<4}  FIRST PROMPT",
+        "ID", "STARTED (UTC)", "LAST USED (UTC)", "TURNS", "LIVE"
     )
     .map_err(w)?;
     for r in &rows {

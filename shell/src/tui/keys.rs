@@ -74,18 +74,8 @@ impl View {
             KeyCode::Enter if alt || shift => self.editor.insert("\n"),
             KeyCode::Enter => self.submit(now),
             KeyCode::Esc if self.running.is_some() => self.send(Command::Cancel),
-            KeyCode::BackTab => {
-                let next = next_mode(self.status.mode.unwrap_or(Mode::Ask));
-                self.send(Command::ApprovalMode {
-                    mode: next.as_str().to_string(),
-                });
-            }
-            KeyCode::Tab if shift => {
-                let next = next_mode(self.status.mode.unwrap_or(Mode::Ask));
-                self.send(Command::ApprovalMode {
-                    mode: next.as_str().to_string(),
-                });
-            }
+            KeyCode::BackTab => self.cycle_mode(),
+            KeyCode::Tab if shift => self.cycle_mode(),
             KeyCode::Char(c) if !ctrl && self.answering() && matches!(c, 'y' | 'Y' | 'n' | 'N') => {
                 self.answer(c == 'y' || c == 'Y');
             }
@@ -103,6 +93,22 @@ impl View {
             KeyCode::Down => self.editor.down(),
             _ => {}
         }
+    }
+
+    /// Shift-Tab: the mode after the last one asked for (a press before the previous press's
+    /// acknowledgement came back counts from what that press asked, so none is lost).
+    fn cycle_mode(&mut self) {
+        let from = self
+            .modes_asked
+            .last()
+            .copied()
+            .or(self.status.mode)
+            .unwrap_or(Mode::Ask);
+        let next = next_mode(from);
+        self.modes_asked.push(next);
+        self.send(Command::ApprovalMode {
+            mode: next.as_str().to_string(),
+        });
     }
 
     /// Whether y/n go to an approval card: one is pending and unanswered and the prompt is

@@ -77,6 +77,8 @@ pub struct View {
     pub picker: Option<Picker>,
     /// The session picked to continue in once this one has ended.
     pub switch_to: Option<String>,
+    /// Modes Shift-Tab asked for whose acknowledgement has not come back yet, oldest first.
+    pub(super) modes_asked: Vec<Mode>,
 }
 
 impl View {
@@ -103,6 +105,7 @@ impl View {
             wants_sessions: false,
             picker: None,
             switch_to: None,
+            modes_asked: Vec::new(),
         }
     }
 
@@ -452,6 +455,9 @@ impl View {
             }
             Event::ApprovalMode { mode } => {
                 self.status.mode = Some(mode);
+                if let Some(at) = self.modes_asked.iter().position(|m| *m == mode) {
+                    self.modes_asked.drain(..=at);
+                }
                 self.notice(Level::Info, &format!("mode: {}", mode.as_str()));
             }
         }

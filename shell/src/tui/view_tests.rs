@@ -618,3 +618,70 @@ fn a_signal_cancels_a_running_turn_then_quits_once() {
     idle.signal("SIGHUP");
     assert_eq!(idle.take_commands(), vec![Command::Quit]);
 }
+
+#[test]
+fn quick_shift_tabs_each_move_the_mode_on_from_the_last_one_asked() {
+    let mut v = view();
+    key(&mut v, 0, KeyCode::BackTab, KeyModifiers::SHIFT);
+    key(&mut v, 1, KeyCode::BackTab, KeyModifiers::SHIFT);
+    let asked: Vec<Command> = v.take_commands();
+    assert_eq!(
+        asked,
+        [
+            Command::ApprovalMode {
+                mode: "readonly".into()
+            },
+            Command::ApprovalMode {
+                mode: "auto".into()
+            },
+        ]
+    );
+    v.event(
+        2,
+        Event::ApprovalMode {
+            mode: Mode::Readonly,
+        },
+    );
+    key(&mut v, 3, KeyCode::BackTab, KeyModifiers::SHIFT);
+    assert_eq!(
+        v.take_commands(),
+        [Command::ApprovalMode { mode: "ask".into() }],
+        "counts on from auto, still unacknowledged"
+    );
+    v.event(4, Event::ApprovalMode { mode: Mode::Auto });
+    v.event(5, Event::ApprovalMode { mode: Mode::Ask });
+    key(&mut v, 6, KeyCode::BackTab, KeyModifiers::SHIFT);
+    assert_eq!(
+        v.take_commands(),
+        [Command::ApprovalMode {
+            mode: "readonly".into()
+        }]
+    );
+}
+
+#[test]
+fn the_resume_picker_moves_picks_and_closes() {
+    let mut v = view();
+    typed(&mut v, "/resume");
+    key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(v.wants_sessions);
+    v.open_picker(vec![
+        ("a1".into(), "a1 first".into()),
+        ("b2".into(), "b2 second".into()),
+    ]);
+    assert!(!v.wants_sessions);
+    key(&mut v, 1, KeyCode::Down, KeyModifiers::NONE);
+    key(&mut v, 2, KeyCode::Down, KeyModifiers::NONE);
+    assert_eq!(v.picker.as_ref().unwrap().at, 1, "stops at the last");
+    key(&mut v, 3, KeyCode::Up, KeyModifiers::NONE);
+    key(&mut v, 4, KeyCode::Esc, KeyModifiers::NONE);
+    assert!(v.picker.is_none() && v.switch_to.is_none());
+    v.open_picker(vec![("b2".into(), "b2 second".into())]);
+    key(&mut v, 5, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(v.switch_to.as_deref(), Some("b2"));
+    assert_eq!(v.take_commands(), [Command::Quit]);
+    let mut empty = view();
+    empty.open_picker(Vec::new());
+    assert!(empty.picker.is_none());
+    assert!(notices(&empty.take_finished())[0].contains("no other session"));
+}
