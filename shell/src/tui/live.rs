@@ -38,6 +38,8 @@ pub fn live(view: &View, now: u64, cols: usize, max_rows: usize, theme: Theme) -
     }
     if !view.reply.is_empty() {
         flow.extend(markdown::render(&view.reply, cols, theme));
+        // The blank row the finished reply ends with: the reply's rows stay put when it ends.
+        flow.push(Line::default());
     }
     for t in view.tools.values() {
         flow.extend(tool_header(t, cols, theme));
