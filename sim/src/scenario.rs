@@ -426,6 +426,7 @@ impl Scenario {
             hooks: self.config.hooks.clone(),
             changes: Vec::new(),
             notes: Vec::new(),
+            trusted: None,
         }
     }
 

@@ -61,6 +61,31 @@ impl Core {
         }
     }
 
+    /// A compaction the person asked for ([`super::Input::Compact`]): between turns only.
+    /// The receipt goes out as the compaction point is handed to the writer (a background
+    /// record, as a mode change's: the next turn's records follow it in order).
+    pub(super) fn on_compact(&mut self) {
+        if self.busy() {
+            return self.protocol_error("compact: a turn is in flight; compact after its done");
+        }
+        let (system, schemas) = self.fixed_scaled();
+        let estimate = self.scaled_estimate();
+        let target = compaction::prune_target(self.config.context_tokens, system + schemas)
+            .min(estimate * TARGET_PERCENT / 100);
+        // No turn is running: every message may be pruned.
+        self.turn.start = self.conversation.len();
+        let receipt = self.compact_to(target);
+        if receipt.compacted_messages > 0 {
+            self.persist_background(vec![Record::Compaction {
+                messages: self.conversation.clone(),
+                tokens_before: receipt.tokens_before,
+                tokens_after: receipt.tokens_after,
+                compacted_messages: receipt.compacted_messages,
+            }]);
+        }
+        self.emit_receipt(receipt);
+    }
+
     /// The provider refused attempt `a` as too long for its window.
     pub(super) fn context_exceeded(&mut self, a: Attempt, message: String) {
         if !a.text.is_empty() {
