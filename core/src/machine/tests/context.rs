@@ -863,3 +863,52 @@ fn compact_waits_like_a_command_behind_a_reload() {
     });
     assert_eq!(h.take(), s(&["refrozen", "harness_note", "compacted"]));
 }
+
+#[test]
+fn an_asked_for_compaction_goes_out_after_its_ack_and_holds_a_prompt_meanwhile() {
+    let mut h = H::with(small(history(4, 2400)));
+    let before = h.core.conversation().to_vec();
+    h.auto_ack = false;
+    h.input(Input::Compact);
+    h.user("next");
+    assert!(
+        h.take().is_empty(),
+        "nothing before the compaction point is on disk"
+    );
+    assert_eq!(h.core.conversation(), &before[..], "unchanged until then");
+    assert_eq!(h.sends(), 0);
+    h.ack_next();
+    assert_eq!(h.take()[0], "compacted");
+    h.auto_ack = true;
+    while !h.unacked.is_empty() {
+        h.ack_next();
+    }
+    assert_eq!(
+        h.sends(),
+        1,
+        "the held prompt is admitted after the receipt"
+    );
+    assert!(has_stub(&h.last_body().messages[2]));
+    h.reply("ok");
+}
+
+#[test]
+fn a_failed_write_of_an_asked_for_compaction_changes_nothing_and_says_so() {
+    let mut h = H::with(small(history(4, 2400)));
+    let before = h.core.conversation().to_vec();
+    h.auto_ack = false;
+    h.input(Input::Compact);
+    let ticket = h.unacked.pop_front().unwrap();
+    h.input(Input::PersistFailed {
+        ticket,
+        message: "disk full".into(),
+    });
+    assert_eq!(h.take(), s(&["protocol_error"]));
+    assert!(h.messages("protocol_error")[0].contains("disk full"));
+    assert!(receipts(&h).is_empty());
+    assert_eq!(h.core.conversation(), &before[..]);
+    h.auto_ack = true;
+    h.user("next");
+    assert_eq!(h.last_body().messages.len(), shaped(&before).len() + 1);
+    h.reply("ok");
+}
