@@ -124,8 +124,10 @@ pub enum Input {
     /// turns it prunes the conversation, as a compaction forced by the estimate does, to the
     /// usual prune target or [`crate::compaction::TARGET_PERCENT`]% of the request's estimate
     /// now, whichever is lower, and answers with the `compacted` receipt (`compacted_messages`
-    /// 0 when nothing was left to cut). During a turn it is refused with a `protocol_error`.
-    /// Held, like a client's command, while a command's answer is awaited.
+    /// 0 when nothing was left to cut) once the compaction point is on disk (client input is
+    /// held until then; a failed write changes nothing and is a `protocol_error`). During a
+    /// turn it is refused with a `protocol_error`. Held, like a client's command, while a
+    /// command's answer is awaited.
     Compact,
     /// The turn's task died unexpectedly (a bug or panic in the shell's effect runner):
     /// reported as `error` then `done` `error`.
