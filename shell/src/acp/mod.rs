@@ -23,6 +23,9 @@ pub mod session;
 pub mod toolcall;
 pub mod translate;
 
+#[cfg(test)]
+mod stop_tests;
+
 use crate::app::cli::Cli;
 
 /// Serve ACP on stdio until stdin ends and every session has ended; returns the exit code.

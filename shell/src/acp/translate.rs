@@ -102,12 +102,27 @@ pub fn prompt_end(stop_reason: &Stop, cancel_requested: bool, error: Option<&str
         ),
         Stop::MaxIterations | Stop::BudgetExhausted => PromptEnd::Stop(StopReason::MaxTurnRequests),
         Stop::Blocked | Stop::Refused => PromptEnd::Stop(StopReason::Refusal),
-        Stop::Provider(r) if r == "length" || r == "max_tokens" => {
+        Stop::Provider(r) if CUT_BY_A_CAP.contains(&r.as_str()) => {
             PromptEnd::Stop(StopReason::MaxTokens)
         }
+        Stop::Provider(r) if REFUSED.contains(&r.as_str()) => PromptEnd::Stop(StopReason::Refusal),
         Stop::Unverified | Stop::Provider(_) => PromptEnd::Stop(StopReason::EndTurn),
     }
 }
+
+/// Provider finishes of a reply cut by the output cap or the context window: Chat Completions'
+/// `length`, Anthropic's `max_tokens` and `model_context_window_exceeded`, the Responses API's
+/// `incomplete` reason `max_output_tokens`.
+const CUT_BY_A_CAP: [&str; 4] = [
+    "length",
+    "max_tokens",
+    "model_context_window_exceeded",
+    "max_output_tokens",
+];
+
+/// Provider finishes of a reply the model or the provider's filter refused: Anthropic's
+/// `refusal`, the `content_filter` of Chat Completions and of the Responses API.
+const REFUSED: [&str; 2] = ["refusal", "content_filter"];
 
 /// Whether the client's answer to a permission request approves: only the `allow` option
 /// does; `reject`, `cancelled`, an unknown option and an error answer all decline.

@@ -14,6 +14,9 @@
 
 pub mod narrow;
 
+#[cfg(test)]
+mod keys_tests;
+
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -235,6 +238,9 @@ pub struct Layers {
     pub hooks: Vec<(HookConfig, Origin)>,
     /// `[mcp_servers]` of each file that has one, user first, with the file and its origin.
     pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
+    /// The project file's `[provider] max_output_tokens` when the user config does not set it:
+    /// [`resolve`] checks it against the default of the provider in use.
+    pub project_output_cap: Option<(PathBuf, u64)>,
 }
 
 impl Layers {
@@ -272,6 +278,9 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
     if let Some(text) = read_optional(&proj)? {
         let cfg = parse_file(&proj, &text, true)?;
         narrow::check(&proj, &user_cfg, &cfg)?;
+        if user_cfg.provider.max_output_tokens.is_none() {
+            layers.project_output_cap = cfg.provider.max_output_tokens.map(|v| (proj.clone(), v));
+        }
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::Project)));
@@ -313,6 +322,14 @@ pub fn resolve(
             PROVIDER_NAMES.join(", ")
         ))
     })?;
+    if let Some((file, value)) = &layers.project_output_cap {
+        narrow::output_cap(
+            file,
+            *value,
+            &name,
+            u64::from(kind.default_max_output_tokens()),
+        )?;
+    }
     let model = flags
         .model
         .clone()

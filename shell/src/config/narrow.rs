@@ -21,11 +21,18 @@ struct Limit {
 }
 
 /// Keys whose value 0 means "none" (so 0 is the widest value).
-const ZERO_IS_UNLIMITED: [&str; 3] = [
+const ZERO_IS_UNLIMITED: [&str; 5] = [
     "[limits] max_agent_tokens",
     "[limits] approval_timeout_s",
     "[limits] tool_timeout_s",
+    // 0 disables the idle timeout.
+    "[provider] stream_idle_timeout_s",
+    // 0 sends no cap (openai, openai-chat) or the adapter's own 8192 (anthropic).
+    "[provider] max_output_tokens",
 ];
+
+/// The output cap's key (its default is the provider's, checked by [`output_cap`]).
+pub const OUTPUT_CAP: &str = "[provider] max_output_tokens";
 
 /// Refuse a project config that widens what `user` set.
 pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(), ConfigError> {
@@ -137,16 +144,19 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
             default: rd.stream_idle_timeout_ms as f64 / 1000.0,
         },
         Limit {
-            key: "[provider] max_output_tokens",
+            key: OUTPUT_CAP,
             project: pp.max_output_tokens.map(|v| v as f64),
-            // The provider's own default applies when unset: any explicit value is compared
-            // with the user's only.
             user: up.max_output_tokens.map(|v| v as f64),
+            // The default is the provider's, known only once the environment and the flags
+            // chose it: [`output_cap`] checks a project value the user config leaves open.
             default: f64::INFINITY,
         },
     ];
     for l in limits {
         let Some(proj) = l.project else { continue };
+        if l.user.is_none() && l.default.is_infinite() {
+            continue;
+        }
         let (user_value, whose) = match l.user {
             Some(v) => (v, "the user's value"),
             None => (l.default, "the default"),
@@ -160,6 +170,30 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
                 show(user_value)
             )));
         }
+    }
+    Ok(())
+}
+
+/// Refuse a project's `[provider] max_output_tokens` (`value`, set in `path`) that the user
+/// config leaves unset and that would raise the default of the provider in use (`provider`,
+/// whose default cap is `default`; 0 = none).
+pub fn output_cap(
+    path: &Path,
+    value: u64,
+    provider: &str,
+    default: u64,
+) -> Result<(), ConfigError> {
+    if widens(OUTPUT_CAP, value as f64, default as f64) {
+        return Err(ConfigError(format!(
+            "{}: {OUTPUT_CAP} = {value} would raise the default {} of provider {provider} (a \
+             project config can only lower limits; raise it in $OPENMAX_HOME/config.toml)",
+            path.display(),
+            if default == 0 {
+                "none".to_string()
+            } else {
+                default.to_string()
+            }
+        )));
     }
     Ok(())
 }

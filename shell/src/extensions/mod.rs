@@ -18,4 +18,7 @@ pub mod prompt;
 pub mod skills;
 pub mod source;
 
+#[cfg(test)]
+pub(crate) mod approval_tests;
+
 pub use manifest::ExternalTool;

@@ -24,6 +24,9 @@ pub mod list;
 pub mod result;
 pub mod server;
 
+#[cfg(test)]
+mod gate_tests;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

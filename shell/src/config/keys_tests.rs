@@ -1,0 +1,637 @@
+//! Every config key a file may set, one row each, through the real loading path
+//! ([`load_layers`], [`narrow::check`], [`resolve`]) with a temporary `$OPENMAX_HOME` and
+//! project: a limit may be lowered by a project, never raised, and never set to its "none"
+//! value; what only the user may set is refused in a project file with the documented error;
+//! a list a project may extend is extended, never emptied. The key list is read from the config
+//! structs themselves, so a key added without a row fails
+//! `every_config_key_has_a_row`.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde::de::{self, Visitor};
+
+use super::*;
+
+/// What a project file may do with a key.
+enum Class {
+    /// A limit a project may only lower.
+    Limit(Limit),
+    /// Only the user may set it: a project file setting `refused` is an error naming the file
+    /// and the key; `allowed` (if any) is a narrowing value the project may set.
+    UserOnly {
+        refused: &'static str,
+        allowed: Option<&'static str>,
+    },
+    /// A list a project extends (user entries first); it cannot remove the user's.
+    Append {
+        user: &'static str,
+        project: &'static str,
+        read: fn(&Settings) -> Vec<String>,
+    },
+    /// A list a project may only cut down to a subset of the user's.
+    Subset,
+    /// Project code a human must approve before it runs (the approval tests cover the gate).
+    Gated,
+    /// A project may set it either way; why that is safe.
+    Free(&'static str),
+}
+
+/// A limit's test values (TOML literals).
+struct Limit {
+    /// The user's value.
+    user: &'static str,
+    /// Below `user`.
+    lower: &'static str,
+    /// Above `user`.
+    higher: &'static str,
+    /// Above the default, for a user config that does not set the key (`None`: the default is
+    /// the widest value already, so every value lowers it).
+    above_default: Option<&'static str>,
+    /// The value meaning "no limit" (the widest), if the key has one.
+    unlimited: Option<&'static str>,
+    /// 0 is a legal value and the narrowest one.
+    zero_narrowest: bool,
+    /// The resolved value.
+    read: fn(&Settings) -> f64,
+}
+
+struct Row {
+    section: &'static str,
+    /// `""` for a section set as a whole (`[[hooks]]`, `[mcp_servers]`).
+    key: &'static str,
+    class: Class,
+}
+
+fn limit(
+    user: &'static str,
+    lower: &'static str,
+    higher: &'static str,
+    above_default: Option<&'static str>,
+    unlimited: Option<&'static str>,
+    zero_narrowest: bool,
+    read: fn(&Settings) -> f64,
+) -> Class {
+    Class::Limit(Limit {
+        user,
+        lower,
+        higher,
+        above_default,
+        unlimited,
+        zero_narrowest,
+        read,
+    })
+}
+
+fn rows() -> Vec<Row> {
+    let row = |section, key, class| Row {
+        section,
+        key,
+        class,
+    };
+    vec![
+        row("provider", "name", Class::UserOnly {
+            refused: "\"openai-chat\"",
+            allowed: None,
+        }),
+        row(
+            "provider",
+            "model",
+            Class::Free("a model of the user's provider: the key still goes only where the user's provider and base_url send it"),
+        ),
+        row("provider", "base_url", Class::UserOnly {
+            refused: "\"http://127.0.0.1:9/v1\"",
+            allowed: None,
+        }),
+        row("provider", "api_key_env", Class::UserOnly {
+            refused: "\"OTHER_KEY\"",
+            allowed: None,
+        }),
+        row(
+            "provider",
+            "context_tokens",
+            Class::Free("the model's window, not a budget: a wrong value only moves when the context is compacted; max_agent_tokens bounds what a turn spends"),
+        ),
+        row(
+            "provider",
+            "max_attempts",
+            // 0 attempts is taken as 1.
+            limit("3", "2", "4", Some("6"), None, false, |s| s.retry.max_attempts as f64),
+        ),
+        row(
+            "provider",
+            "retry_base_ms",
+            Class::Free("the backoff's base: waits stay under the fixed 8 s ceiling and the attempt budget (max_attempts) bounds the requests"),
+        ),
+        row(
+            "provider",
+            "stream_idle_timeout_s",
+            limit("60", "30", "120", Some("301"), Some("0"), false, |s| {
+                s.retry.stream_idle_timeout_ms as f64 / 1000.0
+            }),
+        ),
+        row(
+            "provider",
+            "max_output_tokens",
+            // The user config names the demo provider, whose default cap is 1024.
+            limit("4096", "1024", "8192", Some("2048"), Some("0"), false, |s| {
+                s.provider.max_output_tokens as f64
+            }),
+        ),
+        row(
+            "limits",
+            "max_iterations",
+            limit("10", "5", "11", Some("51"), None, true, |s| s.limits.max_iterations as f64),
+        ),
+        row(
+            "limits",
+            "max_agent_tokens",
+            limit("1000", "500", "2000", None, Some("0"), false, |s| {
+                s.limits.max_agent_tokens as f64
+            }),
+        ),
+        row(
+            "limits",
+            "approval_timeout_s",
+            limit("60", "30", "120", None, Some("0"), false, |s| {
+                s.limits.approval_timeout_ms as f64 / 1000.0
+            }),
+        ),
+        row(
+            "limits",
+            "tool_timeout_s",
+            limit("30", "10", "90", Some("61"), Some("0"), false, |s| {
+                s.tool_timeouts.tool_ms as f64 / 1000.0
+            }),
+        ),
+        row(
+            "limits",
+            "shell_timeout_s",
+            limit("60", "30", "90", Some("121"), None, false, |s| {
+                s.tool_timeouts.shell_ms as f64 / 1000.0
+            }),
+        ),
+        row(
+            "limits",
+            "max_reply_bytes",
+            limit("1000000", "1000", "2000000", Some("4194305"), None, true, |s| {
+                s.limits.max_reply_bytes as f64
+            }),
+        ),
+        row(
+            "limits",
+            "max_thinking_bytes",
+            limit("1000000", "1000", "2000000", Some("4194305"), None, true, |s| {
+                s.limits.max_thinking_bytes as f64
+            }),
+        ),
+        row(
+            "limits",
+            "max_tool_calls",
+            limit("64", "8", "100", Some("129"), None, true, |s| s.limits.max_tool_calls as f64),
+        ),
+        row(
+            "limits",
+            "drain_timeout_s",
+            limit("5", "1", "20", Some("11"), None, true, |s| {
+                s.limits.drain_timeout_ms as f64 / 1000.0
+            }),
+        ),
+        row("permissions", "deny", Class::Append {
+            user: "[\"shell(rm -rf *)\"]",
+            project: "[\"read_file(.env)\"]",
+            read: |s| s.permissions.deny.iter().map(|r| r.to_string()).collect(),
+        }),
+        row("permissions", "ask", Class::Append {
+            user: "[\"shell(git push*)\"]",
+            project: "[\"write_file\"]",
+            read: |s| s.permissions.ask.iter().map(|r| r.to_string()).collect(),
+        }),
+        row("hooks", "", Class::Gated),
+        row("trust", "projects", Class::UserOnly {
+            refused: "[\"/\"]",
+            allowed: None,
+        }),
+        row("mcp_servers", "", Class::Gated),
+        row("sandbox", "mode", Class::UserOnly {
+            refused: "\"off\"",
+            allowed: None,
+        }),
+        row("sandbox", "network", Class::UserOnly {
+            refused: "true",
+            allowed: Some("false"),
+        }),
+        row("sandbox", "env_allow", Class::UserOnly {
+            refused: "[\"AWS_SECRET_ACCESS_KEY\"]",
+            allowed: None,
+        }),
+        row("sandbox", "env_deny", Class::Append {
+            user: "[\"DATABASE_URL\"]",
+            project: "[\"REDIS_URL\"]",
+            read: |s| s.sandbox.env_deny.clone(),
+        }),
+        row("sandbox", "writable", Class::UserOnly {
+            refused: "[\"/var/tmp\"]",
+            allowed: None,
+        }),
+        row("sandbox", "protected", Class::UserOnly {
+            refused: "[]",
+            allowed: None,
+        }),
+        row("sandbox", "unix_sockets", Class::Subset),
+    ]
+}
+
+// ---- the keys the parser accepts, read from the structs ---------------------------------------
+
+/// A deserializer that answers only `deserialize_struct`, with the struct's field names, as an
+/// error: how serde's derive tells which keys a struct accepts.
+struct FieldNames;
+
+impl<'de> de::Deserializer<'de> for FieldNames {
+    type Error = de::value::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom(format!("fields:{}", fields.join(","))))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
+/// The keys `T` accepts (serde's own list, renames applied).
+pub(crate) fn fields_of<'de, T: Deserialize<'de>>() -> Vec<&'static str> {
+    let e = T::deserialize(FieldNames).err().map(|e| e.to_string());
+    let list = e
+        .as_deref()
+        .and_then(|m| m.strip_prefix("fields:"))
+        .unwrap_or_else(|| panic!("not a struct: {e:?}"));
+    // The names are `&'static` in serde's derive; leak the copy the error made.
+    list.split(',')
+        .map(|s| &*Box::leak(s.to_string().into_boxed_str()))
+        .collect()
+}
+
+/// Every key a config file may set: `section.key`, or `section` for `[[hooks]]` and
+/// `[mcp_servers]`.
+fn parser_keys() -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    for section in fields_of::<FileConfig>() {
+        let fields = match section {
+            "provider" => fields_of::<ProviderSection>(),
+            "limits" => fields_of::<LimitsSection>(),
+            "permissions" => fields_of::<PermissionsSection>(),
+            "trust" => fields_of::<TrustSection>(),
+            "sandbox" => fields_of::<SandboxSection>(),
+            // Whole sections whose entries are definitions (each approved as a whole).
+            "hooks" | "mcp_servers" => {
+                keys.insert(section.to_string());
+                continue;
+            }
+            other => panic!("a new config section [{other}]: add it to parser_keys and rows"),
+        };
+        keys.extend(fields.into_iter().map(|k| format!("{section}.{k}")));
+    }
+    keys
+}
+
+fn row_key(r: &Row) -> String {
+    if r.key.is_empty() {
+        r.section.to_string()
+    } else {
+        format!("{}.{}", r.section, r.key)
+    }
+}
+
+#[test]
+fn every_config_key_has_a_row() {
+    let parser = parser_keys();
+    let table: BTreeSet<String> = rows().iter().map(row_key).collect();
+    let missing: Vec<&String> = parser.difference(&table).collect();
+    let stale: Vec<&String> = table.difference(&parser).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "keys the parser accepts without a row: {missing:?}; rows for keys it does not accept: \
+         {stale:?} (say in rows() what a project file may do with each key)"
+    );
+    assert_eq!(table.len(), rows().len(), "one row per key");
+    for r in rows() {
+        if let Class::Free(why) = r.class {
+            assert!(
+                !why.trim().is_empty(),
+                "{}: a key a project may set freely says why that is safe",
+                row_key(&r)
+            );
+        }
+    }
+}
+
+// ---- the loading path ------------------------------------------------------------------------
+
+struct Dirs {
+    root: PathBuf,
+    home: PathBuf,
+    project: PathBuf,
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn dirs() -> Dirs {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let root = std::env::temp_dir().join(format!("omx-keys-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("home")).unwrap();
+    std::fs::create_dir_all(root.join("project/.openmax")).unwrap();
+    let root = root.canonicalize().unwrap();
+    Dirs {
+        home: root.join("home"),
+        project: root.join("project"),
+        root,
+    }
+}
+
+/// A TOML value from its literal.
+fn value(literal: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {literal}")).unwrap()["v"].clone()
+}
+
+/// A config file: the given `section.key = literal` entries (the user file also names the demo
+/// provider, which needs no key).
+fn file(entries: &[(&str, &str, &str)], user: bool) -> String {
+    let mut t = toml::Table::new();
+    if user {
+        let mut p = toml::Table::new();
+        p.insert("name".into(), "demo".into());
+        t.insert("provider".into(), p.into());
+    }
+    for (section, key, literal) in entries {
+        let s = t
+            .entry(section.to_string())
+            .or_insert_with(|| toml::Table::new().into());
+        s.as_table_mut()
+            .unwrap()
+            .insert(key.to_string(), value(literal));
+    }
+    toml::to_string(&t).unwrap()
+}
+
+/// Load with these user and project entries; the settings or the error.
+fn load(user: &[(&str, &str, &str)], project: &[(&str, &str, &str)]) -> Result<Settings, String> {
+    let d = dirs();
+    std::fs::write(d.home.join("config.toml"), file(user, true)).unwrap();
+    if !project.is_empty() {
+        std::fs::write(d.project.join(".openmax/config.toml"), file(project, false)).unwrap();
+    }
+    let none = |_: &str| None;
+    load_layers(&d.home, &d.project)
+        .and_then(|l| resolve(l, &Overrides::default(), &Overrides::default(), &none))
+        .map_err(|e| e.0)
+}
+
+/// The project file named in every refusal.
+const PROJECT_FILE: &str = ".openmax/config.toml";
+
+fn check_limit(s: &str, k: &str, l: &Limit, bad: &mut Vec<String>) {
+    let num = |v: &str| {
+        value(v)
+            .as_float()
+            .or(value(v).as_integer().map(|i| i as f64))
+    };
+    let mut expect_ok =
+        |what: &str, user: &[(&str, &str, &str)], proj: &str| match load(user, &[(s, k, proj)]) {
+            Ok(settings) => {
+                let got = (l.read)(&settings);
+                if Some(got) != num(proj) {
+                    bad.push(format!(
+                        "[{s}] {k}: {what}: the project's {proj} resolved to {got}"
+                    ));
+                }
+            }
+            Err(e) => bad.push(format!("[{s}] {k}: {what}: refused: {e}")),
+        };
+    let user = [(s, k, l.user)];
+    expect_ok("lowering the user's value", &user, l.lower);
+    expect_ok("keeping the user's value", &user, l.user);
+    if l.zero_narrowest {
+        expect_ok("0, the narrowest value", &user, "0");
+    }
+    if l.above_default.is_none() {
+        expect_ok("any value under a default of none", &[], l.lower);
+    }
+    if let Some(none) = l.unlimited {
+        expect_ok(
+            "any value under a user's \"none\"",
+            &[(s, k, none)],
+            l.lower,
+        );
+    }
+    let mut expect_refused =
+        |what: &str, user: &[(&str, &str, &str)], proj: &str, shown: &str| match load(
+            user,
+            &[(s, k, proj)],
+        ) {
+            Ok(settings) => bad.push(format!(
+                "[{s}] {k}: {what}: the project's {proj} was accepted (resolved to {})",
+                (l.read)(&settings)
+            )),
+            Err(e) => {
+                let names = e.contains(PROJECT_FILE)
+                    && e.contains(&format!("[{s}] {k}"))
+                    && e.contains(shown);
+                if !names {
+                    bad.push(format!(
+                        "[{s}] {k}: {what}: the error does not name the file, the key and \
+                         {shown:?}: {e}"
+                    ));
+                }
+            }
+        };
+    expect_refused(
+        "raising the user's value",
+        &user,
+        l.higher,
+        &format!("the user's value {}", l.user),
+    );
+    if let Some(above) = l.above_default {
+        expect_refused("raising the default", &[], above, "the default");
+    }
+    if let Some(none) = l.unlimited {
+        expect_refused(
+            "setting \"none\" over the user's limit",
+            &user,
+            none,
+            &format!("the user's value {}", l.user),
+        );
+        if l.above_default.is_some() {
+            expect_refused(
+                "setting \"none\" over the default",
+                &[],
+                none,
+                "the default",
+            );
+        }
+    }
+}
+
+#[test]
+fn a_project_file_may_only_narrow_each_key() {
+    let mut bad = Vec::new();
+    for r in rows() {
+        let (s, k) = (r.section, r.key);
+        match &r.class {
+            Class::Limit(l) => check_limit(s, k, l, &mut bad),
+            Class::UserOnly { refused, allowed } => {
+                match load(&[], &[(s, k, refused)]) {
+                    Ok(_) => bad.push(format!("[{s}] {k} = {refused} accepted in a project file")),
+                    Err(e) => {
+                        let key_named = e.contains(k) || (s == "trust" && e.contains("[trust]"));
+                        if !(e.contains(PROJECT_FILE) && key_named) {
+                            bad.push(format!(
+                                "[{s}] {k}: the refusal does not name the file and the key: {e}"
+                            ));
+                        }
+                    }
+                }
+                if let Some(a) = allowed {
+                    if let Err(e) = load(&[], &[(s, k, a)]) {
+                        bad.push(format!("[{s}] {k} = {a} (a narrowing) refused: {e}"));
+                    }
+                }
+            }
+            Class::Append {
+                user,
+                project,
+                read,
+            } => match load(&[(s, k, user)], &[(s, k, project)]) {
+                Ok(settings) => {
+                    let got = read(&settings);
+                    let want: Vec<String> = [user, project]
+                        .iter()
+                        .flat_map(|l| {
+                            value(l)
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .map(|v| v.as_str().unwrap().to_string())
+                                .collect::<Vec<_>>()
+                        })
+                        .collect();
+                    if got != want {
+                        bad.push(format!(
+                            "[{s}] {k}: user {user} then project {project} gave {got:?}"
+                        ));
+                    }
+                }
+                Err(e) => bad.push(format!("[{s}] {k}: extending refused: {e}")),
+            },
+            Class::Subset => {
+                let user = [(s, k, "[\"/run/a.sock\", \"/run/b.sock\"]")];
+                match load(&user, &[(s, k, "[\"/run/a.sock\"]")]) {
+                    Ok(st) if st.sandbox.unix_sockets == Some(vec!["/run/a.sock".into()]) => {}
+                    other => bad.push(format!("[{s}] {k}: a subset gave {other:?}")),
+                }
+                match load(&user, &[(s, k, "[]")]) {
+                    Ok(st) if st.sandbox.unix_sockets == Some(vec![]) => {}
+                    other => bad.push(format!("[{s}] {k}: the empty subset gave {other:?}")),
+                }
+                for (u, p) in [
+                    (&user[..], "[\"/run/c.sock\"]"),
+                    (&[][..], "[\"/run/a.sock\"]"),
+                ] {
+                    match load(u, &[(s, k, p)]) {
+                        Err(e) if e.contains(PROJECT_FILE) && e.contains(k) => {}
+                        other => bad.push(format!("[{s}] {k}: adding {p} gave {other:?}")),
+                    }
+                }
+            }
+            Class::Gated | Class::Free(_) => {}
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "a project file widened what the user set:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The sections whose entries are code a project may define, tagged as the project's, so the
+/// approval gate applies to them (its tests: the approval-hash tests and the e2e tests).
+#[test]
+fn project_definitions_are_tagged_as_the_projects() {
+    let d = dirs();
+    std::fs::write(
+        d.home.join("config.toml"),
+        "[[hooks]]\nevent = \"turn_end\"\ncommand = \"true\"\n\
+         [mcp_servers.u]\ncommand = \"u\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.project.join(".openmax/config.toml"),
+        "[[hooks]]\nevent = \"turn_end\"\ncommand = \"true\"\n\
+         [mcp_servers.p]\ncommand = \"p\"\n",
+    )
+    .unwrap();
+    let l = load_layers(&d.home, &d.project).unwrap();
+    let origins: Vec<Origin> = l.hooks.iter().map(|(_, o)| *o).collect();
+    assert_eq!(origins, vec![Origin::User, Origin::Project]);
+    let mcp: Vec<(Origin, Vec<String>)> = l
+        .mcp
+        .iter()
+        .map(|(_, o, t)| (*o, t.keys().cloned().collect()))
+        .collect();
+    assert_eq!(
+        mcp,
+        vec![
+            (Origin::User, vec!["u".to_string()]),
+            (Origin::Project, vec!["p".to_string()])
+        ]
+    );
+}
+
+/// `[sandbox] writable` is the user's alone, and even the user cannot name a directory holding
+/// `$OPENMAX_HOME` or inside it.
+#[test]
+fn no_writable_directory_reaches_openmax_home() {
+    use crate::sandbox::confine::ConfineSpec;
+    let d = dirs();
+    let tmp = d.root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(d.home.join("projects")).unwrap();
+    let outside = d.root.join("cache");
+    std::fs::create_dir_all(&outside).unwrap();
+    let link = d.root.join("link-to-home");
+    std::os::unix::fs::symlink(d.home.join("projects"), &link).unwrap();
+    let mut spec = ConfineSpec::new(&d.project, &d.home, &tmp, &d.root, false).unwrap();
+    for dir in [
+        d.home.clone(),
+        d.home.join("projects"),
+        d.root.clone(),
+        link.clone(),
+        d.home.join("projects/../projects"),
+    ] {
+        let e = spec
+            .allow_write(&dir.display().to_string(), &d.home)
+            .expect_err(&format!("{} accepted as writable", dir.display()));
+        assert!(e.contains("$OPENMAX_HOME"), "{e}");
+    }
+    spec.allow_write(&outside.display().to_string(), &d.home)
+        .unwrap();
+    assert_eq!(spec.writable, vec![outside]);
+}
