@@ -9,12 +9,17 @@
 //!   overflow the stack.
 //! - Prefix assignments (`FOO=1 rm`) and redirections (`>f`, `2>&1`, `<<EOF`) are not words of
 //!   the command; the commands inside them are still found.
+//! - The text first goes through bash's pre-parse steps ([`super::lex`]: line continuations,
+//!   `$"…"`, brace expansion), so `r\⏎m` and `{rm,}` are the word `rm`.
 //! - A word's value is what bash passes after quote removal (`'r'm`, `"rm"`, `\rm` and `r""m`
 //!   are all `rm`, `$'\x72m'` too). A word whose value depends on the run time (a variable, a
-//!   substitution, an arithmetic or brace expansion, an unquoted glob) is [`Word::dynamic`],
-//!   carrying its source text.
+//!   substitution, an arithmetic expansion, an unquoted glob) is [`Word::dynamic`], carrying
+//!   its source text; one whose only run-time part is pathname expansion also carries its bash
+//!   pattern ([`Word::pattern`]: `"r"*` is `r*`, `'*'?` is `\*?`).
 //! - A command line that does not parse (an `ERROR` or missing node) is reported as
-//!   [`Parsed::broken`]; the commands that were recognised are still reported.
+//!   [`Parsed::broken`]; the commands that were recognised are still reported. (A command name
+//!   the grammar reports missing after assignments and redirections, `x=$(ls) 2>/dev/null`,
+//!   is not an error: bash runs no command there.)
 //! - No I/O: the grammar is a pure function of the text.
 
 use tree_sitter::{Node, Parser};
@@ -26,6 +31,9 @@ pub struct Word {
     pub text: String,
     /// The value is only known when the command runs.
     pub dynamic: bool,
+    /// A dynamic word that is a pathname pattern and nothing else run-time: the pattern, quoted
+    /// characters escaped with `\`.
+    pub pattern: Option<String>,
 }
 
 /// The simple commands of a command line.
@@ -39,6 +47,8 @@ pub struct Parsed {
 
 /// Parse `src` as bash.
 pub fn parse(src: &str) -> Parsed {
+    let normalised = super::lex::normalise(src);
+    let src = normalised.as_str();
     let mut parser = Parser::new();
     if parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
@@ -59,11 +69,14 @@ pub fn parse(src: &str) -> Parsed {
     let mut out = Parsed::default();
     let mut stack = vec![tree.root_node()];
     while let Some(node) = stack.pop() {
-        if node.is_error() || node.is_missing() {
+        if node.is_error() || (node.is_missing() && !assignments_only(node)) {
             out.broken = true;
         }
         if node.kind() == "command" {
-            out.commands.push(command_words(node, bytes));
+            let words = command_words(node, bytes);
+            if !words.is_empty() {
+                out.commands.push(words);
+            }
         }
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
@@ -72,10 +85,29 @@ pub fn parse(src: &str) -> Parsed {
     out
 }
 
+/// A command name the grammar reports missing after assignments and redirections
+/// (`x=$(ls) 2>/dev/null`): bash runs no command there, which is not an error.
+fn assignments_only(missing: Node) -> bool {
+    let command = missing
+        .parent()
+        .filter(|p| p.kind() == "command_name")
+        .and_then(|p| p.parent())
+        .filter(|c| c.kind() == "command");
+    command.is_some_and(|c| {
+        let mut cursor = c.walk();
+        let assigns = c
+            .children(&mut cursor)
+            .any(|k| k.kind() == "variable_assignment");
+        assigns
+    })
+}
+
 /// The name and arguments of a `command` node.
 fn command_words(node: Node, src: &[u8]) -> Vec<Word> {
     let mut words = Vec::new();
+    let mut named = false;
     if let Some(name) = node.child_by_field_name("name") {
+        named = !name.is_missing() && !name.byte_range().is_empty();
         // `command_name` wraps exactly one word-like node.
         let inner = name.named_child(0).unwrap_or(name);
         words.push(word(inner, src));
@@ -83,6 +115,10 @@ fn command_words(node: Node, src: &[u8]) -> Vec<Word> {
     let mut cursor = node.walk();
     for arg in node.children_by_field_name("argument", &mut cursor) {
         words.push(word(arg, src));
+    }
+    if !named && words.len() == 1 {
+        // Only a missing name: no command.
+        words.clear();
     }
     words
 }
@@ -95,6 +131,14 @@ fn dynamic(node: Node, src: &[u8]) -> Word {
     Word {
         text: text(node, src).to_string(),
         dynamic: true,
+        pattern: None,
+    }
+}
+
+fn glob(node: Node, src: &[u8], pattern: String) -> Word {
+    Word {
+        pattern: Some(pattern),
+        ..dynamic(node, src)
     }
 }
 
@@ -102,7 +146,20 @@ fn literal(text: String) -> Word {
     Word {
         text,
         dynamic: false,
+        pattern: None,
     }
+}
+
+/// `text` as a bash pattern matching only itself.
+fn escape_pattern(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The value of one word node.
@@ -111,7 +168,7 @@ fn word(node: Node, src: &[u8]) -> Word {
     match node.kind() {
         "word" | "number" => {
             if has_unquoted_glob(raw) {
-                dynamic(node, src)
+                glob(node, src, raw.to_string())
             } else {
                 literal(unescape_unquoted(raw))
             }
@@ -135,22 +192,47 @@ fn word(node: Node, src: &[u8]) -> Word {
         },
         "concatenation" => {
             let mut value = String::new();
+            let mut pattern = String::new();
+            let mut globbed = false;
             let mut cursor = node.walk();
             let mut end = node.start_byte();
             for child in node.children(&mut cursor) {
                 // Text between children (none in practice) is taken literally.
-                value.push_str(std::str::from_utf8(&src[end..child.start_byte()]).unwrap_or(""));
+                let between = std::str::from_utf8(&src[end..child.start_byte()]).unwrap_or("");
+                value.push_str(between);
+                pattern.push_str(&escape_pattern(between));
                 end = child.end_byte();
                 let w = word(child, src);
-                if w.dynamic {
-                    return dynamic(node, src);
+                match (&w.pattern, w.dynamic) {
+                    (Some(p), _) => {
+                        globbed = true;
+                        pattern.push_str(p);
+                    }
+                    (None, true) => return dynamic(node, src),
+                    // An unquoted piece is pattern text as written (the grammar splits `[r]m`
+                    // into `[`, `r`, `]`, `m`).
+                    (None, false) if child.kind() == "word" => pattern.push_str(text(child, src)),
+                    (None, false) => pattern.push_str(&escape_pattern(&w.text)),
                 }
                 value.push_str(&w.text);
             }
-            literal(value)
+            if globbed || has_unquoted_glob(&unquoted_pieces(node, src)) {
+                glob(node, src, pattern)
+            } else {
+                literal(value)
+            }
         }
         _ => dynamic(node, src),
     }
+}
+
+/// The unquoted pieces of a concatenation, joined.
+fn unquoted_pieces(node: Node, src: &[u8]) -> String {
+    let mut cursor = node.walk();
+    node.children(&mut cursor)
+        .filter(|c| c.kind() == "word")
+        .map(|c| text(c, src))
+        .collect()
 }
 
 /// A `"…"` string: literal when it holds only text.

@@ -13,8 +13,11 @@
 //! boundary.
 
 pub mod bash;
+pub mod lex;
+pub mod pattern;
 pub mod shell_rule;
 pub mod unwrap;
+pub mod wrappers;
 
 use serde::{Deserialize, Serialize};
 

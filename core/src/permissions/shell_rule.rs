@@ -10,6 +10,9 @@
 //!
 //! In both, a last pattern word `*` also matches nothing (`rm -rf *` matches `rm -rf`).
 //!
+//! A command whose name was a glob ([`Command::pattern`]) matches structurally only, when its
+//! pattern matches the rule's program (a literal name): `r? -rf x` may run `rm -rf x`.
+//!
 //! Flags are canonical: a short cluster is its letters (`-rf`, `-fr` and `-r -f` are `{r, f}`),
 //! a long flag its name (`--force=x` keeps `force=x`), anywhere before `--`; a few well-known
 //! spellings are folded per program ([`alias`]: `rm -R` and `rm --recursive` are `r`, `--force`
@@ -135,13 +138,27 @@ pub fn matches(pattern: &str, cmd: &Command) -> bool {
     let Some(p) = Pattern::parse(pattern) else {
         return false;
     };
-    if glob_words(&p.text, &cmd.text()) {
-        return true;
+    if cmd.pattern {
+        // A command name written as a glob names every program it matches: a rule naming one
+        // of them (a literal program) judges it by its arguments.
+        if has_glob(&p.program) || !super::pattern::matches(&cmd.program, &p.program) {
+            return false;
+        }
+    } else {
+        if glob_words(&p.text, &cmd.text()) {
+            return true;
+        }
+        if !glob_match(&p.program, &cmd.program) {
+            return false;
+        }
     }
-    if !glob_match(&p.program, &cmd.program) {
-        return false;
-    }
-    let (flags, operands) = split_args(&cmd.program, cmd.args.iter().map(String::as_str), false);
+    // A pattern's flags are read as the rule's program reads them.
+    let program = if cmd.pattern {
+        &p.program
+    } else {
+        &cmd.program
+    };
+    let (flags, operands) = split_args(program, cmd.args.iter().map(String::as_str), false);
     p.flags.is_subset(&flags) && glob_words(&p.operands, &operands.join(" "))
 }
 
@@ -163,6 +180,7 @@ mod tests {
         Command {
             program: w.next().unwrap(),
             args: w.collect(),
+            pattern: false,
         }
     }
 

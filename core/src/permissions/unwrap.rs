@@ -2,15 +2,21 @@
 //! nested shells parsed, and what cannot be judged statically named.
 //!
 //! Invariants:
-//! - Wrappers that run their operands as a command — `env` (its options, `NAME=VALUE`
-//!   operands and `-S` split strings), `command`, `builtin`, `exec`, `nice`, `nohup`,
-//!   `setsid`, `timeout` (options and duration), `time`, `sudo`, `doas`, `stdbuf`, `ionice`,
-//!   `xargs`, `busybox` — are stripped with their own options, repeatedly. Each level is
-//!   reported, so a rule naming the wrapper still matches.
+//! - Wrappers that run their operands as a command — `env` (its options, a mere `-`,
+//!   `NAME=VALUE` operands and `-S` strings split as env splits them), `command`, `builtin`,
+//!   `exec`, `nice`, `nohup`, `setsid`, `timeout` (options and duration), `time`, `sudo`,
+//!   `doas`, `stdbuf`, `ionice`, `xargs`, `busybox`, and a reserved word the grammar took for a command name
+//!   (`! ! cmd`, `! if …`, `time { …; }`) — are stripped with their own options as
+//!   their parsers read them ([`super::wrappers`]: values attached or separate, inside a
+//!   cluster, long names abbreviated), repeatedly. Each level is reported, so a rule naming the
+//!   wrapper still matches.
 //! - `find … -exec|-execdir|-ok|-okdir CMD … ;|+` reports `CMD …` as well.
 //! - A shell (`sh`, `bash`, `dash`, `zsh`, `ksh`, `mksh`, `ash`, `yash`, `posh`) with `-c`
 //!   and a literal script has that script parsed the same way, up to [`MAX_DEPTH`] levels.
-//! - The program is its path's last component: `/bin/rm` and `./rm` are `rm`.
+//! - The program is its path's last component: `/bin/rm` and `./rm` are `rm`. A command name
+//!   written as a glob (`r?`, `/bin/[r]m`) is reported as a pattern ([`Command::pattern`]) and
+//!   is also read as the first wrapper or shell it may name; a glob in the directory alone
+//!   (`/b?n/rm`) leaves the program known.
 //! - Unjudgeable, with a reason in [`Analysis::unjudgeable`]: a command name computed at run
 //!   time (a variable, a substitution, a glob), `eval`, `source`/`.`, a shell reading its
 //!   commands from stdin (`… | sh`) or from a script file, a shell whose `-c` script is computed,
@@ -18,6 +24,8 @@
 //!   recognised are still reported (a static `eval` string is also parsed).
 
 use super::bash::{self, Word};
+use super::pattern;
+use super::wrappers::{self, Step};
 
 /// How many nested `sh -c` / `eval` levels are parsed.
 pub const MAX_DEPTH: usize = 8;
@@ -30,6 +38,9 @@ pub struct Command {
     pub program: String,
     /// The arguments.
     pub args: Vec<String>,
+    /// The program is a bash pattern (its command name was a glob): it names every program it
+    /// matches.
+    pub pattern: bool,
 }
 
 impl Command {
@@ -76,67 +87,19 @@ fn script(src: &str, depth: usize, out: &mut Analysis) {
     }
 }
 
-/// Options of a wrapper: short options that take a value, long options that take one.
-struct Opts {
-    short_value: &'static str,
-    long_value: &'static [&'static str],
-}
-
-const NO_OPTS: Opts = Opts {
-    short_value: "",
-    long_value: &[],
-};
-
-fn wrapper_opts(program: &str) -> Option<Opts> {
-    let o = |short_value, long_value| {
-        Some(Opts {
-            short_value,
-            long_value,
-        })
-    };
-    match program {
-        "command" | "builtin" | "nohup" | "setsid" | "busybox" => Some(NO_OPTS),
-        "exec" => o("a", &[]),
-        "nice" => o("n", &["adjustment"]),
-        "timeout" => o("sk", &["signal", "kill-after"]),
-        "time" => o("fo", &["format", "output"]),
-        "sudo" => o(
-            "ugCDhpRrTtU",
-            &[
-                "user",
-                "group",
-                "chdir",
-                "host",
-                "prompt",
-                "role",
-                "type",
-                "other-user",
-                "close-from",
-                "chroot",
-                "command-timeout",
-            ],
-        ),
-        "doas" => o("uC", &[]),
-        "stdbuf" => o("ioe", &["input", "output", "error"]),
-        "ionice" => o("cnp", &["class", "classdata", "pid"]),
-        "xargs" => o(
-            "adEILnPs",
-            &[
-                "arg-file",
-                "delimiter",
-                "max-args",
-                "max-procs",
-                "max-chars",
-                "process-slot-var",
-            ],
-        ),
-        _ => None,
-    }
-}
-
 const SHELLS: &[&str] = &[
     "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh",
 ];
+
+/// Every program name this module treats specially: a command name written as a glob that
+/// matches one of them is read as that program too.
+fn known_programs() -> impl Iterator<Item = &'static str> {
+    const OTHERS: &[&str] = &[
+        "env", "command", "builtin", "busybox", "nohup", "setsid", "exec", "nice", "timeout",
+        "time", "sudo", "doas", "stdbuf", "ionice", "xargs", "eval", "source", ".", "find",
+    ];
+    OTHERS.iter().chain(SHELLS).copied()
+}
 
 /// The last component of a program path.
 fn program_name(word: &str) -> String {
@@ -147,35 +110,17 @@ fn program_name(word: &str) -> String {
 }
 
 /// Skip a wrapper's options; the index of its first operand.
-fn skip_options(words: &[Word], opts: &Opts) -> usize {
+fn skip_options(words: &[Word], opts: &wrappers::Opts) -> usize {
     let mut i = 0;
     while i < words.len() {
         let w = &words[i];
         if w.dynamic {
             return i;
         }
-        let t = w.text.as_str();
-        if t == "--" {
-            return i + 1;
-        }
-        if let Some(long) = t.strip_prefix("--") {
-            let takes = !long.contains('=') && opts.long_value.contains(&long);
-            i += if takes { 2 } else { 1 };
-        } else if t.len() > 1 && t.starts_with('-') {
-            let cluster = &t[1..];
-            let mut step = 1;
-            for (k, c) in cluster.char_indices() {
-                if opts.short_value.contains(c) {
-                    // The value is the rest of the cluster, or the next word.
-                    if k + c.len_utf8() == cluster.len() {
-                        step = 2;
-                    }
-                    break;
-                }
-            }
-            i += step;
-        } else {
-            return i;
+        match wrappers::step(opts, &w.text) {
+            Step::Operand => return i,
+            Step::EndOfOptions => return i + 1,
+            Step::Option { takes_next, .. } => i += if takes_next { 2 } else { 1 },
         }
     }
     i
@@ -190,75 +135,176 @@ fn is_assignment(w: &Word) -> bool {
         })
 }
 
-fn literal(text: &str) -> Word {
-    Word {
-        text: text.to_string(),
-        dynamic: false,
-    }
-}
-
-/// `env`'s operands: its options skipped (`-S` strings split into words), then assignments.
+/// `env`'s operands: its options skipped, each `-S` string split into words (env reads its
+/// options again over them, as GNU env does), a mere `-` ending the options, then the
+/// `NAME=VALUE` assignments skipped.
 fn env_operands(words: &[Word]) -> Vec<Word> {
+    let mut words = words.to_vec();
     let mut i = 0;
-    let mut split = Vec::new();
     while i < words.len() {
         let w = &words[i];
-        let t = w.text.as_str();
-        if w.dynamic || !t.starts_with('-') || t == "-" {
+        if w.dynamic {
             break;
         }
-        i += 1;
-        if t == "--" {
-            break;
-        }
-        let value = if let Some(v) = t.strip_prefix("--split-string=") {
-            Some(v.to_string())
-        } else if t == "--split-string" || t == "-S" {
-            let v = words.get(i).map(|w| w.text.clone());
+        if w.text == "-" {
             i += 1;
-            v
-        } else if let Some(v) = t.strip_prefix("-S") {
-            Some(v.to_string())
-        } else {
-            if matches!(t, "-u" | "-C" | "--unset" | "--chdir") {
+            break;
+        }
+        if !w.text.starts_with('-') {
+            break;
+        }
+        let (takes_next, value) = match wrappers::step(&wrappers::ENV, &w.text) {
+            Step::Operand => break,
+            Step::EndOfOptions => {
                 i += 1;
+                break;
             }
-            None
+            Step::Option { takes_next, value } => (takes_next, value),
         };
-        if let Some(v) = value {
-            split.extend(v.split_whitespace().map(literal));
+        let split = match (value, takes_next) {
+            (Some((opt, v)), _) if opt == "S" || opt == "split-string" => Some(v),
+            (None, true) if is_split(&w.text) => words.get(i + 1).map(|w| w.text.clone()),
+            _ => None,
+        };
+        i += if takes_next { 2 } else { 1 };
+        if let Some(text) = split {
+            let mut rest = env_split(&text);
+            rest.extend(words[i.min(words.len())..].iter().cloned());
+            words = rest;
+            i = 0;
         }
     }
     while i < words.len() && is_assignment(&words[i]) {
         i += 1;
     }
-    split.extend(words[i.min(words.len())..].iter().cloned());
-    split
+    words[i.min(words.len())..].to_vec()
+}
+
+/// Whether an option word of env, taking the next word as its value, is `-S`.
+fn is_split(w: &str) -> bool {
+    match w.strip_prefix("--") {
+        Some(long) => {
+            wrappers::long(&wrappers::ENV, long).is_some_and(|(n, _)| n == "split-string")
+        }
+        None => w.ends_with('S'),
+    }
+}
+
+/// `env -S`'s own splitting: blanks separate; `'…'` is literal but for `\\` and `\'`; `"…"`
+/// and unquoted text know `\\`, `\"`, `\'`, `\$`, `\#`, `\_` (a space inside `"…"`, a separator
+/// outside), `\f`, `\n`, `\r`, `\t`, `\v`, and `\c` (the rest is ignored); `#` starting a word
+/// starts a comment; a word holding `${…}` is computed when it runs.
+fn env_split(s: &str) -> Vec<Word> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let (mut in_word, mut dynamic) = (false, false);
+    let mut quote: Option<char> = None;
+    let mut chars = s.chars().peekable();
+    let mut push = |cur: &mut String, in_word: &mut bool, dynamic: &mut bool| {
+        if *in_word {
+            out.push(Word {
+                text: std::mem::take(cur),
+                dynamic: *dynamic,
+                pattern: None,
+            });
+        }
+        *in_word = false;
+        *dynamic = false;
+    };
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c') => {
+                push(&mut cur, &mut in_word, &mut dynamic)
+            }
+            (None, '#') if !in_word => break,
+            (Some('\''), '\\') => match chars.peek() {
+                Some('\\' | '\'') => cur.push(chars.next().unwrap_or('\\')),
+                _ => cur.push('\\'),
+            },
+            (_, '\\') => {
+                in_word = true;
+                match chars.next() {
+                    Some('c') => break,
+                    Some('_') if quote.is_none() => push(&mut cur, &mut in_word, &mut dynamic),
+                    Some('_') => cur.push(' '),
+                    Some('f') => cur.push('\x0c'),
+                    Some('n') => cur.push('\n'),
+                    Some('r') => cur.push('\r'),
+                    Some('t') => cur.push('\t'),
+                    Some('v') => cur.push('\x0b'),
+                    Some(e) => cur.push(e),
+                    None => {}
+                }
+            }
+            (q, '$') if q != Some('\'') => {
+                in_word = true;
+                dynamic = true;
+                cur.push('$');
+            }
+            (_, c) => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    push(&mut cur, &mut in_word, &mut dynamic);
+    out
 }
 
 /// One simple command: report it, then what it runs.
 fn simple(mut words: Vec<Word>, depth: usize, out: &mut Analysis) {
     loop {
         let Some(first) = words.first() else { return };
-        if first.dynamic {
-            out.unjudgeable.push(format!(
-                "the command name is computed when it runs: {}",
-                first.text
-            ));
-            return;
-        }
-        let program = program_name(&first.text);
         let rest = &words[1..];
+        let program = match (&first.pattern, first.dynamic) {
+            (_, false) => program_name(&first.text),
+            (None, true) => {
+                out.unjudgeable.push(format!(
+                    "the command name is computed when it runs: {}",
+                    first.text
+                ));
+                return;
+            }
+            (Some(p), true) => {
+                let name = program_name(p);
+                match pattern::literal(&name) {
+                    // A glob in the directory only: the program is known.
+                    Some(known) => known,
+                    None => {
+                        out.unjudgeable.push(format!(
+                            "the command name is a glob, expanded when it runs: {}",
+                            first.text
+                        ));
+                        out.commands.push(Command {
+                            program: name.clone(),
+                            args: rest.iter().map(|w| w.text.clone()).collect(),
+                            pattern: true,
+                        });
+                        // Read it also as the first wrapper or shell it may name.
+                        match known_programs().find(|k| pattern::matches(&name, k)) {
+                            Some(k) => k.to_string(),
+                            None => return,
+                        }
+                    }
+                }
+            }
+        };
         out.commands.push(Command {
             program: program.clone(),
             args: rest.iter().map(|w| w.text.clone()).collect(),
+            pattern: false,
         });
         if program == "env" {
             words = env_operands(rest);
             continue;
         }
-        if let Some(opts) = wrapper_opts(&program) {
-            let mut start = skip_options(rest, &opts);
+        if let Some(opts) = wrappers::options(&program) {
+            let mut start = skip_options(rest, opts);
             if program == "timeout" && start < rest.len() {
                 start += 1; // the duration
             }

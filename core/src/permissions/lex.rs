@@ -1,0 +1,681 @@
+//! Bash's steps before parsing that the grammar (tree-sitter-bash) gets wrong, done on the text
+//! first, so the parser sees the words bash would run.
+//!
+//! Invariants:
+//! - A line continuation (`\` then a newline, outside single quotes, `$'…'`, comments and
+//!   here-document bodies) is removed, as bash's reader does: `r\⏎m` is the word `rm`.
+//! - `$"…"` (a locale-translated string; without a message catalog, its text) is written `"…"`.
+//! - A line starting with `\` gets a leading space (the grammar otherwise joins it to the line
+//!   before); a command name holding `[` (`[r]m`, `r[a-z]`) gets `''` before it (the grammar
+//!   otherwise reads a test or an array subscript).
+//! - Brace expansion is done on every unquoted word but an assignment, as bash does before any
+//!   other expansion: `{rm,}` is `rm`, `a{b,c}d` is `abd acd`, `{1..3}` is `1 2 3`; quoted
+//!   braces, `${…}`, and a brace without a comma or a sequence stay as written. At most
+//!   [`MAX_WORDS`] words come out of one word; beyond that it stays as written.
+//! - The reserved words `!` and `time` (with its `-p`) in command position are dropped: they
+//!   change a command's status or report its time, not what runs, and the grammar reads
+//!   neither before a compound command (`! case …`, `time { …; }`) nor `time` before an
+//!   assignment. (`/usr/bin/time` and `env time` are programs, left to the wrappers.)
+//! - A here-string (`<<< x`, which the grammar does not read after a compound command or
+//!   another redirection) is written as an input redirection (`< x`): the same commands run.
+//! - Everything else is copied as written: quotes, substitutions, here-document bodies.
+//! - Pure and total: any text gives a text.
+
+/// The most words one word may expand into.
+pub const MAX_WORDS: usize = 256;
+
+/// `src` with bash's pre-parse steps done.
+pub fn normalise(src: &str) -> String {
+    let mut lx = Lexer {
+        c: src.chars().collect(),
+        i: 0,
+        heredocs: Vec::new(),
+    };
+    lx.normal(false)
+}
+
+struct Lexer {
+    c: Vec<char>,
+    i: usize,
+    /// Here-documents whose bodies start after the next newline: (delimiter, tabs stripped).
+    heredocs: Vec<(String, bool)>,
+}
+
+/// Words after which a command name may follow.
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "do", "while", "until", "!", "{", "time",
+];
+
+/// One piece of a word: an unquoted character (which brace expansion may act on), or text
+/// copied as written (a quoted string, an escaped character, a substitution).
+#[derive(Debug, Clone, PartialEq)]
+enum Seg {
+    Plain(char),
+    Quoted(String),
+}
+
+fn is_meta(c: char) -> bool {
+    matches!(
+        c,
+        '|' | '&' | ';' | '(' | ')' | '<' | '>' | ' ' | '\t' | '\n'
+    )
+}
+
+impl Lexer {
+    fn peek(&self, k: usize) -> Option<char> {
+        self.c.get(self.i + k).copied()
+    }
+
+    /// Commands, until the end or (when `nested`) an unmatched `)`, which is consumed.
+    fn normal(&mut self, nested: bool) -> String {
+        let mut out = String::new();
+        let mut depth = 0usize;
+        // Open `case` commands: a `)` ends a pattern there, not the substitution.
+        let mut cases = 0usize;
+        let mut word_start = true;
+        // The next word is a command name (or a reserved word, an assignment before one).
+        let mut command_position = true;
+        // The next word is a redirection's target.
+        let mut redirect_target = false;
+        while let Some(ch) = self.peek(0) {
+            match ch {
+                '\\' if self.peek(1) == Some('\n') => {
+                    self.i += 2;
+                }
+                '\n' => {
+                    self.i += 1;
+                    out.push('\n');
+                    self.heredoc_bodies(&mut out);
+                    if self.peek(0) == Some('\\') && self.peek(1) != Some('\n') {
+                        out.push(' ');
+                    }
+                    word_start = true;
+                    command_position = true;
+                }
+                ' ' | '\t' => {
+                    self.i += 1;
+                    out.push(ch);
+                    word_start = true;
+                }
+                '|' | '&' | ';' => {
+                    self.i += 1;
+                    out.push(ch);
+                    word_start = true;
+                    command_position = true;
+                }
+                '(' => {
+                    self.i += 1;
+                    depth += 1;
+                    out.push(ch);
+                    word_start = true;
+                    command_position = true;
+                    redirect_target = false;
+                }
+                ')' => {
+                    self.i += 1;
+                    out.push(ch);
+                    if depth == 0 && nested && cases == 0 {
+                        return out;
+                    }
+                    depth = depth.saturating_sub(1);
+                    word_start = true;
+                    // After a `case` pattern.
+                    command_position = true;
+                }
+                '<' if self.peek(1) == Some('<') && self.peek(2) != Some('<') => {
+                    self.i += 2;
+                    out.push_str("<<");
+                    let strip = self.peek(0) == Some('-');
+                    if strip {
+                        self.i += 1;
+                        out.push('-');
+                    }
+                    while matches!(self.peek(0), Some(' ' | '\t')) {
+                        out.push(self.c[self.i]);
+                        self.i += 1;
+                    }
+                    let segs = self.word();
+                    let delimiter = unquoted(&segs);
+                    out.push_str(&render(&segs));
+                    if !delimiter.is_empty() {
+                        self.heredocs.push((delimiter, strip));
+                    }
+                    word_start = true;
+                }
+                '<' if self.peek(1) == Some('<') && self.peek(2) == Some('<') => {
+                    self.i += 3;
+                    // The grammar reads no here-string after a compound command or another
+                    // redirection; `<` reads a file instead, which runs the same commands.
+                    out.push('<');
+                    word_start = true;
+                    redirect_target = true;
+                }
+                '<' | '>' => {
+                    self.i += 1;
+                    out.push(ch);
+                    word_start = true;
+                    redirect_target = true;
+                }
+                '#' if word_start => {
+                    while let Some(c) = self.peek(0) {
+                        if c == '\n' {
+                            break;
+                        }
+                        out.push(c);
+                        self.i += 1;
+                    }
+                }
+                _ => {
+                    let segs = self.word();
+                    let written = render(&segs);
+                    // `!` and `time` before a command change its status or report its time,
+                    // not what runs; the grammar reads neither before a compound command.
+                    if command_position && !redirect_target && written == "!" {
+                        out.push(' ');
+                        continue;
+                    }
+                    if command_position && !redirect_target && written == "time" {
+                        self.i += self.time_option();
+                        out.push(' ');
+                        continue;
+                    }
+                    // The grammar reads a command name holding `[` as a test or a subscript;
+                    // an empty quoted string before it changes nothing for bash.
+                    if command_position
+                        && !redirect_target
+                        && !is_assignment(&segs)
+                        && segs.contains(&Seg::Plain('['))
+                        && !matches!(written.as_str(), "[" | "[[")
+                    {
+                        out.push_str("''");
+                    }
+                    out.push_str(&expand_word(&segs));
+                    word_start = false;
+                    if redirect_target {
+                        redirect_target = false;
+                    } else {
+                        if command_position && written == "case" {
+                            cases += 1;
+                        }
+                        if command_position && written == "esac" {
+                            cases = cases.saturating_sub(1);
+                        }
+                        command_position = command_position
+                            && (is_assignment(&segs) || RESERVED.contains(&written.as_str()));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// After the reserved word `time`: how many characters its `-p` takes (0 without one).
+    fn time_option(&self) -> usize {
+        let rest: String = self.c[self.i..].iter().collect();
+        let blanks = |t: &str| t.chars().take_while(|c| matches!(c, ' ' | '\t')).count();
+        let skip = blanks(&rest);
+        let after: String = rest.chars().skip(skip).collect();
+        match after.strip_prefix("-p") {
+            Some(p) if p.is_empty() || p.starts_with([' ', '\t', '\n', ';', '&', '|']) => skip + 2,
+            _ => 0,
+        }
+    }
+
+    /// Copy the bodies of the pending here-documents, line by line, up to their delimiters.
+    fn heredoc_bodies(&mut self, out: &mut String) {
+        for (delimiter, strip) in std::mem::take(&mut self.heredocs) {
+            while self.i < self.c.len() {
+                let mut line = String::new();
+                while let Some(c) = self.peek(0) {
+                    self.i += 1;
+                    line.push(c);
+                    if c == '\n' {
+                        break;
+                    }
+                }
+                out.push_str(&line);
+                let body = line.strip_suffix('\n').unwrap_or(&line);
+                let body = if strip {
+                    body.trim_start_matches('\t')
+                } else {
+                    body
+                };
+                if body == delimiter {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// One word, up to an unquoted blank or metacharacter.
+    fn word(&mut self) -> Vec<Seg> {
+        let mut segs = Vec::new();
+        while let Some(ch) = self.peek(0) {
+            match ch {
+                c if is_meta(c) => break,
+                '\\' => match self.peek(1) {
+                    Some('\n') => self.i += 2,
+                    Some(n) => {
+                        self.i += 2;
+                        segs.push(Seg::Quoted(format!("\\{n}")));
+                    }
+                    None => {
+                        self.i += 1;
+                        segs.push(Seg::Quoted("\\".to_string()));
+                    }
+                },
+                '\'' => {
+                    self.i += 1;
+                    segs.push(Seg::Quoted(self.until_quote("'", '\'', false)));
+                }
+                '"' => {
+                    self.i += 1;
+                    segs.push(Seg::Quoted(self.double()));
+                }
+                '`' => {
+                    self.i += 1;
+                    segs.push(Seg::Quoted(self.backticks()));
+                }
+                '$' => segs.push(self.dollar()),
+                c => {
+                    self.i += 1;
+                    segs.push(Seg::Plain(c));
+                }
+            }
+        }
+        segs
+    }
+
+    /// After `$`: `$'…'`, `$"…"`, `$(…)`, `${…}`, or a plain `$`.
+    fn dollar(&mut self) -> Seg {
+        match self.peek(1) {
+            Some('\'') => {
+                self.i += 2;
+                Seg::Quoted(self.until_quote("$'", '\'', true))
+            }
+            Some('"') => {
+                self.i += 2;
+                Seg::Quoted(self.double())
+            }
+            Some('(') => {
+                self.i += 2;
+                let inner = self.normal(true);
+                Seg::Quoted(format!("$({inner}"))
+            }
+            Some('{') => {
+                self.i += 2;
+                let mut s = String::from("${");
+                let mut depth = 0usize;
+                while let Some(c) = self.peek(0) {
+                    self.i += 1;
+                    s.push(c);
+                    match c {
+                        '\\' => {
+                            if let Some(n) = self.peek(0) {
+                                self.i += 1;
+                                s.push(n);
+                            }
+                        }
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                Seg::Quoted(s)
+            }
+            _ => {
+                self.i += 1;
+                Seg::Quoted("$".to_string())
+            }
+        }
+    }
+
+    /// The rest of a `"…"` string (the opening quote consumed), quotes included; line
+    /// continuations removed, substitutions inside it read as commands.
+    fn double(&mut self) -> String {
+        let mut s = String::from("\"");
+        while let Some(c) = self.peek(0) {
+            match c {
+                '"' => {
+                    self.i += 1;
+                    s.push('"');
+                    return s;
+                }
+                '\\' => match self.peek(1) {
+                    Some('\n') => self.i += 2,
+                    Some(n) => {
+                        self.i += 2;
+                        s.push('\\');
+                        s.push(n);
+                    }
+                    None => {
+                        self.i += 1;
+                        s.push('\\');
+                    }
+                },
+                '$' if self.peek(1) == Some('(') => {
+                    self.i += 2;
+                    s.push_str("$(");
+                    s.push_str(&self.normal(true));
+                }
+                '`' => {
+                    self.i += 1;
+                    s.push_str(&self.backticks());
+                }
+                c => {
+                    self.i += 1;
+                    s.push(c);
+                }
+            }
+        }
+        s
+    }
+
+    /// A `` `…` `` substitution (the opening backquote consumed), its commands normalised.
+    fn backticks(&mut self) -> String {
+        let raw = self.until_quote("`", '`', true);
+        match raw.strip_prefix('`').and_then(|r| r.strip_suffix('`')) {
+            Some(body) if raw.len() > 1 => format!("`{}`", normalise(body)),
+            _ => raw,
+        }
+    }
+
+    /// `open` (already consumed) and the text up to the closing `quote`, included when there is
+    /// one; `escapes`: a backslash escapes the next character (kept as written).
+    fn until_quote(&mut self, open: &str, quote: char, escapes: bool) -> String {
+        let mut s = String::from(open);
+        while let Some(c) = self.peek(0) {
+            self.i += 1;
+            s.push(c);
+            if c == quote {
+                return s;
+            }
+            if c == '\\' && escapes {
+                if let Some(n) = self.peek(0) {
+                    self.i += 1;
+                    s.push(n);
+                }
+            }
+        }
+        s
+    }
+}
+
+fn render(segs: &[Seg]) -> String {
+    let mut s = String::new();
+    for seg in segs {
+        match seg {
+            Seg::Plain(c) => s.push(*c),
+            Seg::Quoted(q) => s.push_str(q),
+        }
+    }
+    s
+}
+
+/// A here-document delimiter's value: quotes and backslashes removed.
+fn unquoted(segs: &[Seg]) -> String {
+    let mut s = String::new();
+    for seg in segs {
+        match seg {
+            Seg::Plain(c) => s.push(*c),
+            Seg::Quoted(q) => {
+                let q = q.strip_prefix('$').unwrap_or(q);
+                if let Some(inner) = q
+                    .strip_prefix('\'')
+                    .and_then(|r| r.strip_suffix('\''))
+                    .or_else(|| q.strip_prefix('"').and_then(|r| r.strip_suffix('"')))
+                {
+                    s.push_str(inner);
+                } else if let Some(escaped) = q.strip_prefix('\\') {
+                    s.push_str(escaped);
+                } else {
+                    s.push_str(q);
+                }
+            }
+        }
+    }
+    s
+}
+
+/// An assignment word (`NAME=…`, `NAME+=…`, `NAME[…]=…`): bash does not brace-expand it.
+fn is_assignment(segs: &[Seg]) -> bool {
+    let mut k = 0;
+    while let Some(Seg::Plain(c)) = segs.get(k) {
+        if !(c.is_ascii_alphanumeric() || *c == '_') || (k == 0 && c.is_ascii_digit()) {
+            break;
+        }
+        k += 1;
+    }
+    if k == 0 {
+        return false;
+    }
+    if segs.get(k) == Some(&Seg::Plain('[')) {
+        match segs[k..].iter().position(|s| *s == Seg::Plain(']')) {
+            Some(close) => k += close + 1,
+            None => return false,
+        }
+    }
+    if segs.get(k) == Some(&Seg::Plain('+')) {
+        k += 1;
+    }
+    segs.get(k) == Some(&Seg::Plain('='))
+}
+
+/// The word as bash's brace expansion leaves it: its words joined by spaces (empty ones
+/// dropped), or as written when it holds no expansion or would give too many words.
+fn expand_word(segs: &[Seg]) -> String {
+    if is_assignment(segs) || !segs.contains(&Seg::Plain('{')) {
+        return render(segs);
+    }
+    let mut words = Vec::new();
+    if !expand(segs.to_vec(), &mut words) {
+        return render(segs);
+    }
+    words
+        .iter()
+        .map(|w| render(w))
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Expand the first brace expression of `segs`, then the rest; false when there are too many
+/// words.
+fn expand(segs: Vec<Seg>, out: &mut Vec<Vec<Seg>>) -> bool {
+    let Some((open, close, alternatives)) = first_brace(&segs) else {
+        out.push(segs);
+        return out.len() <= MAX_WORDS;
+    };
+    for alt in alternatives {
+        let mut w = segs[..open].to_vec();
+        w.extend(alt);
+        w.extend_from_slice(&segs[close + 1..]);
+        if !expand(w, out) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The first brace expression: its `{` and `}` and its alternatives.
+fn first_brace(segs: &[Seg]) -> Option<(usize, usize, Vec<Vec<Seg>>)> {
+    let mut from = 0;
+    while let Some(open) = segs[from..]
+        .iter()
+        .position(|s| *s == Seg::Plain('{'))
+        .map(|p| p + from)
+    {
+        let mut depth = 0usize;
+        let mut commas = Vec::new();
+        let mut close = None;
+        for (k, s) in segs.iter().enumerate().skip(open + 1) {
+            match s {
+                Seg::Plain('{') => depth += 1,
+                Seg::Plain('}') if depth == 0 => {
+                    close = Some(k);
+                    break;
+                }
+                Seg::Plain('}') => depth -= 1,
+                Seg::Plain(',') if depth == 0 => commas.push(k),
+                _ => {}
+            }
+        }
+        if let Some(close) = close {
+            if !commas.is_empty() {
+                let mut alternatives = Vec::new();
+                let mut start = open + 1;
+                for &c in commas.iter().chain(std::iter::once(&close)) {
+                    alternatives.push(segs[start..c].to_vec());
+                    start = c + 1;
+                }
+                return Some((open, close, alternatives));
+            }
+            if let Some(seq) = sequence(&segs[open + 1..close]) {
+                let alternatives = seq
+                    .into_iter()
+                    .map(|t| t.chars().map(Seg::Plain).collect())
+                    .collect();
+                return Some((open, close, alternatives));
+            }
+        }
+        from = open + 1;
+    }
+    None
+}
+
+/// `a..b` or `a..b..step` over integers or single letters; `None` when it is not one (or
+/// would give more than [`MAX_WORDS`] words).
+fn sequence(segs: &[Seg]) -> Option<Vec<String>> {
+    let mut text = String::new();
+    for s in segs {
+        match s {
+            Seg::Plain(c) => text.push(*c),
+            Seg::Quoted(_) => return None,
+        }
+    }
+    let parts: Vec<&str> = text.split("..").collect();
+    if !(2..=3).contains(&parts.len()) {
+        return None;
+    }
+    let step: i64 = match parts.get(2) {
+        Some(s) => s.parse::<i64>().ok()?.checked_abs()?.max(1),
+        None => 1,
+    };
+    let (a, b) = (parts[0], parts[1]);
+    let (from, to, letters) = match (a.parse::<i64>(), b.parse::<i64>()) {
+        (Ok(x), Ok(y)) => (x, y, false),
+        _ => {
+            let (mut ca, mut cb) = (a.chars(), b.chars());
+            match (ca.next(), ca.next(), cb.next(), cb.next()) {
+                (Some(x), None, Some(y), None)
+                    if x.is_ascii_alphabetic() && y.is_ascii_alphabetic() =>
+                {
+                    (x as i64, y as i64, true)
+                }
+                _ => return None,
+            }
+        }
+    };
+    let count = (from.abs_diff(to) / step.unsigned_abs()) + 1;
+    if count > MAX_WORDS as u64 {
+        return None;
+    }
+    let mut v = Vec::new();
+    let mut x = from;
+    for _ in 0..count {
+        v.push(if letters {
+            char::from_u32(x as u32)
+                .map(String::from)
+                .unwrap_or_default()
+        } else {
+            x.to_string()
+        });
+        x = if from <= to { x + step } else { x - step };
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalise;
+
+    #[test]
+    fn line_continuations_go_outside_single_quotes() {
+        assert_eq!(normalise("r\\\nm -rf x"), "rm -rf x");
+        assert_eq!(normalise("echo \"a\\\nb\""), "echo \"ab\"");
+        assert_eq!(normalise("echo 'a\\\nb'"), "echo 'a\\\nb'");
+        assert_eq!(normalise("echo $'a\\\nb'"), "echo $'a\\\nb'");
+        assert_eq!(normalise("# a \\\nrm"), "# a \\\nrm");
+        assert_eq!(normalise("echo $(r\\\nm x)"), "echo $(rm x)");
+    }
+
+    #[test]
+    fn translated_strings_and_leading_backslashes() {
+        assert_eq!(normalise("env $\"rm\" -rf"), "env \"rm\" -rf");
+        assert_eq!(normalise("echo \"$\"x"), "echo \"$\"x");
+        assert_eq!(normalise("true\n\\rm -rf x"), "true\n \\rm -rf x");
+        assert_eq!(
+            normalise("[r]m x; a[1]=2 r[a-z] [x]"),
+            "''[r]m x; a[1]=2 ''r[a-z] [x]"
+        );
+        assert_eq!(normalise("[ -f x ] && [[ a ]]"), "[ -f x ] && [[ a ]]");
+        assert_eq!(
+            normalise("cat <([r]m) `[r]m {a,b}`"),
+            "cat <(''[r]m) `''[r]m a b`"
+        );
+        assert_eq!(
+            normalise("case x in x) [r]m;; esac"),
+            "case x in x) ''[r]m;; esac"
+        );
+        assert_eq!(
+            normalise("! case x in x) a;; esac"),
+            "  case x in x) a;; esac"
+        );
+        assert_eq!(
+            normalise("time -p { a; }; time a; echo ! time; env time -p a"),
+            "  { a; };   a; echo ! time; env time -p a"
+        );
+        assert_eq!(normalise("( a ) <<< x; b <<< x"), "( a ) < x; b < x");
+        assert_eq!(
+            normalise("echo $(case x in x) {a,b};; esac)"),
+            "echo $(case x in x) a b;; esac)"
+        );
+    }
+
+    #[test]
+    fn brace_expansion() {
+        assert_eq!(normalise("{rm,} -rf x"), "rm -rf x");
+        assert_eq!(normalise("{,rm} -rf x"), "rm -rf x");
+        assert_eq!(normalise("echo a{b,c}d"), "echo abd acd");
+        assert_eq!(normalise("echo {a,{b,c}}"), "echo a b c");
+        assert_eq!(
+            normalise("echo {1..3} {c..a} {0..6..3}"),
+            "echo 1 2 3 c b a 0 3 6"
+        );
+        assert_eq!(
+            normalise("echo '{a,b}' \\{a,b} ${x} {} {a} x={a,b}"),
+            "echo '{a,b}' \\{a,b} ${x} {} {a} x={a,b}"
+        );
+        assert_eq!(normalise("{ rm -rf x; }"), "{ rm -rf x; }");
+        assert_eq!(
+            normalise("find . -exec rm {} \\;"),
+            "find . -exec rm {} \\;"
+        );
+        assert_eq!(normalise("echo {'r'm,}"), "echo 'r'm");
+        assert_eq!(normalise("echo {1..100000}"), "echo {1..100000}");
+        for unterminated in [
+            "echo 'a", "echo \"a", "echo `a", "echo $'a", "echo ${a", "echo $(a",
+        ] {
+            assert_eq!(normalise(unterminated), unterminated);
+        }
+    }
+
+    #[test]
+    fn here_document_bodies_are_copied() {
+        let s = "cat <<EOF\n{a,b} \\\nx\nEOF\necho {a,b}";
+        assert_eq!(normalise(s), "cat <<EOF\n{a,b} \\\nx\nEOF\necho a b");
+        let s = "cat <<-'E'\n\t{a,b}\n\tE\n";
+        assert_eq!(normalise(s), s);
+    }
+}

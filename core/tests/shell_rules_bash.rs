@@ -1,0 +1,240 @@
+//! The `shell(…)` rules against the real bash: every generated line (`common::shell_gen`: the
+//! program spelled in every quoting, path, glob and brace form, wrapped in every wrapper form the
+//! parser knows, nested shells, substitutions, lists) is run by bash with a stub program `zap`
+//! that records each run; whenever the stub ran, the rule `shell(zap -rf *)` must deny the line.
+//! The tools themselves (env, xargs, timeout, nice, …) decide what runs, so an option whose
+//! value the parser does not know about, or a spelling bash reads differently, fails here.
+//!
+//! Each wrapper form is also checked to run the stub at all when it stands alone, so a form
+//! the generator gets wrong cannot pass by running nothing. Forms whose program is not
+//! installed here (sudo, doas, busybox, zsh, ksh) or that cannot run the stub (a cleared
+//! `PATH`, an interactive prompt) are only judged by `shell_rules_props.rs`.
+
+mod common;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use common::shell_gen::{all_layers, cases, check_random, Base, Layer, Spelling};
+use openmax_core::permissions::{Permissions, Rule, SHELL_TOOL};
+
+struct Stage {
+    root: PathBuf,
+    bin: PathBuf,
+    log: PathBuf,
+}
+
+impl Stage {
+    fn new() -> Stage {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let root =
+            std::env::temp_dir().join(format!("openmax-rules-bash-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let bin = root.join("bin");
+        let work = root.join("work");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let log = root.join("ran.log");
+        let stub = bin.join("zap");
+        std::fs::write(
+            &stub,
+            format!("#!/bin/sh\necho \"zap $*\" >> '{}'\n", log.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A file named like the program in the working directory, for globs bash expands
+        // there (`z?p` becomes `zap`, found on PATH).
+        std::fs::write(work.join("zap"), "").unwrap();
+        Stage { root, bin, log }
+    }
+
+    fn dir(&self) -> String {
+        self.bin.display().to_string()
+    }
+
+    /// Run `line` with bash; whether the stub ran.
+    fn ran(&self, line: &str) -> bool {
+        let _ = std::fs::remove_file(&self.log);
+        let mut child = Command::new("timeout")
+            .args(["10", "bash", "-c", line])
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()))
+            .env("HOME", self.root.join("work"))
+            .current_dir(self.root.join("work"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bash starts");
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(b"x\n");
+        }
+        let _ = child.wait();
+        // (A plain `setsid` forks only when it leads its process group, which a command bash
+        // runs here never does: every form returns after the stub ran.)
+        self.log.exists()
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn deny() -> Permissions {
+    Permissions {
+        deny: vec![Rule::parse("shell(zap -rf *)").unwrap()],
+        ask: Vec::new(),
+    }
+}
+
+fn denied(p: &Permissions, line: &str) -> bool {
+    p.denied_by(SHELL_TOOL, &[line.to_string()]).is_some()
+}
+
+fn bases() -> Vec<Base> {
+    ["-rf x", "-fr x", "-r -f x", "-rf"]
+        .iter()
+        .map(|a| Base {
+            program: "zap",
+            args: a.split(' ').map(str::to_string).collect(),
+        })
+        .collect()
+}
+
+fn installed(program: &str) -> bool {
+    Command::new("bash")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether an `env` prefix empties the environment (so the stub is not on PATH): `-`,
+/// `--ignore-environment` (or its abbreviation), or `-i` in a cluster before a letter taking a
+/// value.
+fn clears_environment(text: &str) -> bool {
+    let mut words = text.split_whitespace();
+    if words.next() != Some("env") {
+        return false;
+    }
+    for w in words {
+        if w == "-" || (w.len() > 4 && "--ignore-environment".starts_with(w)) {
+            return true;
+        }
+        if let Some(cluster) = w.strip_prefix('-').filter(|c| !c.starts_with('-')) {
+            let before_value = cluster.split(['u', 'C', 'S']).next().unwrap_or("");
+            if before_value.contains('i') {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Whether a layer alone can run the stub here.
+fn can_run(layer: &Layer) -> bool {
+    let text = match layer {
+        Layer::Prefix(t)
+        | Layer::Template(t)
+        | Layer::ShellSingle(t)
+        | Layer::ShellDouble(t)
+        | Layer::EnvSplit(t)
+        | Layer::Context(t)
+        | Layer::Assign(t) => *t,
+    };
+    let first = text.split_whitespace().next().unwrap_or("");
+    let interactive = text.contains("-ok");
+    // `command -p` searches the default PATH; a login shell (`-l`) resets PATH.
+    let default_path = text.starts_with("command -p") || text.starts_with("bash -lc");
+    !clears_environment(text)
+        && !default_path
+        && !interactive
+        && (first.starts_with('{')
+            || installed(first)
+            || !first
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '/'))
+}
+
+#[test]
+fn whenever_bash_runs_the_denied_program_the_rule_denies_the_line() {
+    if !installed("bash") {
+        eprintln!("bash is not installed: skipped");
+        return;
+    }
+    let stage = Stage::new();
+    let p = deny();
+    let layers = all_layers();
+    let bases = bases();
+    let dir = stage.dir();
+    let mut wrong = Vec::new();
+    let mut never_ran = Vec::new();
+    // Every spelling alone, every layer alone.
+    for s in Spelling::ALL {
+        let line = bases[0].line(s, &dir);
+        let ran = stage.ran(&line.text);
+        if ran && !denied(&p, &line.text) {
+            wrong.push(line.text.clone());
+        }
+        if !ran {
+            never_ran.push(format!("spelling {s:?}: {}", line.text));
+        }
+    }
+    for layer in &layers {
+        let line = common::shell_gen::apply(*layer, &bases[0].line(Spelling::Plain, &dir))
+            .expect("a plain simple line takes every layer");
+        let ran = stage.ran(&line.text);
+        if ran && !denied(&p, &line.text) {
+            wrong.push(line.text.clone());
+        }
+        if !ran && can_run(layer) {
+            never_ran.push(format!("layer {layer:?}: {}", line.text));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "bash ran `zap -rf` but the rule did not deny:\n{}",
+        wrong.join("\n")
+    );
+    assert!(
+        never_ran.is_empty(),
+        "these forms never ran the program (a generator form bash does not read as meant):\n{}",
+        never_ran.join("\n")
+    );
+}
+
+#[test]
+fn composed_lines_bash_runs_are_denied() {
+    if !installed("bash") {
+        eprintln!("bash is not installed: skipped");
+        return;
+    }
+    let stage = Stage::new();
+    let p = deny();
+    let layers = all_layers();
+    let bases = bases();
+    let dir = stage.dir();
+    let mut ran_count = 0u32;
+    let _ = check_random(
+        cases(300),
+        |case| {
+            let line = case.render(&bases, &layers, &dir)?;
+            if !stage.ran(&line.text) {
+                return None;
+            }
+            ran_count += 1;
+            Some(denied(&p, &line.text))
+        },
+        |case| {
+            case.render(&bases, &layers, &dir)
+                .map(|l| format!("bash ran zap -rf, the rule did not deny: {:?}", l.text))
+                .unwrap_or_default()
+        },
+    );
+    assert!(ran_count > 0, "no generated line ran the program");
+}
