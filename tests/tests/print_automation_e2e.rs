@@ -459,6 +459,16 @@ fn argument_errors_exit_64_and_help_and_version_exit_0() {
         assert_eq!(out.code, Some(64), "{args:?}: {}", out.stderr);
         assert!(!out.stderr.is_empty(), "{args:?}");
     }
+    // The common options go with a command, before or after it.
+    let project = env.project.to_str().unwrap();
+    for args in [
+        vec!["--project", project, "sessions"],
+        vec!["sessions", "--project", project, "--json"],
+        vec!["sessions", "--project", project, "repair"],
+    ] {
+        let out = env.run(&args);
+        assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
+    }
     for args in [vec!["--help"], vec!["-h"], vec!["--version"], vec!["help"]] {
         let out = env.run(&args);
         assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);

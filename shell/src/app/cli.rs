@@ -29,7 +29,6 @@ risky actions, and keeps every session on disk.
 /// openmax: a coding agent in your terminal.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "openmax", version, about = ABOUT, long_about = None)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
     /// Speak the JSONL session protocol on stdin/stdout (with --check: validate a stream).
     #[arg(long)]
@@ -138,7 +137,6 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 pub enum Sub {
     /// This project's sessions, the one used last first (live ones marked); `openmax --resume
     /// ID` opens one, `--fork ID` copies one.
-    #[command(args_conflicts_with_subcommands = true)]
     Sessions(SessionsArgs),
     /// The MCP servers this project's sessions start.
     #[command(subcommand_required = true, arg_required_else_help = true)]
@@ -284,6 +282,25 @@ pub struct PrintOptions {
 impl Cli {
     /// The chosen action, or a usage message when none (or a meaningless mix) was given.
     pub fn action(&self) -> Result<Action, String> {
+        // The common options (`--project`, …) go with a command; the modes do not.
+        if self.command.is_some()
+            && (self.stdio
+                || self.acp
+                || self.prompt.is_some()
+                || self.check
+                || self.spec.is_some()
+                || self.approve.is_some()
+                || self.trust
+                || self.continue_
+                || self.resume.is_some()
+                || self.fork.is_some())
+        {
+            return Err(
+                "a command (sessions, mcp, sandbox) goes with no mode flag; the common \
+                        options (--project, --provider, --model, --base-url) are fine"
+                    .into(),
+            );
+        }
         if self.check {
             return Ok(Action::Check);
         }
@@ -313,9 +330,6 @@ impl Cli {
         }
         match &self.command {
             None => {}
-            Some(_) if self.continue_ || self.resume.is_some() || self.fork.is_some() => {
-                return Err("--continue, --resume and --fork do not go with a command".into())
-            }
             Some(Sub::Mcp {
                 command: McpCommand::List,
             }) => return Ok(Action::McpList),
@@ -328,6 +342,11 @@ impl Cli {
                         json: a.json,
                         all: a.all,
                     },
+                    Some(SessionsCommand::Repair) if a.json || a.all => {
+                        return Err("--json and --all go with `openmax sessions`, not with \
+                                    `sessions repair`"
+                            .into())
+                    }
                     Some(SessionsCommand::Repair) => Action::SessionsRepair,
                 })
             }
@@ -435,12 +454,23 @@ mod tests {
         assert!(parse(&["--stdio", "--json"]).is_err());
         assert!(parse(&["--all"]).is_err());
         assert!(parse(&["sessions", "repair", "--json"]).is_err());
+        assert!(parse(&["sessions", "--all", "repair"]).is_err());
+        assert_eq!(
+            parse(&["sessions", "--project", "/x", "repair"]),
+            Ok(Action::SessionsRepair)
+        );
         assert!(parse(&["--stdio", "sessions"]).is_err());
         assert!(parse(&["-p", "x", "sessions"]).is_err());
         assert!(parse(&["sessions", "--continue"]).is_err());
         assert!(parse(&["mcp"]).is_err());
         assert!(parse(&["mcp", "lists"]).is_err());
         assert_eq!(parse(&["mcp", "list"]), Ok(Action::McpList));
+        assert!(parse(&["--check", "--stdio", "sessions"]).is_err());
+        assert!(parse(&["--trust", "sandbox", "check"]).is_err());
+        assert_eq!(
+            parse(&["--project", "/x", "sandbox", "check"]),
+            Ok(Action::SandboxCheck)
+        );
         assert_eq!(
             parse(&["sessions", "--project", "/x"]),
             Ok(Action::Sessions {
