@@ -69,6 +69,7 @@ fn freeze() -> Freeze {
         hooks: vec![],
         changes: vec![],
         notes: vec![],
+        trusted: None,
     }
 }
 

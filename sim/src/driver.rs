@@ -319,6 +319,7 @@ impl<'a> Driver<'a> {
         match action {
             Action::Framing { fault } => self.feed(FedInput::Core(Input::Framing(fault.clone()))),
             Action::Eof => self.feed(FedInput::Core(Input::EndOfInput)),
+            Action::Compact => self.feed(FedInput::Core(Input::Compact)),
             Action::Crash { message } => self.feed(FedInput::Core(Input::Crashed {
                 message: message.clone(),
             })),

@@ -356,6 +356,8 @@ pub enum Action {
     },
     /// stdin reaches end of input.
     Eof,
+    /// The person asks for a compaction now (`Input::Compact`, the TUI's `/compact`).
+    Compact,
     /// The turn's task dies unexpectedly (`Input::Crashed`).
     Crash {
         message: String,
@@ -387,6 +389,7 @@ impl Action {
             | Action::ApproveSettled
             | Action::Framing { .. }
             | Action::Eof
+            | Action::Compact
             | Action::Crash { .. }
             | Action::Heal => return None,
         };
@@ -426,6 +429,7 @@ impl Scenario {
             hooks: self.config.hooks.clone(),
             changes: Vec::new(),
             notes: Vec::new(),
+            trusted: None,
         }
     }
 

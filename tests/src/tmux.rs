@@ -267,6 +267,21 @@ impl Pane {
         }
     }
 
+    /// Wait until the visible screen alone (no scrollback) satisfies `pred`; returns it.
+    pub fn wait_screen(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let end = Instant::now() + DEADLINE;
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            if Instant::now() > end {
+                panic!("timed out waiting for {what} on screen; it shows:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    }
+
     /// Wait until the terminal shows `text`.
     pub fn wait_text(&self, text: &str) -> String {
         self.wait_for(&format!("{text:?}"), |s| s.contains(text))

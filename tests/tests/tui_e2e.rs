@@ -247,6 +247,10 @@ fn resize_to_24_columns_keeps_every_env_name_of_a_pending_card_whole() {
     env.trust();
     let pane = Pane::start(&env, &[], 100, 60);
     pane.wait_text("test-model");
+    // Not approved at start-up: the call's own card is the one this test reads.
+    pane.wait_text("external tool greet");
+    pane.keys(&["n"]);
+    pane.wait_for("the start-up card answered", |s| s.contains("declined"));
     pane.type_text("greet w");
     pane.keys(&["Enter"]);
     pane.wait_text("y approve");
@@ -504,12 +508,15 @@ fn model_project_provider_and_base_url_flags_work_as_everywhere() {
 }
 
 #[test]
-fn an_untrusted_project_refuses_the_prompt_naming_openmax_trust() {
+fn an_untrusted_project_with_nobody_to_ask_refuses_the_prompt_naming_openmax_trust() {
     let env = TestEnv::new();
     let mock = MockServer::start(vec![]);
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
-    let pane = Pane::start(&env, &[], 80, 30);
+    // Started by an agent: the trust question is for a human only, so it is not asked.
+    let pane = Pane::start_with(&env, &[], 80, 30, &[("OPENMAX_AGENT_SESSION", "parent-1")]);
     pane.wait_text("test-model");
+    let screen = pane.wait_text("is not trusted: prompts are refused");
+    assert!(!screen.contains("trust this folder?"), "{screen}");
     pane.type_text("do something");
     pane.keys(&["Enter"]);
     pane.wait_text("openmax --trust");

@@ -14,7 +14,7 @@ use super::turn::Turn;
 use super::{Core, Effect, FramingFault, Freeze, HookEvent};
 
 /// The start of the note that tells the model the approval mode changed.
-pub(super) const MODE_NOTE: &str = "approval mode is now ";
+pub const MODE_NOTE: &str = "approval mode is now ";
 
 impl Core {
     pub(super) fn on_line(&mut self, raw: &str) {
@@ -265,6 +265,9 @@ impl Core {
             system: snapshot.system.clone(),
             tools: snapshot.tools.clone(),
         }]);
+        if let Some(trusted) = snapshot.trusted {
+            self.config.trusted = trusted;
+        }
         self.config.freeze = snapshot;
     }
 }

@@ -61,6 +61,62 @@ impl Core {
         }
     }
 
+    /// A compaction the person asked for ([`super::Input::Compact`]): between turns only. The
+    /// pruned conversation is written first; only once it is on disk does it replace the
+    /// conversation and the receipt go out (client input is held meanwhile). A failed write
+    /// changes nothing and says so.
+    pub(super) fn on_compact(&mut self) {
+        if self.busy() {
+            return self.protocol_error("compact: a turn is in flight; compact after its done");
+        }
+        let (system, schemas) = self.fixed_scaled();
+        let estimate = self.scaled_estimate();
+        let target = compaction::prune_target(self.config.context_tokens, system + schemas)
+            .min(estimate * TARGET_PERCENT / 100);
+        let mut messages = self.conversation.clone();
+        let fixed =
+            compaction::estimate_fixed(&self.config.freeze.system, &self.config.freeze.tools);
+        // No turn is running: every message may be pruned.
+        let current = messages.len();
+        let receipt = compaction::compact(&mut messages, current, fixed, self.scale, target);
+        if receipt.compacted_messages == 0 {
+            return self.emit_receipt(receipt);
+        }
+        let ticket = self.persist(vec![Record::Compaction {
+            messages: messages.clone(),
+            tokens_before: receipt.tokens_before,
+            tokens_after: receipt.tokens_after,
+            compacted_messages: receipt.compacted_messages,
+        }]);
+        self.gate.compacting = Some(super::gate::Compacting {
+            ticket,
+            messages,
+            receipt,
+        });
+    }
+
+    /// The answer to the write of an asked-for compaction point (`Err`: why it failed). `false`
+    /// when `ticket` is not that write.
+    pub(super) fn compaction_written(&mut self, ticket: u64, failed: Option<&str>) -> bool {
+        if self.gate.compacting.as_ref().map(|c| c.ticket) != Some(ticket) {
+            return false;
+        }
+        let Some(c) = self.gate.compacting.take() else {
+            return false;
+        };
+        match failed {
+            None => {
+                self.conversation = c.messages;
+                self.emit_receipt(c.receipt);
+            }
+            Some(message) => self.protocol_error(format!(
+                "compact: the compaction point could not be written ({message}); nothing was \
+                 compacted"
+            )),
+        }
+        true
+    }
+
     /// The provider refused attempt `a` as too long for its window.
     pub(super) fn context_exceeded(&mut self, a: Attempt, message: String) {
         if !a.text.is_empty() {

@@ -1,8 +1,9 @@
 //! The command gate: commands are answered in the order they arrived, even when a command's
 //! answer waits on an effect.
 //!
-//! `approval_mode` is answered after `SaveMode`'s answer, `reload` after `Refreeze`'s, and an
-//! `approve` of external code after `ApproveSource`'s (the record of the approved bytes). While
+//! `approval_mode` is answered after `SaveMode`'s answer, `reload` after `Refreeze`'s, an
+//! `approve` of external code after `ApproveSource`'s (the record of the approved bytes), and a
+//! compaction the person asked for after its compaction point's `Persist` ack. While
 //! any is in flight, client input (command lines, framing faults, end of input) is held
 //! here and handled, in order, right after the answer. A held input remembers whether a turn
 //! was in flight when it arrived (as the client saw it: one running, or a `user` held ahead of
@@ -27,6 +28,8 @@ pub(super) struct Gate {
     pub refreezing: bool,
     /// An `ApproveSource` is in flight.
     pub recording: Option<SourceRecord>,
+    /// The compaction point of an `Input::Compact` is being written.
+    pub compacting: Option<Compacting>,
     /// Client input held meanwhile, oldest first.
     pub held: VecDeque<Held>,
     /// While a held input is handled: whether a turn was in flight when it arrived.
@@ -43,6 +46,15 @@ pub(super) struct SourceRecord {
     pub source_sha: String,
 }
 
+/// A compaction the person asked for, waiting for its record's ack: the conversation becomes
+/// `messages` and the receipt goes out only then.
+#[derive(Debug)]
+pub(super) struct Compacting {
+    pub ticket: u64,
+    pub messages: Vec<crate::conversation::Message>,
+    pub receipt: crate::compaction::Receipt,
+}
+
 /// One held client input.
 #[derive(Debug)]
 pub(super) struct Held {
@@ -54,7 +66,10 @@ pub(super) struct Held {
 impl Gate {
     /// A command's answer depends on an effect still in flight: client input waits.
     pub(super) fn awaiting_answer(&self) -> bool {
-        !self.mode_saves.is_empty() || self.refreezing || self.recording.is_some()
+        !self.mode_saves.is_empty()
+            || self.refreezing
+            || self.recording.is_some()
+            || self.compacting.is_some()
     }
 
     /// A `user` held while no turn was in flight: it will start one.

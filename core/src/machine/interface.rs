@@ -120,6 +120,15 @@ pub enum Input {
         /// The note's text.
         text: String,
     },
+    /// The person asked for a compaction now (the TUI's `/compact`; not a wire command). Between
+    /// turns it prunes the conversation, as a compaction forced by the estimate does, to the
+    /// usual prune target or [`crate::compaction::TARGET_PERCENT`]% of the request's estimate
+    /// now, whichever is lower, and answers with the `compacted` receipt (`compacted_messages`
+    /// 0 when nothing was left to cut) once the compaction point is on disk (client input is
+    /// held until then; a failed write changes nothing and is a `protocol_error`). During a
+    /// turn it is refused with a `protocol_error`. Held, like a client's command, while a
+    /// command's answer is awaited.
+    Compact,
     /// The turn's task died unexpectedly (a bug or panic in the shell's effect runner):
     /// reported as `error` then `done` `error`.
     Crashed {
@@ -136,7 +145,10 @@ impl Input {
     /// Whether the input comes from the client (a line, a framing fault, end of input): such
     /// input is held while a command's answer is awaited (see the drain contract).
     pub fn is_client(&self) -> bool {
-        matches!(self, Input::Line(_) | Input::Framing(_) | Input::EndOfInput)
+        matches!(
+            self,
+            Input::Line(_) | Input::Framing(_) | Input::EndOfInput | Input::Compact
+        )
     }
 }
 
@@ -433,6 +445,10 @@ pub struct Freeze {
     /// Manifest problems etc. to tell the model and client as harness notes.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Whether the project is trusted now, when the shell read it with this snapshot (a
+    /// refreeze: a project trusted since the session began runs turns from then on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted: Option<bool>,
 }
 
 /// Everything the core is constructed with.

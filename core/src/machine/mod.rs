@@ -135,6 +135,7 @@ mod tests;
 mod tools;
 mod turn;
 
+pub use commands::MODE_NOTE;
 pub use interface::*;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -306,6 +307,7 @@ impl Core {
             } => self.on_source_recorded(&approval_id, Some(message)),
             Input::Frozen { snapshot } => self.on_frozen(*snapshot),
             Input::Notice { text } => self.note(text),
+            Input::Compact => self.on_compact(),
             Input::Crashed { message } => self.on_crashed(message),
             Input::Timeout => self.on_timeout(),
         }

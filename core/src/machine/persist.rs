@@ -37,6 +37,9 @@ impl Core {
     }
 
     pub(super) fn on_persisted(&mut self, ticket: u64) {
+        if self.compaction_written(ticket, None) {
+            return;
+        }
         let Some(then) = self.phase.take_persisted(ticket) else {
             self.turn.background.remove(&ticket);
             return;
@@ -60,6 +63,9 @@ impl Core {
     }
 
     pub(super) fn on_persist_failed(&mut self, ticket: u64, message: String) {
+        if self.compaction_written(ticket, Some(&message)) {
+            return;
+        }
         let error = format!("the session record could not be written: {message}");
         let Some(then) = self.phase.take_persisted(ticket) else {
             if self.turn.background.remove(&ticket) && self.in_turn() {

@@ -242,62 +242,17 @@ fn approve(cli: &Cli, path: &Path) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let code = crate::extensions::approve::run(
-        state.project(),
-        path,
-        false,
-        &backend::is_reserved,
-        &|p, sha| state.approve_source(p, sha),
-        std::io::stdout().lock(),
-        std::io::stderr().lock(),
-    );
-    if code != 0 {
-        return code;
-    }
-    approve_hooks(&state, path)
-}
-
-/// With `--approve PATH`: approve, as now defined, every project hook whose command names PATH
-/// (or every project hook, when PATH is the project config), printing each definition.
-fn approve_hooks(state: &ProjectState, path: &Path) -> i32 {
-    let project = state.project();
-    let Ok(rel) = crate::extensions::approve::inspect(project, path, &backend::is_reserved)
-        .map(|a| a.source_path)
-    else {
-        return 0;
-    };
     let home = match Home::from_env() {
         Ok(h) => h,
         Err(e) => return fail(e),
     };
-    let layers = match config::load_layers(home.root(), project) {
-        Ok(l) => l,
-        Err(e) => return fail(format!("project hooks not approved: {e}")),
-    };
-    let frozen = crate::hooks::freeze(&layers.hooks, project, &|_, _| false);
-    for h in crate::hooks::naming(&frozen, &rel) {
-        let Some((key, sha)) = &h.approval else {
-            continue;
-        };
-        println!(
-            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms",
-            h.name,
-            crate::extensions::source::short(sha),
-            h.config.event.as_str(),
-            h.config.command,
-            h.config.blocking,
-            h.config.timeout_ms()
-        );
-        let files: Vec<&str> = h.files.keys().map(String::as_str).collect();
-        println!(
-            "  covers: its definition in .openmax/config.toml, {}",
-            files.join(", ")
-        );
-        if let Err(e) = state.approve_source(key, sha) {
-            return fail(format!("cannot save the approval of hook {}: {e}", h.name));
-        }
-    }
-    0
+    crate::extensions::approve::approve_path(
+        home.root(),
+        &state,
+        path,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    )
 }
 
 /// Where a session runs and with what settings.
@@ -469,6 +424,10 @@ pub(crate) struct Opened {
     pub notices: tokio::sync::mpsc::UnboundedReceiver<String>,
     /// The project's state (its sessions).
     pub state: ProjectState,
+    /// Whether the project is trusted (its state or the user config's `[trust]`).
+    pub trusted: bool,
+    /// `$OPENMAX_HOME`.
+    pub home: PathBuf,
 }
 
 /// Why a start-up failed: the stderr message and the exit code.
@@ -731,6 +690,8 @@ pub(crate) async fn open(
         prompt_history,
         notices,
         state: opened_state,
+        trusted,
+        home: setup.home.root().to_path_buf(),
     })
 }
 
@@ -805,6 +766,8 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             prompt_history,
             notices,
             state,
+            trusted,
+            home,
             ..
         } = opened;
         if let Err(e) = backend.settle_session() {
@@ -824,11 +787,18 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             state: state.clone(),
             history: prompt_history,
             notices: Some(notices),
+            home,
+            provider: backend.provider().clone(),
+            sandbox: backend.sandbox_policy(),
+            trusted,
         };
         let ended = crate::tui::run(rt, core, backend, launch, early);
         crate::sandbox::reaper::sweep();
-        match ended.switch_to {
-            Some(id) if ended.code == 0 => resume = Resume::Prefix(id),
+        match ended.next {
+            Some(crate::tui::view::Next::Resume(id)) if ended.code == 0 => {
+                resume = Resume::Prefix(id)
+            }
+            Some(crate::tui::view::Next::New) if ended.code == 0 => resume = Resume::New,
             _ => {
                 let kept = crate::session::index::read_index(&state.sessions_dir())
                     .is_ok_and(|i| i.sessions.iter().any(|e| e.id == session_id && e.used()));

@@ -246,6 +246,18 @@ pub struct Layers {
     pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
 }
 
+impl Layers {
+    /// `[trust] projects` of the user config, canonicalized where they exist.
+    pub fn trusted_projects(&self) -> Vec<PathBuf> {
+        self.merged
+            .trust
+            .projects
+            .iter()
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)))
+            .collect()
+    }
+}
+
 /// Read `$OPENMAX_HOME/config.toml` and `<project>/.openmax/config.toml` (each optional).
 pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
     let mut layers = Layers::default();
@@ -290,6 +302,7 @@ pub fn resolve(
     flags: &Overrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settings, ConfigError> {
+    let trusted_projects = layers.trusted_projects();
     let p = layers.merged.provider;
     let name = flags
         .provider
@@ -426,13 +439,7 @@ pub fn resolve(
         permissions,
         hooks: layers.hooks,
         mcp: layers.mcp,
-        trusted_projects: layers
-            .merged
-            .trust
-            .projects
-            .iter()
-            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)))
-            .collect(),
+        trusted_projects,
         files: layers.files,
         sandbox: layers.merged.sandbox,
         tool_timeouts,

@@ -163,6 +163,86 @@ fn mcp_servers_in(project: &Path, rel: &str) -> Vec<Approval> {
         .collect()
 }
 
+/// `openmax --approve PATH` whole: [`run`] for PATH (a tool with the files it runs, or each MCP
+/// server a file defines), then every project hook whose command names PATH (every project
+/// hook, when PATH is the project config), each printed before it is stored. The caller has
+/// made sure a human runs it. Returns the exit code.
+pub fn approve_path(
+    home: &Path,
+    state: &crate::session::ProjectState,
+    path: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let code = run(
+        state.project(),
+        path,
+        false,
+        &crate::run::backend::is_reserved,
+        &|p, sha| state.approve_source(p, sha),
+        &mut *out,
+        &mut *err,
+    );
+    if code != 0 {
+        return code;
+    }
+    approve_hooks(home, state, path, out, err)
+}
+
+/// Approve, as now defined, every project hook whose command names `path` (or every project
+/// hook, when `path` is the project config), printing each definition.
+fn approve_hooks(
+    home: &Path,
+    state: &crate::session::ProjectState,
+    path: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let project = state.project();
+    let Ok(rel) = inspect(project, path, &crate::run::backend::is_reserved).map(|a| a.source_path)
+    else {
+        return 0;
+    };
+    let layers = match crate::config::load_layers(home, project) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = writeln!(err, "openmax: project hooks not approved: {e}");
+            return 1;
+        }
+    };
+    let frozen = crate::hooks::freeze(&layers.hooks, project, &|_, _| false);
+    for h in crate::hooks::naming(&frozen, &rel) {
+        let Some((key, sha)) = &h.approval else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms",
+            h.name,
+            short(sha),
+            h.config.event.as_str(),
+            h.config.command,
+            h.config.blocking,
+            h.config.timeout_ms()
+        );
+        let files: Vec<&str> = h.files.keys().map(String::as_str).collect();
+        let _ = writeln!(
+            out,
+            "  covers: its definition in .openmax/config.toml, {}",
+            files.join(", ")
+        );
+        if let Err(e) = state.approve_source(key, sha) {
+            let _ = writeln!(
+                err,
+                "openmax: cannot save the approval of hook {}: {e}",
+                h.name
+            );
+            return 1;
+        }
+    }
+    0
+}
+
 fn approve_one<W: Write>(
     a: &Approval,
     store: &dyn Fn(&str, &str) -> std::io::Result<()>,

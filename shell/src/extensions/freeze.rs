@@ -142,6 +142,7 @@ pub fn freeze(inputs: &FreezeInputs<'_>) -> Frozen {
             hooks: Vec::new(),
             changes: Vec::new(),
             notes,
+            trusted: None,
         },
         snapshot,
         external,

@@ -12,6 +12,7 @@ pub mod approve;
 pub mod external;
 pub mod freeze;
 pub mod manifest;
+pub mod pending;
 pub mod process;
 pub mod prompt;
 pub mod skills;

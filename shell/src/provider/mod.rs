@@ -194,6 +194,8 @@ pub struct Provider {
 
 struct Inner {
     cfg: ProviderConfig,
+    /// The model requests name: `cfg.model` until [`Provider::set_model`] switches it.
+    model: std::sync::RwLock<String>,
     /// The request URL (empty for demo).
     url: Option<Uri>,
     /// `None` for demo.
@@ -217,6 +219,7 @@ impl Provider {
         if cfg.kind == ProviderKind::Demo {
             return Ok(Provider {
                 inner: Arc::new(Inner {
+                    model: std::sync::RwLock::new(cfg.model.clone()),
                     cfg,
                     url: None,
                     client: None,
@@ -230,6 +233,7 @@ impl Provider {
         let client = http::build_client(cfg.connect_timeout_ms);
         Ok(Provider {
             inner: Arc::new(Inner {
+                model: std::sync::RwLock::new(cfg.model.clone()),
                 cfg,
                 url: Some(url),
                 client: Some(client),
@@ -241,6 +245,23 @@ impl Provider {
         &self.inner.cfg
     }
 
+    /// The model the next request names.
+    pub fn model(&self) -> String {
+        match self.inner.model.read() {
+            Ok(m) => m.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Name `model` in every request from now on (every clone of this provider shares it).
+    pub fn set_model(&self, model: &str) {
+        let mut m = match self.inner.model.write() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *m = model.to_string();
+    }
+
     /// The URL requests go to (`None` for demo).
     pub fn url(&self) -> Option<&Uri> {
         self.inner.url.as_ref()
@@ -250,12 +271,13 @@ impl Provider {
     pub fn build_body(&self, req: &ModelRequest) -> serde_json::Value {
         let cfg = &self.inner.cfg;
         let max = cfg.max_output_tokens;
+        let model = self.model();
         match cfg.kind {
             ProviderKind::Anthropic | ProviderKind::Demo => {
-                anthropic::build_body(req, &cfg.model, if max == 0 { 8192 } else { max })
+                anthropic::build_body(req, &model, if max == 0 { 8192 } else { max })
             }
             ProviderKind::Openai => {
-                let mut b = openai::build_body(req, &cfg.model, max);
+                let mut b = openai::build_body(req, &model, max);
                 if max == 0 {
                     if let Some(o) = b.as_object_mut() {
                         o.remove("max_output_tokens");
@@ -264,7 +286,7 @@ impl Provider {
                 b
             }
             ProviderKind::OpenaiChat => {
-                let mut b = chat::build_body(req, &cfg.model, max);
+                let mut b = chat::build_body(req, &model, max);
                 if max == 0 {
                     if let Some(o) = b.as_object_mut() {
                         o.remove("max_tokens");

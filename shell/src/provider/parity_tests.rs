@@ -174,6 +174,7 @@ impl Driver {
             hooks: vec![],
             changes: vec![],
             notes: vec![],
+            trusted: None,
         };
         let mut config = CoreConfig::new("s1", freeze);
         config.history = history;

@@ -518,6 +518,16 @@ impl Backend {
 
     /// Record a human's approval (over the wire) of the bytes a plan showed as `source_sha`
     /// (the first 12 hex of their framed sha256).
+    /// The provider requests go to (the terminal UI's `/model` switches its model).
+    pub fn provider(&self) -> &Provider {
+        &self.provider
+    }
+
+    /// The sandbox policy agent processes run under.
+    pub fn sandbox_policy(&self) -> Arc<Policy> {
+        self.tools.sandbox.clone()
+    }
+
     pub fn approve_source(&self, source_path: &str, source_sha: &str) -> Result<(), String> {
         let key = (source_path.to_string(), source_sha.to_ascii_lowercase());
         let full = self.shas.lock().ok().and_then(|m| m.get(&key).cloned());
@@ -562,8 +572,12 @@ impl Backend {
         let echo = self.echo_notes;
         async move {
             let mut notes = Vec::new();
+            let mut trusted_by_config = false;
             let (hook_configs, tables) = match crate::config::load_layers(&home, &project) {
-                Ok(layers) => (Some(layers.hooks), layers.mcp),
+                Ok(layers) => {
+                    trusted_by_config = layers.trusted_projects().contains(&project);
+                    (Some(layers.hooks), layers.mcp)
+                }
                 Err(e) => {
                     if echo {
                         eprintln!("openmax: hooks and MCP servers not re-read: {e}");
@@ -588,6 +602,8 @@ impl Backend {
             freeze.changes = freezing::changes(&old_snapshot, &frozen.snapshot, &agent_wrote);
             freeze.changes.extend(mcp_changes(&old_mcp, &mcp_tools));
             freeze.notes.extend(notes);
+            // Trust is read again too: a project trusted since the session began runs turns.
+            freeze.trusted = Some(state.trusted() || trusted_by_config);
             if let Ok(mut p) = pending.lock() {
                 *p = Some(PendingFreeze {
                     frozen,

@@ -44,6 +44,28 @@ pub fn print(confine: &Confine, env: &EnvPolicy, project: &Path, out: &mut dyn W
     0
 }
 
+/// One line for a status display: the layers in force, or why there are none.
+pub fn summary(confine: &Confine) -> String {
+    let sandbox = match confine {
+        Confine::Off => return "OFF (agent processes run with your full authority)".into(),
+        Confine::Unavailable(why) => return format!("unavailable: {why}"),
+        Confine::On(s) => s,
+    };
+    match sandbox.probe() {
+        Ok(r) => format!(
+            "on: {}namespaces (mount, pid, IPC{}), no capabilities, Landlock ABI {}, seccomp",
+            if r.user_namespace { "user and " } else { "" },
+            if r.network_namespace {
+                ", network: off"
+            } else {
+                "; network: on"
+            },
+            r.landlock_abi
+        ),
+        Err(why) => format!("unavailable: {why}"),
+    }
+}
+
 fn lines(
     r: &Report,
     spec: &super::confine::ConfineSpec,

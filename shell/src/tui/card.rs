@@ -46,6 +46,32 @@ pub fn unsandboxed(card: &ApprovalCard) -> bool {
     card.reason == ApprovalReason::Gate && card.summary.starts_with(UNSANDBOXED_SUMMARY_PREFIX)
 }
 
+/// The start-up question of an untrusted folder: what trusting it means and the answer keys.
+pub fn trust_lines(project: &str, width: usize, theme: Theme) -> Vec<Line<'static>> {
+    let mut rows = Vec::new();
+    rows.extend(wrap(
+        &[("trust this folder?".to_string(), theme.card())],
+        width,
+        Span::styled("▌ ", theme.card()),
+        Span::styled("▌ ", theme.card()),
+    ));
+    rows.extend(hard_wrap(project, theme.bold(), width, VALUE));
+    rows.extend(wrap_text(
+        "openmax runs tools in a folder only once you trust it (as openmax --trust records); \
+         the project's own MCP servers, tools and hooks still ask before they run",
+        theme.plain(),
+        width,
+        "  ",
+    ));
+    rows.extend(wrap_text(
+        "y trust · n not now (nothing runs)",
+        theme.card(),
+        width,
+        "  ",
+    ));
+    rows
+}
+
 /// The card's rows at `width` columns.
 pub fn lines(card: &ApprovalCard, width: usize, theme: Theme) -> Vec<Line<'static>> {
     lines_as(card, width, theme, false)

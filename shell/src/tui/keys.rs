@@ -7,25 +7,21 @@
 //! | Enter | submit the prompt (or a slash command); during a turn a prompt stays in the editor |
 //! | Ctrl-J, Alt-Enter, Shift-Enter | insert a newline |
 //! | Up / Down | walk this project's earlier prompts |
-//! | y / n | answer the oldest pending approval card |
+//! | y / n | answer the UI's first question (trust, a project source), else the oldest pending approval card |
 //! | Esc | cancel the running turn |
 //! | Ctrl-C | cancel the running turn; on an idle prompt, twice within 2 s quits |
 //! | Ctrl-D | quit, on an empty prompt |
 //! | Shift-Tab | cycle the mode auto → ask → readonly (saved like `approval_mode`) |
 //! | Ctrl-U | clear the prompt |
 //! | in the `/resume` picker: Up / Down, Enter, Esc | move, resume the session, close |
+//! | in the `/` menu: Up / Down, Tab, Enter, Esc | move, complete, run, clear the prompt |
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use openmax_core::wire::{Command, Mode};
 
 use super::blocks::{Block, Level};
-use super::view::{View, QUIT_WINDOW_MS};
-
-/// The `/help` text.
-pub const HELP: &str = "keys: Enter send · Ctrl-J or Alt-Enter newline · Up/Down history · \
-y/n answer an approval · Esc cancel the turn · Ctrl-C cancel, twice on an idle prompt quit · \
-Ctrl-D quit on an empty prompt · Shift-Tab cycle the mode auto → ask → readonly · Ctrl-U clear\n\
-commands: /mode <auto|ask|readonly> · /resume (pick a session) · /reload · /help · /quit";
+use super::card::ApprovalCard;
+use super::view::{Next, Question, Request, View, QUIT_WINDOW_MS};
 
 /// The mode after `mode` in the Shift-Tab cycle.
 pub fn next_mode(mode: Mode) -> Mode {
@@ -58,6 +54,19 @@ impl View {
             self.pick_key(key.code);
             return;
         }
+        let menu = !self.menu().is_empty();
+        match key.code {
+            KeyCode::Up if menu => return self.menu_move(-1),
+            KeyCode::Down if menu => return self.menu_move(1),
+            KeyCode::Tab if menu && !shift => return self.menu_complete(),
+            KeyCode::Esc if menu && self.running.is_none() => {
+                self.editor.clear();
+                self.menu_at = 0;
+                return;
+            }
+            KeyCode::Enter if menu && !(alt || shift) && self.menu_enter() => return,
+            _ => {}
+        }
         match key.code {
             KeyCode::Char('c') if ctrl => self.ctrl_c(now),
             KeyCode::Char('d') if ctrl => {
@@ -82,8 +91,12 @@ impl View {
             KeyCode::Char(c) if !ctrl => {
                 let mut b = [0u8; 4];
                 self.editor.insert(c.encode_utf8(&mut b));
+                self.menu_at = 0;
             }
-            KeyCode::Backspace => self.editor.backspace(),
+            KeyCode::Backspace => {
+                self.editor.backspace();
+                self.menu_at = 0;
+            }
             KeyCode::Delete => self.editor.delete(),
             KeyCode::Left => self.editor.left(),
             KeyCode::Right => self.editor.right(),
@@ -111,13 +124,47 @@ impl View {
         });
     }
 
-    /// Whether y/n go to an approval card: one is pending and unanswered and the prompt is
-    /// empty (so a typed word starting with y is not taken for an answer).
+    /// Whether y/n answer something: a question of the UI's, or a pending and unanswered
+    /// approval card, and the prompt is empty (so a typed word starting with y is not taken
+    /// for an answer).
     fn answering(&self) -> bool {
-        self.editor.is_empty() && self.approvals.iter().any(|c| c.answered.is_none())
+        self.editor.is_empty()
+            && (!self.questions.is_empty() || self.approvals.iter().any(|c| c.answered.is_none()))
     }
 
     fn answer(&mut self, approved: bool) {
+        if !self.questions.is_empty() {
+            let question = self.questions.remove(0);
+            match &question {
+                Question::Trust { project } => self.notice(
+                    Level::Info,
+                    &if approved {
+                        format!("trusting {project}…")
+                    } else {
+                        format!(
+                            "{project} is not trusted: prompts are refused and nothing runs \
+                             (/trust trusts it)"
+                        )
+                    },
+                ),
+                Question::Source { card, .. } => {
+                    let card = ApprovalCard {
+                        outcome: Some(if approved {
+                            openmax_core::wire::ApprovalOutcome::Approved
+                        } else {
+                            openmax_core::wire::ApprovalOutcome::Declined
+                        }),
+                        ..card.clone()
+                    };
+                    self.finished.push(Block::Approval(card));
+                }
+            }
+            self.requests.push(Request::Answer {
+                question: Box::new(question),
+                yes: approved,
+            });
+            return;
+        }
         if let Some(card) = self.approvals.iter_mut().find(|c| c.answered.is_none()) {
             card.answered = Some(approved);
             let cmd = Command::Approve {
@@ -158,6 +205,10 @@ impl View {
                 Some("a turn is running: Esc cancels it; Enter sends this once it ends".into());
             return;
         }
+        if !self.questions.is_empty() && !pending.is_empty() && !pending.starts_with('/') {
+            self.hint = Some("answer the question above first: y or n".into());
+            return;
+        }
         let text = self.editor.submit();
         let trimmed = text.trim();
         if trimmed.is_empty() {
@@ -184,38 +235,11 @@ impl View {
                 self.picker = None;
                 if let Some(id) = id {
                     self.notice(Level::Info, &format!("resuming session {id}…"));
-                    self.switch_to = Some(id);
+                    self.next = Some(Next::Resume(id));
                     self.quit();
                 }
             }
             _ => {}
-        }
-    }
-
-    fn slash(&mut self, cmd: &str) {
-        let mut words = cmd.split_whitespace();
-        match (words.next(), words.next(), words.next()) {
-            (Some("resume"), None, None) if self.running.is_some() => {
-                self.hint = Some("a turn is running: Esc cancels it, then /resume".into());
-            }
-            (Some("resume"), None, None) => self.wants_sessions = true,
-            (Some("mode"), Some(mode), None) => self.send(Command::ApprovalMode {
-                mode: mode.to_string(),
-            }),
-            (Some("mode"), None, None) => {
-                let now = self.status.mode.map(Mode::as_str).unwrap_or("unknown");
-                self.notice(
-                    Level::Info,
-                    &format!("mode: {now} (change it with /mode <auto|ask|readonly> or Shift-Tab)"),
-                );
-            }
-            (Some("reload"), None, None) => self.send(Command::Reload),
-            (Some("help"), None, None) => self.notice(Level::Info, HELP),
-            (Some("quit"), None, None) => self.quit(),
-            _ => self.notice(
-                Level::Error,
-                &format!("unknown command /{cmd}: try /mode <auto|ask|readonly>, /resume, /reload, /help or /quit"),
-            ),
         }
     }
 }

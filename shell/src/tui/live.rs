@@ -11,7 +11,7 @@ use super::blocks::tool_header;
 use super::card;
 use super::markdown;
 use super::theme::Theme;
-use super::view::View;
+use super::view::{Question, View};
 use super::wrap::{width, wrap_text};
 
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
@@ -38,6 +38,8 @@ pub fn live(view: &View, now: u64, cols: usize, max_rows: usize, theme: Theme) -
     }
     if !view.reply.is_empty() {
         flow.extend(markdown::render(&view.reply, cols, theme));
+        // The blank row the finished reply ends with: the reply's rows stay put when it ends.
+        flow.push(Line::default());
     }
     for t in view.tools.values() {
         flow.extend(tool_header(t, cols, theme));
@@ -71,6 +73,47 @@ pub fn live(view: &View, now: u64, cols: usize, max_rows: usize, theme: Theme) -
             cols,
             "",
         ));
+    }
+    if let Some(q) = view.questions.first() {
+        let rows = match q {
+            Question::Trust { project } => card::trust_lines(project, cols, theme),
+            Question::Source { card: c, .. } => card::lines(c, cols, theme),
+        };
+        fixed.extend(rows);
+        let more = view.questions.len() - 1;
+        if more > 0 {
+            fixed.extend(wrap_text(
+                &format!(
+                    "{more} more question{} after this one",
+                    if more == 1 { "" } else { "s" }
+                ),
+                theme.dim(),
+                cols,
+                "  ",
+            ));
+        }
+    }
+    let menu = view.menu();
+    if !menu.is_empty() && view.picker.is_none() {
+        let at = view.menu_at.min(menu.len() - 1);
+        for (i, c) in menu.iter().enumerate() {
+            let (mark, style) = if i == at {
+                ("› ", theme.bold())
+            } else {
+                ("  ", theme.plain())
+            };
+            let name = if c.args.is_empty() {
+                format!("/{}", c.name)
+            } else {
+                format!("/{} {}", c.name, c.args)
+            };
+            let line = format!("{name:<28} {}", c.help);
+            let text: String = line.chars().take(cols.saturating_sub(2)).collect();
+            fixed.push(Line::from(vec![
+                Span::styled(mark, theme.user()),
+                Span::styled(text, style),
+            ]));
+        }
     }
     if let Some(p) = &view.picker {
         fixed.extend(wrap_text(
@@ -194,13 +237,15 @@ fn status_row(view: &View, now: u64, cols: usize, theme: Theme) -> Line<'static>
     if let Some((used, ctx)) = s.budget {
         parts.push(format!("ctx {used}/{ctx}"));
     }
-    if let Some((p, c, cached)) = s.usage {
-        let mut u = format!("in {p} out {c}");
-        if let Some(k) = cached {
-            u.push_str(&format!(" cached {k}"));
+    let t = s.totals;
+    if t.requests > 0 {
+        let mut u = format!("session in {} out {}", t.prompt, t.completion);
+        if t.cached > 0 {
+            u.push_str(&format!(" cached {}", t.cached));
         }
         parts.push(u);
     }
+
     if let Some(since) = view.running {
         let el = now.saturating_sub(since);
         let frame = SPINNER[((el / 100) % SPINNER.len() as u64) as usize];
@@ -389,7 +434,7 @@ mod tests {
         let l = live(&v, 2500, 200, 10, Theme { color: true });
         let status = text(l.rows.last().unwrap());
         assert!(
-            status.starts_with("model-x · readonly · ctx 5/100 · in 3 out 2 · "),
+            status.starts_with("model-x · readonly · ctx 5/100 · session in 3 out 2 · "),
             "{status}"
         );
         assert!(status.ends_with("working 2s"), "{status}");

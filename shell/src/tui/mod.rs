@@ -28,7 +28,9 @@ pub mod history;
 pub mod keys;
 pub mod live;
 pub mod markdown;
+pub mod requests;
 pub mod signals;
+pub mod slash;
 pub mod term;
 pub mod theme;
 pub mod view;
@@ -78,6 +80,14 @@ pub struct Launch {
     pub history: PathBuf,
     /// Notices of the tool sources (MCP `tools/list_changed`), for the core.
     pub notices: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+    /// `$OPENMAX_HOME`: the project's pending sources and `/approve` read its config.
+    pub home: PathBuf,
+    /// The provider requests go to (`/model` switches its model).
+    pub provider: crate::provider::Provider,
+    /// The sandbox agent processes run in (`/status`).
+    pub sandbox: Arc<crate::sandbox::Policy>,
+    /// Whether the project was trusted when the session opened.
+    pub trusted: bool,
 }
 
 /// What reaches the UI thread.
@@ -160,8 +170,8 @@ impl Early {
 pub struct Ended {
     /// The exit code.
     pub code: i32,
-    /// A session picked with `/resume` to continue in.
-    pub switch_to: Option<String>,
+    /// Where to go next: a session picked with `/resume`, or a fresh one (`/new`).
+    pub next: Option<view::Next>,
 }
 
 /// Run the session under the TUI until the core exits. `early` is stderr as captured since
@@ -173,10 +183,7 @@ pub fn run(
     launch: Launch,
     early: Early,
 ) -> Ended {
-    let ended = |code| Ended {
-        code,
-        switch_to: None,
-    };
+    let ended = |code| Ended { code, next: None };
     run_inner(rt, core, backend, launch, early, ended)
 }
 
@@ -251,7 +258,7 @@ fn run_inner(
     restore();
     match ui {
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => ended(code),
-        Ok(Ok(switch_to)) => Ended { code, switch_to },
+        Ok(Ok(next)) => Ended { code, next },
         Ok(Err(e)) => {
             eprintln!("openmax: the terminal failed: {e}");
             ended(if code == 0 { 1 } else { code })
@@ -282,19 +289,30 @@ fn watch_hangup(input: &InputTx) -> Arc<AtomicBool> {
     flag
 }
 
-/// The UI thread: its view, its screen, until the runtime exits; the session picked with
-/// `/resume`, if one was. When the terminal fails (it hung up, say) the running turn is
+/// The UI thread: its view, its screen, until the runtime exits; where to go next (`/resume`,
+/// `/new`), if anywhere. When the terminal fails (it hung up, say) the running turn is
 /// cancelled and input ended, so the session drains.
 fn ui_loop(
     rx: mpsc::Receiver<Msg>,
     input: &InputTx,
     launch: Launch,
-) -> std::io::Result<Option<String>> {
+) -> std::io::Result<Option<view::Next>> {
     let mut view = view::View::new(&launch.model, launch.mode, history::load(&launch.history));
     match (&launch.past, &launch.transcript) {
         (Some((items, older)), Some(_)) => view.replay(items, *older),
         (_, Some(t)) => view.transcript(&t.messages, t.truncated),
         _ => {}
+    }
+    match requests::startup(&launch) {
+        Ok(questions) => view.ask(questions),
+        Err(why) if !(launch.trusted || launch.state.trusted()) => view.notice(
+            blocks::Level::Warn,
+            &format!(
+                "{} is not trusted: prompts are refused and nothing runs ({why})",
+                launch.state.project().display()
+            ),
+        ),
+        Err(_) => {}
     }
     let r = draw_loop(&rx, input, &launch, &mut view);
     if r.is_err() {
@@ -303,7 +321,7 @@ fn ui_loop(
         }
         let _ = input.send(Input::EndOfInput);
     }
-    r.map(|()| view.switch_to.take())
+    r.map(|()| view.next.take())
 }
 
 /// The `/resume` picker's lines: this project's sessions but this one.
@@ -341,6 +359,7 @@ fn draw_loop(
     // the frame budget (keys are rare, so the rate stays bounded by the typist).
     let mut typed = false;
     let mut last_draw: Option<Instant> = None;
+    let mut carrier = requests::Carrier::default();
     loop {
         let mut exit = false;
         loop {
@@ -370,6 +389,10 @@ fn draw_loop(
         }
         if view.wants_sessions {
             view.open_picker(picker_items(launch));
+            dirty = true;
+        }
+        for req in view.take_requests() {
+            carrier.carry(req, launch, view, input);
             dirty = true;
         }
         for cmd in view.take_commands() {

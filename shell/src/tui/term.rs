@@ -1,7 +1,8 @@
 //! The terminal: raw mode and bracketed paste on entry, restored on every way out (normal
 //! exit, a panic, a forced exit on a second signal); an inline viewport at the bottom of the
-//! screen whose height follows the live region, with finished blocks inserted above it into
-//! the terminal's own scrollback; each frame wrapped in a synchronized update.
+//! screen whose height follows the live region; finished blocks are written where the live
+//! region began (so a reply stays where it streamed) and scroll into the terminal's own
+//! scrollback as text does; each frame wrapped in a synchronized update.
 
 use std::collections::BTreeSet;
 use std::io::{self, Stdout, Write};
@@ -11,7 +12,6 @@ use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use crossterm::terminal::{self, BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use crossterm::{cursor, execute, queue};
 use ratatui::backend::CrosstermBackend;
-use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
 use ratatui::{Terminal, TerminalOptions, Viewport};
@@ -186,15 +186,36 @@ impl Screen {
         Ok(())
     }
 
-    fn insert(&mut self, rows: Vec<Line<'static>>) -> io::Result<()> {
-        for chunk in rows.chunks(500) {
+    /// Write finished rows where the live region begins, as a terminal prints text: the rows
+    /// stay where they were drawn (a reply that streamed in the live region does not move when
+    /// it finishes), the screen scrolls only by what no longer fits, and what scrolls off goes
+    /// to the terminal's own scrollback. The viewport starts again under them, `height` rows
+    /// tall. Returns the row the cursor is on: the one after the last written.
+    fn commit(&mut self, rows: Vec<Line<'static>>, height: u16) -> io::Result<u16> {
+        let top = self.term.get_frame().area().top();
+        clear_from(top)?;
+        let (_, screen) = terminal::size()?;
+        let mut next = top;
+        for chunk in rows.chunks(screen.max(1) as usize) {
             let lines = chunk.to_vec();
-            self.term
-                .insert_before(lines.len() as u16, |buf: &mut ratatui::buffer::Buffer| {
-                    Paragraph::new(lines).render(buf.area, buf);
-                })?;
+            let mut t = inline(lines.len() as u16)?;
+            t.draw(|f| {
+                let area = f.area();
+                Paragraph::new(lines).render(area, f.buffer_mut());
+            })?;
+            let area = t.get_frame().area();
+            // Onto the row after the chunk; a line feed on the last row scrolls the screen.
+            let mut out = io::stdout();
+            queue!(out, cursor::MoveTo(0, area.bottom().saturating_sub(1)))?;
+            out.write_all(b"\n")?;
+            out.flush()?;
+            next = area.bottom().min(screen.saturating_sub(1));
         }
-        Ok(())
+        queue!(io::stdout(), cursor::MoveTo(0, next))?;
+        self.term = inline(height)?;
+        self.height = height;
+        self.drawn.clear();
+        Ok(next)
     }
 
     /// Draw one frame of `view` at `now`.
@@ -205,28 +226,23 @@ impl Screen {
             self.relocate(cols)?;
         }
         let finished = view.take_finished();
-        if !finished.is_empty() {
-            let lines: Vec<Line<'static>> = finished
-                .iter()
-                .flat_map(|b: &Block| blocks::lines(b, cols as usize, self.theme))
-                .collect();
-            self.insert(lines)?;
-        }
+        let mut lines: Vec<Line<'static>> = finished
+            .iter()
+            .flat_map(|b: &Block| blocks::lines(b, cols as usize, self.theme))
+            .collect();
         let l = live(view, now, cols as usize, rows as usize, self.theme);
         // A card too tall for the screen goes whole into the scrollback, once.
-        let mut spilled = Vec::new();
         for id in &l.spill {
             if self.spilled.insert(id.clone()) {
                 if let Some(c) = view.approvals.iter().find(|c| &c.approval_id == id) {
-                    spilled.extend(card::lines(c, cols as usize, self.theme));
+                    lines.extend(card::lines(c, cols as usize, self.theme));
                 }
             }
         }
-        if !spilled.is_empty() {
-            self.insert(spilled)?;
-        }
         let want = (l.rows.len() as u16).clamp(1, rows.max(1));
-        if want != self.height || self.term.size()?.width != cols {
+        if !lines.is_empty() {
+            self.commit(lines, want)?;
+        } else if want != self.height || self.term.size()?.width != cols {
             self.reheight(want)?;
         }
         let cursor = l.cursor;
@@ -256,9 +272,12 @@ impl Screen {
             .iter()
             .flat_map(|b| blocks::lines(b, cols as usize, self.theme))
             .collect();
-        self.insert(lines)?;
-        let area: Rect = self.term.get_frame().area();
-        clear_from(area.top())?;
+        let top = if lines.is_empty() {
+            self.term.get_frame().area().top()
+        } else {
+            self.commit(lines, 1)?
+        };
+        clear_from(top)?;
         self.term.show_cursor()?;
         Ok(())
     }

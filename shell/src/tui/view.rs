@@ -35,8 +35,63 @@ pub struct Status {
     pub mode: Option<Mode>,
     /// `budget`: used and context tokens.
     pub budget: Option<(u64, u64)>,
-    /// The last `usage`: prompt, completion, cached.
-    pub usage: Option<(u64, u64, Option<u64>)>,
+    /// The session's `usage` summed so far (this opening of it).
+    pub totals: Totals,
+}
+
+/// Token counts summed over a session's `usage` lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub prompt: u64,
+    pub completion: u64,
+    pub cached: u64,
+    /// `usage` lines counted.
+    pub requests: u64,
+}
+
+/// A question the UI itself asks the person, outside the wire: whether to trust this folder,
+/// or whether to approve a project source the session is about to need (the same store as
+/// `openmax --trust` and `openmax --approve`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Question {
+    Trust {
+        project: String,
+    },
+    Source {
+        /// Drawn as an `unapproved_source` card would be.
+        card: ApprovalCard,
+        /// The approval store's key and the full sha256 approving it records.
+        key: String,
+        sha256: String,
+    },
+}
+
+/// Something the person asked for that the UI loop carries out, outside the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// A question answered.
+    Answer { question: Box<Question>, yes: bool },
+    /// `/trust`.
+    Trust,
+    /// `/approve <file>`.
+    Approve(String),
+    /// `/model <name>`.
+    Model(String),
+    /// `/compact`.
+    Compact,
+    /// `/status`.
+    Status,
+    /// `/cost`.
+    Cost,
+}
+
+/// Where the UI goes once this session has ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Continue in this session (picked with `/resume`).
+    Resume(String),
+    /// A fresh session (`/new`).
+    New,
 }
 
 /// The `/resume` picker: this project's sessions, one highlighted.
@@ -75,8 +130,13 @@ pub struct View {
     pub wants_sessions: bool,
     /// The `/resume` picker, while open.
     pub picker: Option<Picker>,
-    /// The session picked to continue in once this one has ended.
-    pub switch_to: Option<String>,
+    /// Where to go once this session has ended (`/resume`, `/new`).
+    pub next: Option<Next>,
+    /// Questions asked by the UI, oldest first: y/n answer the first.
+    pub questions: Vec<Question>,
+    pub(super) requests: Vec<Request>,
+    /// The highlighted entry of the `/` menu.
+    pub menu_at: usize,
     /// Modes Shift-Tab asked for whose acknowledgement has not come back yet, oldest first.
     pub(super) modes_asked: Vec<Mode>,
 }
@@ -104,9 +164,22 @@ impl View {
             hint: None,
             wants_sessions: false,
             picker: None,
-            switch_to: None,
+            next: None,
+            questions: Vec::new(),
+            requests: Vec::new(),
+            menu_at: 0,
             modes_asked: Vec::new(),
         }
+    }
+
+    /// Questions and other requests for the UI loop, in the order they were made.
+    pub fn take_requests(&mut self) -> Vec<Request> {
+        std::mem::take(&mut self.requests)
+    }
+
+    /// Ask `questions` after any already pending.
+    pub fn ask(&mut self, questions: Vec<Question>) {
+        self.questions.extend(questions);
     }
 
     /// Open the `/resume` picker over `items` (id, line), or say there is nothing to pick.
@@ -271,7 +344,13 @@ impl View {
                 prompt_tokens,
                 completion_tokens,
                 cached_tokens,
-            } => self.status.usage = Some((prompt_tokens, completion_tokens, cached_tokens)),
+            } => {
+                let t = &mut self.status.totals;
+                t.prompt += prompt_tokens;
+                t.completion += completion_tokens;
+                t.cached += cached_tokens.unwrap_or(0);
+                t.requests += 1;
+            }
             Event::ToolStart {
                 call_id,
                 name,
@@ -327,6 +406,9 @@ impl View {
                     None => self.finished.push(Block::Diff(d)),
                 }
             }
+            // A mode change is said once, by its acknowledgement's line.
+            Event::HarnessNote { call_id, text }
+                if call_id.is_empty() && text.starts_with(openmax_core::machine::MODE_NOTE) => {}
             Event::HarnessNote { text, .. } => self.notice(Level::Info, &format!("note: {text}")),
             Event::Retry {
                 attempt,

@@ -7,7 +7,9 @@ use openmax_core::wire::{
 };
 
 use super::blocks::{Block, Level};
-use super::view::View;
+use super::card::ApprovalCard;
+use super::slash::COMMANDS;
+use super::view::{Next, Question, Request, View};
 
 fn view() -> View {
     View::new("m1", Mode::Ask, vec!["old prompt".into()])
@@ -525,7 +527,20 @@ fn status_line_facts_and_transcript() {
         },
     );
     assert_eq!(v.status.budget, Some((10, 200)));
-    assert_eq!(v.status.usage, Some((7, 3, Some(2))));
+    v.event(
+        0,
+        Event::Usage {
+            prompt_tokens: 5,
+            completion_tokens: 1,
+            cached_tokens: None,
+        },
+    );
+    // The status line shows the session's totals, not the last request's.
+    let t = v.status.totals;
+    assert_eq!(
+        (t.prompt, t.completion, t.cached, t.requests),
+        (12, 4, 2, 2)
+    );
     v.transcript(
         &[
             TranscriptMessage {
@@ -675,13 +690,252 @@ fn the_resume_picker_moves_picks_and_closes() {
     assert_eq!(v.picker.as_ref().unwrap().at, 1, "stops at the last");
     key(&mut v, 3, KeyCode::Up, KeyModifiers::NONE);
     key(&mut v, 4, KeyCode::Esc, KeyModifiers::NONE);
-    assert!(v.picker.is_none() && v.switch_to.is_none());
+    assert!(v.picker.is_none() && v.next.is_none());
     v.open_picker(vec![("b2".into(), "b2 second".into())]);
     key(&mut v, 5, KeyCode::Enter, KeyModifiers::NONE);
-    assert_eq!(v.switch_to.as_deref(), Some("b2"));
+    assert_eq!(v.next, Some(Next::Resume("b2".into())));
     assert_eq!(v.take_commands(), [Command::Quit]);
     let mut empty = view();
     empty.open_picker(Vec::new());
     assert!(empty.picker.is_none());
     assert!(notices(&empty.take_finished())[0].contains("no other session"));
+}
+
+/// An argument each command taking one accepts.
+fn sample_arg(name: &str) -> &'static str {
+    match name {
+        "mode" => "auto",
+        "model" => "m2",
+        "approve" => ".mcp.json",
+        other => panic!("/{other} takes an argument this test does not know"),
+    }
+}
+
+#[test]
+fn every_command_of_the_table_does_what_it_says_and_refuses_a_wrong_argument() {
+    for c in COMMANDS {
+        let line = if c.args.is_empty() {
+            format!("/{}", c.name)
+        } else {
+            format!("/{} {}", c.name, sample_arg(c.name))
+        };
+        let mut v = view();
+        typed(&mut v, &line);
+        key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+        let (cmds, reqs) = (v.take_commands(), v.take_requests());
+        let n = notices(&v.take_finished());
+        let effect = !cmds.is_empty() || !reqs.is_empty() || v.wants_sessions || !n.is_empty();
+        assert!(effect, "{line} did nothing");
+        assert!(
+            n.iter()
+                .all(|t| !t.contains("unknown command") && !t.contains("usage:")),
+            "{line}: {n:?}"
+        );
+        match c.name {
+            "model" => assert_eq!(reqs, [Request::Model("m2".into())]),
+            "compact" => assert_eq!(reqs, [Request::Compact]),
+            "status" => assert_eq!(reqs, [Request::Status]),
+            "cost" => assert_eq!(reqs, [Request::Cost]),
+            "trust" => assert_eq!(reqs, [Request::Trust]),
+            "approve" => assert_eq!(reqs, [Request::Approve(".mcp.json".into())]),
+            "new" => {
+                assert_eq!(v.next, Some(Next::New));
+                assert_eq!(cmds, [Command::Quit]);
+            }
+            "resume" => assert!(v.wants_sessions),
+            "reload" => assert_eq!(cmds, [Command::Reload]),
+            "quit" => assert_eq!(cmds, [Command::Quit]),
+            "mode" => assert_eq!(
+                cmds,
+                [Command::ApprovalMode {
+                    mode: "auto".into()
+                }]
+            ),
+            "help" => assert!(COMMANDS
+                .iter()
+                .all(|k| n[0].contains(&format!("/{}", k.name)))),
+            other => panic!("/{other} is in the table but not in this test"),
+        }
+        // A wrong number of arguments is said, never run.
+        let wrong = if c.args.is_empty() {
+            format!("/{} extra", c.name)
+        } else {
+            format!("/{} a b", c.name)
+        };
+        let mut v = view();
+        typed(&mut v, &wrong);
+        key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+        assert!(
+            v.take_commands().is_empty() && v.take_requests().is_empty(),
+            "{wrong}"
+        );
+        let n = notices(&v.take_finished());
+        assert!(
+            n[0].contains("takes no argument") || n[0].starts_with("usage: /"),
+            "{wrong}: {n:?}"
+        );
+    }
+}
+
+#[test]
+fn commands_that_change_the_session_wait_for_the_turn_to_end() {
+    for line in [
+        "/new",
+        "/resume",
+        "/compact",
+        "/model m2",
+        "/trust",
+        "/approve x",
+    ] {
+        let mut v = view();
+        typed(&mut v, "go");
+        key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+        v.take_commands();
+        typed(&mut v, line);
+        key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+        assert!(
+            v.take_commands().is_empty() && v.take_requests().is_empty(),
+            "{line}"
+        );
+        assert!(v.next.is_none() && !v.wants_sessions, "{line}");
+        assert!(
+            v.hint
+                .as_deref()
+                .unwrap_or("")
+                .contains("a turn is running"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn the_slash_menu_lists_filters_moves_completes_and_runs() {
+    let mut v = view();
+    typed(&mut v, "/");
+    assert_eq!(v.menu().len(), COMMANDS.len());
+    typed(&mut v, "co");
+    let names: Vec<&str> = v.menu().iter().map(|c| c.name).collect();
+    assert_eq!(names, ["compact", "cost"]);
+    // Up and Down move in the menu, not through the prompt history.
+    key(&mut v, 0, KeyCode::Down, KeyModifiers::NONE);
+    key(&mut v, 0, KeyCode::Down, KeyModifiers::NONE);
+    assert_eq!(v.menu_at, 1, "stops at the last");
+    key(&mut v, 0, KeyCode::Tab, KeyModifiers::NONE);
+    assert_eq!(v.editor.text(), "/cost");
+    key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(v.take_requests(), [Request::Cost]);
+    // Enter on a word that names no command runs the highlighted one.
+    typed(&mut v, "/co");
+    key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(v.take_requests(), [Request::Compact]);
+    // One that takes an argument is completed instead, for the argument.
+    typed(&mut v, "/mo");
+    assert_eq!(v.menu()[0].name, "model");
+    key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(v.editor.text(), "/model ");
+    assert!(v.take_requests().is_empty() && v.take_commands().is_empty());
+    assert!(
+        v.menu().is_empty(),
+        "the menu closes once an argument is being typed"
+    );
+    // Esc clears a slash word; a prompt that is not one opens no menu.
+    key(&mut v, 0, KeyCode::Char('u'), KeyModifiers::CONTROL);
+    typed(&mut v, "/he");
+    key(&mut v, 0, KeyCode::Esc, KeyModifiers::NONE);
+    assert_eq!(v.editor.text(), "");
+    typed(&mut v, "hello /x");
+    assert!(v.menu().is_empty());
+}
+
+fn source_question() -> Question {
+    Question::Source {
+        card: ApprovalCard {
+            approval_id: "startup-0".into(),
+            name: "MCP server proj".into(),
+            summary: "sh srv.sh".into(),
+            detail: "covers: .mcp.json#proj, srv.sh".into(),
+            reason: ApprovalReason::UnapprovedSource,
+            source_path: ".mcp.json".into(),
+            source_sha: "0123456789ab".into(),
+            env: vec!["PROJ_TOKEN".into()],
+            answered: None,
+            outcome: None,
+        },
+        key: ".mcp.json".into(),
+        sha256: "0123456789ab".repeat(5),
+    }
+}
+
+#[test]
+fn the_uis_questions_are_answered_first_in_order_and_hold_the_prompt_back() {
+    let mut v = view();
+    let trust = Question::Trust {
+        project: "/p".into(),
+    };
+    v.ask(vec![trust.clone(), source_question()]);
+    v.event(0, request("a1"));
+    typed(&mut v, "hello");
+    key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(
+        v.take_commands().is_empty(),
+        "no prompt before the questions"
+    );
+    assert!(v.hint.as_deref().unwrap().contains("answer the question"));
+    key(&mut v, 0, KeyCode::Char('u'), KeyModifiers::CONTROL);
+    key(&mut v, 0, KeyCode::Char('y'), KeyModifiers::NONE);
+    assert_eq!(
+        v.take_requests(),
+        [Request::Answer {
+            question: Box::new(trust),
+            yes: true
+        }]
+    );
+    key(&mut v, 0, KeyCode::Char('n'), KeyModifiers::NONE);
+    assert_eq!(
+        v.take_requests(),
+        [Request::Answer {
+            question: Box::new(source_question()),
+            yes: false
+        }]
+    );
+    let declined = v
+        .take_finished()
+        .into_iter()
+        .any(|b| matches!(b, Block::Approval(c) if c.outcome == Some(ApprovalOutcome::Declined)));
+    assert!(declined, "the answered card is kept with its outcome");
+    assert!(
+        v.take_commands().is_empty(),
+        "the core's card is still pending"
+    );
+    // Then y goes to the core's approval card.
+    key(&mut v, 0, KeyCode::Char('y'), KeyModifiers::NONE);
+    assert_eq!(
+        v.take_commands(),
+        [Command::Approve {
+            approval_id: "a1".into(),
+            approved: true
+        }]
+    );
+}
+
+#[test]
+fn a_mode_change_is_one_line() {
+    let mut v = view();
+    v.event(0, Event::ApprovalMode { mode: Mode::Auto });
+    v.event(
+        0,
+        Event::HarnessNote {
+            call_id: String::new(),
+            text: format!("{}auto", openmax_core::machine::MODE_NOTE),
+        },
+    );
+    v.event(
+        0,
+        Event::HarnessNote {
+            call_id: String::new(),
+            text: "tools were re-read".into(),
+        },
+    );
+    let n = notices(&v.take_finished());
+    assert_eq!(n, ["mode: auto", "note: tools were re-read"]);
 }

@@ -1,12 +1,12 @@
 //! Turn and `done`: every `user` is answered by exactly one `done` (or, in flight, a
 //! `protocol_error` alone), and nothing of a turn follows its `done`.
 
-use openmax_core::machine::Output;
+use openmax_core::machine::{Input, Output};
 use openmax_core::wire::Event;
 
 use super::segment::{waiting_on_client, Turns};
 use crate::scenario::Scenario;
-use crate::trace::Run;
+use crate::trace::{FedInput, Run};
 
 /// Every admitted `user` gets exactly one `done`; every refused `user` exactly one.
 pub fn exactly_one_done_per_admitted_user(_sc: &Scenario, run: &Run) -> Vec<String> {
@@ -61,12 +61,25 @@ pub fn exactly_one_done_per_admitted_user(_sc: &Scenario, run: &Run) -> Vec<Stri
 pub fn done_is_the_turns_last_line(_sc: &Scenario, run: &Run) -> Vec<String> {
     let turns = Turns::of(run);
     let mut v = Vec::new();
+    // A compaction the person asked for (`Input::Compact`) is answered between turns by one
+    // `compacted` (or a `protocol_error`), never by more than were asked for.
+    let asked_before = |i: usize| {
+        run.trace[..=i]
+            .iter()
+            .filter(|f| matches!(f.input, FedInput::Core(Input::Compact)))
+            .count()
+    };
+    let mut receipts = 0;
     for (i, e) in &turns.outside {
         let ok = match e {
             Event::ProtocolError { .. }
             | Event::ApprovalMode { .. }
             | Event::Refrozen { .. }
             | Event::HookFailed { .. } => true,
+            Event::Compacted { .. } => {
+                receipts += 1;
+                receipts <= asked_before(*i)
+            }
             // A session-level note (refreeze receipt, mode notice) rides no tool result.
             Event::HarnessNote { call_id, .. } => call_id.is_empty(),
             Event::Done { .. } => turns.refused.contains(i),

@@ -344,6 +344,7 @@ fn gen_action(g: &mut Gen, may_quit: bool) -> Action {
                     FramingFault::TooLong { len: 9_000_000 }
                 },
             },
+            90..=93 => Action::Compact,
             _ => Action::Crash {
                 message: "effect runner panicked (scripted)".into(),
             },

@@ -446,7 +446,7 @@ fn during_hook(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
     let action = if chance(g, 1, 2) {
         Action::Cancel
     } else {
-        match range(g, 0, 8) {
+        match range(g, 0, 9) {
             0 | 1 if may_quit => Action::Quit,
             2 | 3 if may_quit => Action::Eof,
             4 => Action::User {
@@ -462,6 +462,7 @@ fn during_hook(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
             8 => Action::Crash {
                 message: "effect runner panicked (scripted)".into(),
             },
+            9 => Action::Compact,
             _ => Action::Cancel,
         }
     };

@@ -211,3 +211,30 @@ fn a_notice_is_a_note_for_the_client_and_the_next_prompt() {
         .contains("tools changed"));
     h.reply("ok");
 }
+
+#[test]
+fn a_refreeze_that_reads_the_project_trusted_lets_turns_run() {
+    let mut c = config();
+    c.trusted = false;
+    let mut h = H::with(c);
+    h.user("hi");
+    assert_eq!(h.take(), s(&["protocol_error", "done refused"]));
+    // A snapshot that says nothing of trust leaves it as it was.
+    h.cmd(json!({"cmd":"reload"}));
+    h.input(Input::Frozen {
+        snapshot: Box::new(freeze()),
+    });
+    h.user("hi");
+    assert!(h.take().ends_with(&s(&["protocol_error", "done refused"])));
+    // One read after `openmax --trust` (or the UI's trust question) does.
+    h.cmd(json!({"cmd":"reload"}));
+    let mut f = freeze();
+    f.trusted = Some(true);
+    h.input(Input::Frozen {
+        snapshot: Box::new(f),
+    });
+    h.user("hi");
+    assert_eq!(h.sends(), 1);
+    h.reply("ok");
+    assert!(h.take().ends_with(&s(&["done stop"])));
+}

@@ -789,3 +789,126 @@ fn a_long_system_prompt_that_leaves_room_still_lets_a_refusal_compact() {
     h.reply("ok");
     assert_eq!(h.take().last().unwrap(), "done stop");
 }
+
+// ----- a compaction the person asked for --------------------------------------------------------
+
+#[test]
+fn compact_between_turns_prunes_old_output_records_it_and_the_next_request_is_built_on_it() {
+    let mut h = H::with(small(history(4, 2400)));
+    let before = h.core.conversation().to_vec();
+    h.input(Input::Compact);
+    let [(tokens_before, tokens_after, n)] = receipts(&h)[..] else {
+        panic!("one receipt: {:?}", h.take())
+    };
+    assert!(
+        n > 0 && tokens_after < tokens_before,
+        "{tokens_before} {tokens_after} {n}"
+    );
+    assert_eq!(
+        tokens_before,
+        compaction::estimate_request(&freeze().system, &freeze().tools, &before)
+    );
+    // At most the lower of the prune target and 60% of the request now.
+    assert!(tokens_after <= tokens_before * compaction::TARGET_PERCENT / 100);
+    let [Record::Compaction { messages, .. }] = &compaction_records(&h)[..] else {
+        panic!("one compaction record")
+    };
+    assert_eq!(messages.as_slice(), h.core.conversation());
+    assert!(has_stub(&messages[2]), "the oldest output goes first");
+    assert_eq!(h.take(), s(&["compacted"]));
+    h.user("next");
+    let body = h.last_body();
+    assert_eq!(
+        body.messages,
+        shaped(&[messages.clone(), vec![Message::user_text("next")]].concat())
+    );
+    h.reply("ok");
+}
+
+#[test]
+fn compact_with_nothing_to_cut_answers_with_the_no_op_receipt() {
+    let mut h = H::with(small(vec![]));
+    h.input(Input::Compact);
+    let [(b, a, 0)] = receipts(&h)[..] else {
+        panic!("one no-op receipt")
+    };
+    assert_eq!(a, b);
+    assert!(compaction_records(&h).is_empty());
+}
+
+#[test]
+fn compact_during_a_turn_is_refused_and_the_turn_goes_on() {
+    let mut h = H::with(small(history(4, 2400)));
+    h.user("next");
+    h.take();
+    h.input(Input::Compact);
+    assert_eq!(h.take(), s(&["protocol_error"]));
+    assert!(h.messages("protocol_error")[0].starts_with("compact: a turn is in flight"));
+    assert!(receipts(&h).is_empty());
+    h.reply("ok");
+    assert_eq!(
+        h.take(),
+        s(&["token ok", "message_done ok", "budget", "done stop"])
+    );
+}
+
+#[test]
+fn compact_waits_like_a_command_behind_a_reload() {
+    let mut h = H::with(small(history(4, 2400)));
+    h.cmd(json!({"cmd":"reload"}));
+    h.input(Input::Compact);
+    assert!(receipts(&h).is_empty(), "held until the snapshot");
+    h.input(Input::Frozen {
+        snapshot: Box::new(freeze()),
+    });
+    assert_eq!(h.take(), s(&["refrozen", "harness_note", "compacted"]));
+}
+
+#[test]
+fn an_asked_for_compaction_goes_out_after_its_ack_and_holds_a_prompt_meanwhile() {
+    let mut h = H::with(small(history(4, 2400)));
+    let before = h.core.conversation().to_vec();
+    h.auto_ack = false;
+    h.input(Input::Compact);
+    h.user("next");
+    assert!(
+        h.take().is_empty(),
+        "nothing before the compaction point is on disk"
+    );
+    assert_eq!(h.core.conversation(), &before[..], "unchanged until then");
+    assert_eq!(h.sends(), 0);
+    h.ack_next();
+    assert_eq!(h.take()[0], "compacted");
+    h.auto_ack = true;
+    while !h.unacked.is_empty() {
+        h.ack_next();
+    }
+    assert_eq!(
+        h.sends(),
+        1,
+        "the held prompt is admitted after the receipt"
+    );
+    assert!(has_stub(&h.last_body().messages[2]));
+    h.reply("ok");
+}
+
+#[test]
+fn a_failed_write_of_an_asked_for_compaction_changes_nothing_and_says_so() {
+    let mut h = H::with(small(history(4, 2400)));
+    let before = h.core.conversation().to_vec();
+    h.auto_ack = false;
+    h.input(Input::Compact);
+    let ticket = h.unacked.pop_front().unwrap();
+    h.input(Input::PersistFailed {
+        ticket,
+        message: "disk full".into(),
+    });
+    assert_eq!(h.take(), s(&["protocol_error"]));
+    assert!(h.messages("protocol_error")[0].contains("disk full"));
+    assert!(receipts(&h).is_empty());
+    assert_eq!(h.core.conversation(), &before[..]);
+    h.auto_ack = true;
+    h.user("next");
+    assert_eq!(h.last_body().messages.len(), shaped(&before).len() + 1);
+    h.reply("ok");
+}

@@ -48,6 +48,7 @@ fn freeze() -> Freeze {
         hooks: vec![],
         changes: vec![],
         notes: vec![],
+        trusted: None,
     }
 }
 
