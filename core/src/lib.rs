@@ -19,6 +19,7 @@
 //!   [`Input::ModeSaved`] / [`Input::ModeSaveFailed`], [`Input::SourceApproved`] /
 //!   [`Input::SourceApprovalFailed`], [`Input::Frozen`];
 //! - from outside a call: [`Input::Notice`] (a tool source announced a change);
+//! - from the person, not the wire: [`Input::Compact`] (compact now, the TUI's `/compact`);
 //! - from the driver itself: [`Input::Timeout`] (a deadline of [`Core::poll_timeout`] is due)
 //!   and [`Input::Crashed`] (the turn's task died).
 //!
