@@ -77,8 +77,8 @@
 //! [`validate`] (the stream validator: `openmax --check --stdio`), [`conversation`] (messages
 //! and the one shaping of a request), [`compaction`] (the token estimator and pruning),
 //! [`permissions`] (allow / ask / deny rules), [`record`] (session record lines), [`provider`]
-//! (normalised provider items and failures), [`tool`] (tool plans and outcomes), [`rng`] (the
-//! seeded PRNG), [`time`].
+//! (normalised provider items and failures), [`tool`] (tool plans and outcomes), [`usage`]
+//! (usage summed over a run and its cost), [`rng`] (the seeded PRNG), [`time`].
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -91,6 +91,7 @@ pub mod record;
 pub mod rng;
 pub mod time;
 pub mod tool;
+pub mod usage;
 pub mod validate;
 pub mod wire;
 

@@ -478,6 +478,10 @@ pub struct CoreConfig {
     pub history: Vec<Message>,
     /// `-p` mode: approval requests are declined at once (the shell prints why).
     pub non_interactive: bool,
+    /// With `non_interactive`: the driver may send more commands after the first `done` (the
+    /// one retry of `-p --output-schema`) and ends the input itself; the session does not end
+    /// at the first `done`.
+    pub driver_ends_input: bool,
 }
 
 impl CoreConfig {
@@ -496,6 +500,7 @@ impl CoreConfig {
             freeze,
             history: Vec::new(),
             non_interactive: false,
+            driver_ends_input: false,
         }
     }
 }

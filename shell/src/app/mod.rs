@@ -16,19 +16,21 @@
 
 pub mod cli;
 pub mod demo;
+pub mod exit;
 pub mod human;
+pub mod print;
 pub mod project;
 
 use std::path::{Path, PathBuf};
 
-use openmax_core::machine::{CoreConfig, Input};
+use openmax_core::machine::CoreConfig;
 use openmax_core::record::Record;
-use openmax_core::wire::{Command, Hello, Mode};
+use openmax_core::wire::{Hello, Mode};
 use openmax_core::Core;
 use sha2::{Digest, Sha256};
 
 use crate::config::{self, Overrides, Settings};
-use crate::frontend::{JsonlSink, PrintSink};
+use crate::frontend::JsonlSink;
 use crate::mcp::StartContext;
 use crate::run::backend::{self, Backend};
 use crate::run::{Runtime, SignalPolicy};
@@ -42,8 +44,8 @@ pub fn run(cli: Cli) -> i32 {
     let action = match cli.action() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("openmax: {e}");
-            return 2;
+            eprintln!("openmax: {e} (see openmax --help)");
+            return exit::USAGE;
         }
     };
     match action {
@@ -57,7 +59,7 @@ pub fn run(cli: Cli) -> i32 {
         Action::Approve { path } => approve(&cli, &path),
         Action::Stdio { pick } => session(&cli, Front::Stdio, pick),
         Action::Acp => crate::acp::run(cli),
-        Action::Print { prompt, pick } => session(&cli, Front::Print(prompt), pick),
+        Action::Print { prompt, pick, opts } => print::run(&cli, &prompt, pick, &opts),
         Action::Sessions { json, all } => sessions_list(&cli, json, all),
         Action::SessionsRepair => sessions_repair(&cli),
         Action::Tui { pick } => {
@@ -73,10 +75,9 @@ pub fn run(cli: Cli) -> i32 {
     }
 }
 
-/// Which frontend a session runs under.
+/// Which frontend a session runs under (`-p` runs in [`print`]).
 enum Front {
     Stdio,
-    Print(String),
     Tui,
 }
 
@@ -415,6 +416,8 @@ pub(crate) struct Opened {
     pub mode: Mode,
     /// The model's name (the terminal UI shows it).
     pub model: String,
+    /// The user's prices, when set (the cost of a run is known).
+    pub prices: Option<openmax_core::usage::Prices>,
     /// The project's prompt history file (the terminal UI's Up and Down).
     pub prompt_history: PathBuf,
     /// Notices of the MCP servers' start and life, for [`Runtime::forward_notices`].
@@ -445,6 +448,15 @@ impl OpenError {
     }
 }
 
+/// What a `-p` run asks of its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct PrintOpen {
+    /// `--mode`: this run's mode, never saved (an agent-spawned run may only tighten it).
+    pub mode: Option<Mode>,
+    /// The driver ends the input itself (`--output-schema` may ask once more).
+    pub driver_ends_input: bool,
+}
+
 /// How a frontend opens a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Opener {
@@ -454,7 +466,7 @@ pub(crate) enum Opener {
     /// The terminal UI: as `--stdio`; it shows the freeze's notes itself.
     Tui,
     /// `-p`: a non-interactive turn; it shows the freeze's notes itself.
-    Print,
+    Print(PrintOpen),
     /// ACP's `session/new` and `session/load`: an untrusted project is refused before anything
     /// is started or written, so a refused request leaves no session behind.
     Acp,
@@ -472,7 +484,7 @@ pub(crate) async fn open(
     opener: Opener,
     client_mcp: Vec<crate::mcp::ServerDef>,
 ) -> Result<Opened, OpenError> {
-    let print = opener == Opener::Print;
+    let print = matches!(opener, Opener::Print(_));
     // The freeze's problems also go to stderr where the client is a program.
     let echo_notes = matches!(opener, Opener::Stdio | Opener::Acp);
     let setup = match project {
@@ -567,6 +579,17 @@ pub(crate) async fn open(
         .or(resumed.as_ref().and_then(|r| r.mode))
         .or(forked.as_ref().and_then(|c| c.mode))
         .unwrap_or(Mode::Ask);
+    // `-p --mode`: this run only; the saved mode is left as it is.
+    let mode = match opener {
+        Opener::Print(PrintOpen {
+            mode: Some(wanted), ..
+        }) => Mode::for_one_run(mode, wanted, agent_spawned()).map_err(|message| OpenError {
+            code: exit::NOPERM,
+            message,
+            untrusted: false,
+        })?,
+        _ => mode,
+    };
     // MCP servers start concurrently before the freeze; their notices reach the core once the
     // runtime loop runs.
     let (notice_tx, notices) = tokio::sync::mpsc::unbounded_channel::<String>();
@@ -654,6 +677,7 @@ pub(crate) async fn open(
     cfg.context_tokens = setup.settings.context_tokens;
     cfg.history = history;
     cfg.non_interactive = print;
+    cfg.driver_ends_input = matches!(opener, Opener::Print(p) if p.driver_ends_input);
     Ok(Opened {
         core: Core::new(cfg),
         backend,
@@ -662,6 +686,7 @@ pub(crate) async fn open(
         transcript,
         mode,
         model: setup.settings.provider.model.clone(),
+        prices: setup.settings.provider.prices,
         prompt_history,
         notices,
         state: opened_state,
@@ -788,7 +813,6 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
 
 fn session(cli: &Cli, front: Front, pick: cli::Pick) -> i32 {
     let opener = match front {
-        Front::Print(_) => Opener::Print,
         Front::Tui => Opener::Tui,
         Front::Stdio => Opener::Stdio,
     };
@@ -829,23 +853,6 @@ fn session(cli: &Cli, front: Front, pick: cli::Pick) -> i32 {
 
     match front {
         Front::Tui => unreachable!("the terminal UI runs in tui_session"),
-        Front::Print(prompt) => {
-            if let Err(e) = backend.settle_session() {
-                return fail(format!("could not start a session: {e}"));
-            }
-            let sink = PrintSink::new(std::io::stdout(), std::io::stderr());
-            let mut runtime = Runtime::new(core, backend, sink);
-            runtime.forward_notices(notices);
-            runtime.handle_signals(SignalPolicy::CancelTurn);
-            // The core is non-interactive: it ends the session after this command's done,
-            // with the one-shot exit code.
-            runtime.push_input(Input::Line(Command::User { text: prompt }.to_line()));
-            let (code, _sink) = rt.block_on(runtime.run());
-            // Do not wait for leftover blocking work (a plan job) after the session is over.
-            rt.shutdown_background();
-            crate::sandbox::reaper::sweep();
-            code
-        }
         Front::Stdio => {
             let mut sink = JsonlSink::new(&session_id, std::io::stdout());
             let hello = Hello::new(

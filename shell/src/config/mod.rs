@@ -13,6 +13,7 @@
 //! - The API key itself is only ever read from the environment variable `api_key_env` names.
 
 pub mod narrow;
+pub mod prices;
 
 use std::path::{Path, PathBuf};
 
@@ -97,6 +98,12 @@ pub struct ProviderSection {
     /// Seconds; fractional values are allowed (`0.2`).
     pub stream_idle_timeout_s: Option<f64>,
     pub max_output_tokens: Option<u64>,
+    /// USD per million prompt tokens (user config only; [`prices`]).
+    pub price_in: Option<f64>,
+    /// USD per million completion tokens (user config only).
+    pub price_out: Option<f64>,
+    /// USD per million cached prompt tokens (user config only; default `price_in`).
+    pub price_cached_in: Option<f64>,
 }
 
 /// `[limits]`.
@@ -165,6 +172,8 @@ pub struct ProviderSettings {
     pub api_key_env: Option<String>,
     pub api_key: Option<String>,
     pub max_output_tokens: u64,
+    /// `price_in`/`price_out`/`price_cached_in`, when set: the cost of a run is known.
+    pub prices: Option<openmax_core::usage::Prices>,
 }
 
 /// Everything the session runs with.
@@ -420,6 +429,7 @@ pub fn resolve(
             max_output_tokens: p
                 .max_output_tokens
                 .unwrap_or(u64::from(kind.default_max_output_tokens())),
+            prices: prices::resolve(&p)?,
         },
         context_tokens: p
             .context_tokens
@@ -537,6 +547,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             retry_base_ms: o.retry_base_ms.or(b.retry_base_ms),
             stream_idle_timeout_s: o.stream_idle_timeout_s.or(b.stream_idle_timeout_s),
             max_output_tokens: o.max_output_tokens.or(b.max_output_tokens),
+            price_in: o.price_in.or(b.price_in),
+            price_out: o.price_out.or(b.price_out),
+            price_cached_in: o.price_cached_in.or(b.price_cached_in),
         },
         limits: LimitsSection {
             max_iterations: ol.max_iterations.or(bl.max_iterations),
@@ -702,6 +715,20 @@ mod tests {
         assert!(e.0.contains("api_key_env"), "{e}");
         let e = layered("", "[trust]\nprojects = [\"/\"]\n").unwrap_err();
         assert!(e.0.contains("[trust] is not allowed"), "{e}");
+        // Prices are the user's: a project naming one is refused, the user's are resolved.
+        let e = layered("", "[provider]\nprice_in = 0.0\n").unwrap_err();
+        assert!(
+            e.0.contains(".openmax/config.toml") && e.0.contains("price_in is not allowed"),
+            "{e}"
+        );
+        let l = layered(
+            "[provider]\nname = \"demo\"\nprice_in = 3\nprice_out = 15.5\n",
+            "[provider]\nmodel = \"m\"\n",
+        )
+        .unwrap();
+        let s = resolve(l, &Overrides::default(), &Overrides::default(), &no_env).unwrap();
+        let p = s.provider.prices.expect("prices");
+        assert_eq!((p.input, p.output, p.cached_input), (3.0, 15.5, None));
         let l = layered(
             "[provider]\nname = \"demo\"\n[trust]\nprojects = [\"/\"]\n",
             "",

@@ -1,6 +1,7 @@
 //! A project config (agent-writable, or pulled with a repository) can only narrow what the
-//! user config set: it cannot choose the provider (which decides where the user's key is sent),
-//! cannot widen the sandbox, and can only lower limits.
+//! user config set: it cannot choose the provider (which decides where the user's key is sent)
+//! nor name its prices (the user's own account), cannot widen the sandbox, and can only lower
+//! limits.
 //!
 //! Invariant: every refusal names the project file, the key and the user's value (or the
 //! default when the user config does not set it), and happens before the handshake.
@@ -40,6 +41,13 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
                 .as_deref()
                 .map(|n| format!("{n:?}"))
                 .unwrap_or_else(|| "unset".to_string())
+        )));
+    }
+    if let Some(key) = super::prices::named_by(&project.provider) {
+        return Err(ConfigError(format!(
+            "{file}: [provider] {key} is not allowed in a project config (prices describe your \
+             account with the provider, which only your config chooses); set it in \
+             $OPENMAX_HOME/config.toml"
         )));
     }
     let s = &project.sandbox;

@@ -143,6 +143,11 @@ impl<S: Sink> Runtime<S> {
     #[cfg(not(unix))]
     fn spawn_signal_task(&self, _policy: SignalPolicy) {}
 
+    /// The sink (a `-p` run hands its sink the [`Runtime::sender`]).
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
+    }
+
     /// A sender for inputs from outside (the stdin reader).
     pub fn sender(&self) -> InputTx {
         self.tx.clone()
