@@ -38,20 +38,33 @@ pub fn parse(bytes: &[u8], lookup: &Lookup) -> (Vec<ServerDef>, Vec<String>) {
             )
         }
     };
+    // The file holds `mcpServers` only: any other key is reported, with its line.
+    let mut problems: Vec<String> = root
+        .as_object()
+        .map(|o| {
+            o.keys()
+                .filter(|k| k.as_str() != "mcpServers")
+                .map(|k| {
+                    let line = key_line(&text, 0, k).map(|p| line_at(&text, p));
+                    match line {
+                        Some(l) => {
+                            format!("{file}:{l}: {k}: unknown key (the file's key is mcpServers)")
+                        }
+                        None => format!("{file}: {k}: unknown key (the file's key is mcpServers)"),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let Some(servers) = root.get("mcpServers") else {
-        return (
-            Vec::new(),
-            vec![format!("{file}: no \"mcpServers\" object")],
-        );
+        problems.push(format!("{file}: no \"mcpServers\" object"));
+        return (Vec::new(), problems);
     };
     let Some(servers) = servers.as_object() else {
-        return (
-            Vec::new(),
-            vec![format!("{file}: \"mcpServers\" must be an object")],
-        );
+        problems.push(format!("{file}: \"mcpServers\" must be an object"));
+        return (Vec::new(), problems);
     };
     let mut defs = Vec::new();
-    let mut problems = Vec::new();
     for (name, entry) in servers {
         match parse_entry(&text, name, entry, lookup) {
             Ok(d) => defs.push(d),
@@ -63,25 +76,31 @@ pub fn parse(bytes: &[u8], lookup: &Lookup) -> (Vec<ServerDef>, Vec<String>) {
 
 /// The line of `"<server>": … "<key>":` in the text (1-based), or of the server alone.
 pub fn line_of(text: &str, server: &str, key: Option<&str>) -> Option<usize> {
-    let find_key = |from: usize, k: &str| -> Option<usize> {
-        let quoted = format!("\"{k}\"");
-        let mut at = from;
-        while let Some(i) = text[at..].find(&quoted) {
-            let pos = at + i;
-            let after = text[pos + quoted.len()..].trim_start();
-            if after.starts_with(':') {
-                return Some(pos);
-            }
-            at = pos + quoted.len();
-        }
-        None
-    };
-    let servers = find_key(0, "mcpServers")?;
-    let mut pos = find_key(servers, server)?;
+    let servers = key_line(text, 0, "mcpServers")?;
+    let mut pos = key_line(text, servers, server)?;
     if let Some(k) = key {
-        pos = find_key(pos, k).unwrap_or(pos);
+        pos = key_line(text, pos, k).unwrap_or(pos);
     }
-    Some(text[..pos].matches('\n').count() + 1)
+    Some(line_at(text, pos))
+}
+
+/// Where `"<key>":` first appears in `text` from byte `from`.
+fn key_line(text: &str, from: usize, key: &str) -> Option<usize> {
+    let quoted = format!("\"{key}\"");
+    let mut at = from;
+    while let Some(i) = text[at..].find(&quoted) {
+        let pos = at + i;
+        if text[pos + quoted.len()..].trim_start().starts_with(':') {
+            return Some(pos);
+        }
+        at = pos + quoted.len();
+    }
+    None
+}
+
+/// The 1-based line of byte `pos`.
+fn line_at(text: &str, pos: usize) -> usize {
+    text[..pos].matches('\n').count() + 1
 }
 
 fn parse_entry(
@@ -345,6 +364,12 @@ mod tests {
             "{problems:#?}"
         );
         assert_eq!(problems.len(), 4, "{problems:#?}");
+        let (defs, p) = run("{\n \"mcpServers\": {},\n \"mcpServer\": {}\n}");
+        assert!(defs.is_empty());
+        assert_eq!(
+            p,
+            vec![".mcp.json:3: mcpServer: unknown key (the file's key is mcpServers)".to_string()]
+        );
         let (none, p) = run("{not json");
         assert!(
             none.is_empty() && p[0].starts_with(".mcp.json:1: invalid JSON"),
