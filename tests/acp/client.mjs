@@ -30,7 +30,15 @@ const { client, ndJsonStream } = await import(pathToFileURL(sdkPath).href);
 
 const log = (o) => process.stdout.write(JSON.stringify(o) + "\n");
 
-const child = spawn(bin, ["--acp"], { cwd, stdio: ["pipe", "pipe", "inherit"] });
+// With "agent": {"command", "args", "env"} (an editor's agent_servers entry, as Zed's
+// settings.json holds it), that command is spawned, found on PATH, with env added to the
+// client's own environment, as an editor does; otherwise `<openmax binary> --acp`.
+const agent_spec = plan.agent ?? { command: bin, args: ["--acp"], env: {} };
+const child = spawn(agent_spec.command, agent_spec.args ?? [], {
+  cwd,
+  env: { ...process.env, ...(agent_spec.env ?? {}) },
+  stdio: ["pipe", "pipe", "inherit"],
+});
 const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
 const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 

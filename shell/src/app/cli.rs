@@ -100,7 +100,8 @@ pub struct Cli {
     #[arg(long, value_name = "DIR", global = true)]
     pub project: Option<PathBuf>,
 
-    /// The provider: anthropic, openai, openai-chat or demo.
+    /// The provider: anthropic, openai, openai-chat or demo (default: the config's, else
+    /// the one whose key is set, ANTHROPIC_API_KEY before OPENAI_API_KEY).
     #[arg(long, value_name = "NAME", global = true)]
     pub provider: Option<String>,
 

@@ -92,11 +92,15 @@ fn fail(msg: impl std::fmt::Display) -> i32 {
 }
 
 fn project_of(cli: &Cli) -> Result<PathBuf, String> {
-    let start = match &cli.project {
-        Some(p) => p.clone(),
-        None => std::env::current_dir().map_err(|e| format!("working directory: {e}"))?,
-    };
-    project::discover(&start).map_err(|e| e.to_string())
+    project::discover(&start_of(cli)?).map_err(|e| e.to_string())
+}
+
+/// Where the session starts: `--project DIR`, else the working directory.
+fn start_of(cli: &Cli) -> Result<PathBuf, String> {
+    match &cli.project {
+        Some(p) => Ok(p.clone()),
+        None => std::env::current_dir().map_err(|e| format!("working directory: {e}")),
+    }
 }
 
 /// The project's state for a command only a human may run (`--trust`, `--approve`): refused
@@ -259,6 +263,8 @@ fn approve(cli: &Cli, path: &Path) -> i32 {
 struct Setup {
     home: Home,
     project: PathBuf,
+    /// The directory the session was started in (canonical), inside `project`.
+    start: PathBuf,
     settings: Settings,
     /// A scratch demo project: trusted, mode given.
     demo: Option<Mode>,
@@ -283,14 +289,22 @@ fn setup(cli: &Cli, print: bool) -> Result<Setup, String> {
     };
     let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
     let settings = config::resolve(layers, &env_over, &flags, &env).map_err(|e| e.0)?;
+    for n in &settings.notices {
+        eprintln!("openmax: {n}");
+    }
     if demo.is_some() {
         ProjectState::open(&home, &project)
             .set_trusted()
             .map_err(|e| format!("could not trust the demo project: {e}"))?;
     }
+    let start = match demo {
+        Some(_) => project.clone(),
+        None => std::fs::canonicalize(start_of(cli)?).unwrap_or_else(|_| project.clone()),
+    };
     Ok(Setup {
         home,
         project,
+        start,
         settings,
         demo,
     })
@@ -310,8 +324,12 @@ fn setup_at(cli: &Cli, dir: &Path) -> Result<Setup, String> {
     let project = project::discover(dir).map_err(|e| e.to_string())?;
     let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
     let settings = config::resolve(layers, &env_over, &flags, &env).map_err(|e| e.0)?;
+    for n in &settings.notices {
+        eprintln!("openmax: {n}");
+    }
     Ok(Setup {
         home,
+        start: std::fs::canonicalize(dir).unwrap_or_else(|_| project.clone()),
         project,
         settings,
         demo: None,
@@ -611,6 +629,7 @@ pub(crate) async fn open(
     let (frozen, hooks) = backend::freeze_now(
         setup.home.root(),
         state.project(),
+        &setup.start,
         &state,
         &hook_configs,
         &mcp,
@@ -663,6 +682,7 @@ pub(crate) async fn open(
     )
     .map_err(OpenError::new)?;
     backend.set_sandbox(sandbox);
+    backend.set_working_dir(setup.start.clone());
     backend.set_client_mcp(client_mcp);
     backend.set_echo_notes(echo_notes);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);

@@ -9,11 +9,14 @@
 //! - A project file (agent-writable) can never set `base_url`, `api_key_env` or any key
 //!   material: a project must not redirect credentials. It can only narrow the rest
 //!   ([`narrow`]): no `provider.name`, limits only lowered, the sandbox never widened.
-//! - Unknown keys are errors (a typo is never silently ignored).
+//! - Unknown keys are errors (a typo is never silently ignored), every one of a file reported
+//!   at once with its line and the keys accepted there ([`keys`]).
 //! - The API key itself is only ever read from the environment variable `api_key_env` names.
 
+pub mod keys;
 pub mod narrow;
 pub mod prices;
+pub mod provider;
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +25,7 @@ use serde::Deserialize;
 use openmax_core::machine::{Limits, RetrySettings};
 use openmax_core::permissions::{Permissions, Rule};
 
+use crate::mcp::config::McpSource;
 use crate::provider::ProviderKind;
 
 /// The provider names `[provider] name` accepts.
@@ -180,6 +184,9 @@ pub struct ProviderSettings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub provider: ProviderSettings,
+    /// What the user should know about how the settings were chosen, one line each, for
+    /// stderr before the session starts (no wire change).
+    pub notices: Vec<String>,
     pub context_tokens: u64,
     pub retry: RetrySettings,
     pub limits: Limits,
@@ -189,7 +196,7 @@ pub struct Settings {
     /// The files that were read, in layer order.
     pub files: Vec<PathBuf>,
     /// `[mcp_servers]` tables by file (see [`Layers::mcp`]).
-    pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
+    pub mcp: Vec<McpSource>,
     /// `[trust] projects` from the user config, canonicalized where they exist.
     pub trusted_projects: Vec<PathBuf>,
     /// `[sandbox]` as merged.
@@ -243,7 +250,7 @@ pub struct Layers {
     /// `[[hooks]]` by origin, user first (`merged.hooks` holds the same tables without it).
     pub hooks: Vec<(HookConfig, Origin)>,
     /// `[mcp_servers]` of each file that has one, user first, with the file and its origin.
-    pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
+    pub mcp: Vec<McpSource>,
 }
 
 impl Layers {
@@ -270,9 +277,12 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::User)));
         if !cfg.mcp_servers.is_empty() {
-            layers
-                .mcp
-                .push((user.clone(), Origin::User, cfg.mcp_servers.clone()));
+            layers.mcp.push(McpSource {
+                path: user.clone(),
+                origin: Origin::User,
+                table: cfg.mcp_servers.clone(),
+                lines: keys::Lines::of(&text),
+            });
         }
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(user);
@@ -285,9 +295,12 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::Project)));
         if !cfg.mcp_servers.is_empty() {
-            layers
-                .mcp
-                .push((proj.clone(), Origin::Project, cfg.mcp_servers.clone()));
+            layers.mcp.push(McpSource {
+                path: proj.clone(),
+                origin: Origin::Project,
+                table: cfg.mcp_servers.clone(),
+                lines: keys::Lines::of(&text),
+            });
         }
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(proj);
@@ -304,60 +317,7 @@ pub fn resolve(
 ) -> Result<Settings, ConfigError> {
     let trusted_projects = layers.trusted_projects();
     let p = layers.merged.provider;
-    let name = flags
-        .provider
-        .clone()
-        .or_else(|| env_over.provider.clone())
-        .or(p.name.clone())
-        .ok_or_else(|| {
-            ConfigError(format!(
-                "no provider configured: set [provider] name in $OPENMAX_HOME/config.toml, or \
-                 OPENMAX_PROVIDER, or pass --provider ({}; `--provider demo` needs no key)",
-                PROVIDER_NAMES.join(", ")
-            ))
-        })?;
-    let kind = ProviderKind::parse(&name).ok_or_else(|| {
-        ConfigError(format!(
-            "unknown provider {name:?}: legal providers are {}",
-            PROVIDER_NAMES.join(", ")
-        ))
-    })?;
-    let model = flags
-        .model
-        .clone()
-        .or_else(|| env_over.model.clone())
-        .or(p.model.clone())
-        .unwrap_or_else(|| kind.default_model().to_string());
-    let base_url = flags
-        .base_url
-        .clone()
-        .or_else(|| env_over.base_url.clone())
-        .or(p.base_url.clone());
-    let api_key_env = p
-        .api_key_env
-        .clone()
-        .or_else(|| kind.default_api_key_env().map(str::to_string));
-    let api_key = match &api_key_env {
-        None => None,
-        Some(var) => match env(var).filter(|v| !v.is_empty()) {
-            Some(k) => Some(k),
-            None if kind.key_required() => {
-                return Err(ConfigError(format!(
-                    "provider {name} needs an API key: set the environment variable {var} \
-                     (or point [provider] api_key_env in $OPENMAX_HOME/config.toml at the \
-                     variable that holds it)"
-                )))
-            }
-            None => None,
-        },
-    };
-    if let Some(url) = &base_url {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ConfigError(format!(
-                "base_url {url:?} must start with http:// or https://"
-            )));
-        }
-    }
+    let chosen = provider::choose(&p, env_over, flags, env)?;
     let defaults = RetrySettings::default();
     let retry = RetrySettings {
         max_attempts: p.max_attempts.unwrap_or(defaults.max_attempts).max(1),
@@ -418,19 +378,29 @@ pub fn resolve(
             .ask
             .push(Rule::parse(r).map_err(|e| ConfigError(format!("[permissions] ask: {e}")))?);
     }
+    let provider::Chosen {
+        name,
+        kind,
+        model,
+        base_url,
+        api_key_env,
+        api_key,
+        notice,
+    } = chosen;
     Ok(Settings {
         provider: ProviderSettings {
             name: name.clone(),
             kind,
             model,
             base_url,
-            api_key_env: if api_key.is_some() { api_key_env } else { None },
+            api_key_env,
             api_key,
             max_output_tokens: p
                 .max_output_tokens
                 .unwrap_or(u64::from(kind.default_max_output_tokens())),
             prices: prices::resolve(&p)?,
         },
+        notices: notice.into_iter().collect(),
         context_tokens: p
             .context_tokens
             .unwrap_or_else(|| default_context_tokens(&name)),
@@ -495,8 +465,9 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
         if value.contains_key("trust") {
             return Err(ConfigError(format!(
                 "{}: [trust] is not allowed in a project config (a project cannot trust itself); \
-                 set it in $OPENMAX_HOME/config.toml or run `openmax --trust` in the project",
-                path.display()
+                 set it in {} or run `openmax --trust` in the project",
+                path.display(),
+                crate::session::shown("config.toml")
             )));
         }
         if let Some(toml::Value::Table(p)) = value.get("provider") {
@@ -504,12 +475,24 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
                 if key == "base_url" || key.contains("api_key") || key == "key" {
                     return Err(ConfigError(format!(
                         "{}: [provider] {key} is not allowed in a project config (a project \
-                         must not redirect credentials); set it in $OPENMAX_HOME/config.toml",
-                        path.display()
+                         must not redirect credentials); set it in {}",
+                        path.display(),
+                        crate::session::shown("config.toml")
                     )));
                 }
             }
         }
+    }
+    let unknown = keys::unknown(path, text);
+    if !unknown.is_empty() {
+        return Err(ConfigError(format!(
+            "{}: {} unknown key{} (a typo is never ignored; each is listed with the keys \
+             accepted where it stands):\n  {}",
+            path.display(),
+            unknown.len(),
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown.join("\n  ")
+        )));
     }
     let cfg = toml::from_str::<FileConfig>(text)
         .map_err(|e| ConfigError(format!("{}: {}", at(&e), e.message().trim())))?;
@@ -520,7 +503,7 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
     Ok(cfg)
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let upto = &text.as_bytes()[..offset.min(text.len())];
     let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
     let col = upto.iter().rev().take_while(|&&b| b != b'\n').count() + 1;

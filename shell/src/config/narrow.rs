@@ -34,13 +34,14 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
     if project.provider.name.is_some() {
         return Err(ConfigError(format!(
             "{file}: [provider] name is not allowed in a project config (the provider decides \
-             where your key is sent); the user's value is {}; set it in \
-             $OPENMAX_HOME/config.toml or pass --provider",
+             where your key is sent); the user's value is {}; set it in {} or pass \
+             --provider",
             user.provider
                 .name
                 .as_deref()
                 .map(|n| format!("{n:?}"))
-                .unwrap_or_else(|| "unset".to_string())
+                .unwrap_or_else(|| "unset".to_string()),
+            crate::session::shown("config.toml")
         )));
     }
     if let Some(key) = super::prices::named_by(&project.provider) {
@@ -60,7 +61,8 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
         return Err(ConfigError(format!(
             "{file}: [sandbox] may only be narrowed in a project config (network = false, \
              env_deny, a subset of unix_sockets); mode, network = true, env_allow, writable \
-             and protected belong in $OPENMAX_HOME/config.toml"
+             and protected belong in {}",
+            crate::session::shown("config.toml")
         )));
     }
     if let Some(sockets) = &s.unix_sockets {
@@ -68,8 +70,8 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
         if let Some(extra) = sockets.iter().find(|p| !user_list.contains(p)) {
             return Err(ConfigError(format!(
                 "{file}: [sandbox] unix_sockets may only remove entries in a project config: \
-                 {extra:?} is not in the user's list ({user_list:?}); add it in \
-                 $OPENMAX_HOME/config.toml"
+                 {extra:?} is not in the user's list ({user_list:?}); add it in {}",
+                crate::session::shown("config.toml")
             )));
         }
     }
@@ -162,10 +164,11 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
         if widens(l.key, proj, user_value) {
             return Err(ConfigError(format!(
                 "{file}: {} = {} would raise {whose} {} (a project config can only lower \
-                 limits; raise it in $OPENMAX_HOME/config.toml)",
+                 limits; raise it in {})",
                 l.key,
                 show(proj),
-                show(user_value)
+                show(user_value),
+                crate::session::shown("config.toml")
             )));
         }
     }

@@ -17,12 +17,16 @@
 //! Frontends that bring their own server list (ACP's `mcpServers`) build [`ServerDef`]s and
 //! call [`McpSet::start`]; the set then plans and runs calls like the configured ones.
 
+pub mod claude;
+pub mod codex;
 pub mod config;
 pub mod gate;
 pub mod http;
 pub mod list;
 pub mod result;
 pub mod server;
+pub mod sse;
+pub mod template;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -72,6 +76,8 @@ pub enum State {
     Failed(String),
     /// A project server whose bytes no human approved (and the mode is not `auto`).
     AwaitingApproval,
+    /// `enabled = false` in its definition: never started.
+    Disabled,
 }
 
 /// One configured server and its connection.
@@ -120,6 +126,9 @@ impl McpSet {
         let jobs = defs.into_iter().map(|(def, allowed)| {
             let ctx = ctx.clone();
             async move {
+                if !def.enabled {
+                    return (def, State::Disabled, Vec::new(), None);
+                }
                 if !allowed {
                     return (def, State::AwaitingApproval, Vec::new(), None);
                 }
@@ -132,6 +141,11 @@ impl McpSet {
         let started = futures::future::join_all(jobs).await;
         let mut servers = Vec::new();
         for (def, state, tools, conn) in started {
+            let mut unknown = Vec::new();
+            let tools = filter(&def, tools, &mut unknown);
+            if state == State::Started {
+                problems.extend(unknown);
+            }
             let (tools, skipped) = name_tools(&def.name, tools);
             problems.extend(skipped);
             match &state {
@@ -145,7 +159,7 @@ impl McpSet {
                      (mcp__{}__<tool>) asks for approval",
                     def.name, def.file, def.file, def.name
                 )),
-                State::Started => {}
+                State::Started | State::Disabled => {}
             }
             let failed = match &state {
                 State::Failed(w) => Some(w.clone()),
@@ -224,6 +238,21 @@ impl McpSet {
                 plan.invalid = Some(format!(
                     "MCP server {} is not running (it did not start: {why})",
                     server.def.name
+                ));
+                return plan;
+            }
+            State::Disabled => {
+                plan.invalid = Some(format!(
+                    "MCP server {} is disabled (enabled = false in {})",
+                    server.def.name, server.def.file
+                ));
+                return plan;
+            }
+            _ if !server.def.tools.allows(tool) => {
+                plan.invalid = Some(format!(
+                    "MCP server {} does not offer {tool:?} (its enabled_tools / disabled_tools \
+                     in {})",
+                    server.def.name, server.def.file
                 ));
                 return plan;
             }
@@ -348,6 +377,7 @@ async fn call(
         slot.conn = None;
         match start_one(def, ctx).await {
             Ok((conn, tools)) => {
+                let tools = filter(def, tools, &mut Vec::new());
                 if first_start && !tools.iter().any(|t| t.name == tool) {
                     let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
                     slot.conn = Some(conn);
@@ -407,6 +437,31 @@ async fn start_one(
         .max(1);
     let tools = conn.list_tools(left).await?;
     Ok((conn, tools))
+}
+
+/// The tools `def`'s `enabled_tools` / `disabled_tools` let through; a problem line for each
+/// name `enabled_tools` gives that the server does not have (a typo would silently offer
+/// nothing).
+fn filter(
+    def: &ServerDef,
+    tools: Vec<rmcp::model::Tool>,
+    problems: &mut Vec<String>,
+) -> Vec<rmcp::model::Tool> {
+    if let Some(wanted) = &def.tools.enabled {
+        for w in wanted
+            .iter()
+            .filter(|w| !tools.iter().any(|t| t.name == **w))
+        {
+            problems.push(format!(
+                "{}: MCP server {}: enabled_tools names {w:?}, which the server does not offer",
+                def.file, def.name
+            ));
+        }
+    }
+    tools
+        .into_iter()
+        .filter(|t| def.tools.allows(&t.name))
+        .collect()
 }
 
 /// The frozen tools of one server, and a problem line for each tool whose name cannot be used.

@@ -1,6 +1,7 @@
 //! One connection to one MCP server through `rmcp`: start it (a stdio child in its own process
-//! group, or streamable HTTP), `initialize` within the startup timeout, list every page of its
-//! tools, call a tool with cancel and timeout, and restart it once after it died.
+//! group, streamable HTTP, or the older HTTP+SSE), `initialize` within the startup timeout,
+//! list every page of its tools, call a tool with cancel and timeout, and restart it once after
+//! it died.
 //!
 //! Invariants:
 //! - A stdio server gets PATH, HOME, LANG, the variables its definition names and
@@ -28,7 +29,8 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::sync::mpsc;
 
-use super::config::{expand, EnvValue, ServerDef, Transport};
+use super::config::{EnvValue, ServerDef, Transport};
+use super::template;
 use crate::extensions::external::BASE_ENV;
 use crate::extensions::process::kill_group;
 use crate::hooks::Origin;
@@ -191,9 +193,13 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
             };
             let mut vars = environment(def);
             vars.push(("OPENMAX_AGENT_SESSION".into(), ctx.agent_session.clone()));
+            let dir = def.cwd.clone().unwrap_or_else(|| ctx.project.clone());
+            if !dir.is_dir() {
+                return Err(format!("its cwd {} is not a directory", dir.display()));
+            }
             let mut std_cmd = ctx
                 .policy
-                .command_as(command, &ctx.project, &vars, how)
+                .command_as(command, &dir, &vars, how)
                 .map_err(|why| {
                     format!("not started: a project server runs only in the sandbox, and {why}")
                 })?;
@@ -246,28 +252,60 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
             url,
             bearer_token_env,
             headers,
+            env_headers,
         } => {
             let get = |k: &str| forwarded(def, k);
             let bearer = bearer_token_env.as_deref().and_then(get);
-            let headers: Vec<(String, String)> = headers
-                .iter()
-                .map(|(k, v)| (k.clone(), expand(v, &get)))
-                .collect();
-            let transport = super::http::transport(url, bearer, &headers)?;
-            match tokio::time::timeout(budget, handler.serve(transport)).await {
-                Ok(Ok(service)) => Ok(Conn {
-                    service,
-                    pgid: None,
-                    _child: None,
-                    _tracked: None,
-                }),
-                Ok(Err(e)) => Err(format!("initialize failed: {e}")),
-                Err(_) => Err(format!(
-                    "no answer to initialize within the startup timeout ({} ms)",
-                    def.startup_timeout_ms
-                )),
+            let mut headers = expand_headers(def, headers);
+            for (name, var) in env_headers {
+                if let Some(v) = get(var).filter(|v| !v.is_empty()) {
+                    headers.push((name.clone(), v));
+                }
             }
+            let transport = super::http::transport(url, bearer, &headers)?;
+            remote(def, budget, handler.serve(transport)).await
         }
+        Transport::Sse { url, headers } => {
+            let transport = super::sse::connect(url, &expand_headers(def, headers), budget)
+                .await
+                .map_err(|e| format!("the SSE event stream did not open: {e}"))?;
+            remote(def, budget, handler.serve(transport)).await
+        }
+    }
+}
+
+/// Header values with their `${VAR}`s expanded.
+fn expand_headers(def: &ServerDef, headers: &[(String, String)]) -> Vec<(String, String)> {
+    let get = |k: &str| forwarded(def, k);
+    headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                template::expand(v, &get, false).unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// `initialize` over a remote transport, within the startup budget.
+async fn remote<E: std::fmt::Display>(
+    def: &ServerDef,
+    budget: Duration,
+    serving: impl std::future::Future<Output = Result<RunningService<RoleClient, Handler>, E>>,
+) -> Result<Conn, String> {
+    match tokio::time::timeout(budget, serving).await {
+        Ok(Ok(service)) => Ok(Conn {
+            service,
+            pgid: None,
+            _child: None,
+            _tracked: None,
+        }),
+        Ok(Err(e)) => Err(format!("initialize failed: {e}")),
+        Err(_) => Err(format!(
+            "no answer to initialize within the startup timeout ({} ms)",
+            def.startup_timeout_ms
+        )),
     }
 }
 
@@ -285,6 +323,13 @@ pub fn environment(def: &ServerDef) -> Vec<(String, String)> {
                     env.push((name.clone(), v));
                 }
             }
+            EnvValue::Template(t) => {
+                let get = |k: &str| forwarded(def, k);
+                env.push((
+                    name.clone(),
+                    template::expand(t, &get, false).unwrap_or_default(),
+                ));
+            }
         }
     }
     env
@@ -292,7 +337,7 @@ pub fn environment(def: &ServerDef) -> Vec<(String, String)> {
 
 /// A variable of openmax's environment forwarded to a server: a user server may be given the
 /// provider's key (taken out of openmax's environment block at start-up), a project server
-/// never.
+/// never (its definition may not even name it: [`super::config::Lookup::check`]).
 fn forwarded(def: &ServerDef, name: &str) -> Option<String> {
     match def.origin {
         Origin::User => crate::sandbox::scrub::var(name),

@@ -29,6 +29,7 @@ use openmax_core::wire::Mode;
 
 use super::persist::Persistence;
 use crate::config::{HookConfig, ProviderSettings};
+use crate::extensions::environment::{self, Environment};
 use crate::extensions::freeze::{self as freezing, Entry, FreezeInputs, Frozen, Snapshot};
 use crate::extensions::skills::{self, Skill, SKILL_TOOL};
 use crate::extensions::source::sha256_hex;
@@ -69,6 +70,9 @@ pub struct Backend {
     flow: std::sync::Arc<crate::provider::flow::StreamFlow>,
     home: Home,
     project: PathBuf,
+    /// The working directory the session was started in (instruction files are read down to
+    /// it); the project root unless [`Backend::set_working_dir`] says otherwise.
+    cwd: PathBuf,
     provider: Provider,
     tools: ToolContext,
     state: ProjectState,
@@ -102,18 +106,29 @@ pub struct Backend {
 /// `echo`, they also go to stderr, for the frontends whose client is a program (`--stdio`,
 /// `--acp`: stderr is the human's log there). `-p` and the terminal UI show the notes
 /// themselves, so a copy on stderr would show each problem twice.
+#[allow(clippy::too_many_arguments)]
 pub fn freeze_now(
     home: &Path,
     project: &Path,
+    cwd: &Path,
     state: &ProjectState,
     hook_configs: &[(HookConfig, Origin)],
     mcp: &McpSet,
     echo: bool,
 ) -> (Frozen, Vec<FrozenHook>) {
     let is_builtin = is_reserved;
+    // The clock is read here, at each freeze: the date is frozen with the rest of the prompt.
+    let environment = Environment::new(
+        project,
+        cwd,
+        environment::os_description(),
+        environment::today(),
+    );
     let inputs = FreezeInputs {
         project,
         home,
+        cwd,
+        environment: &environment,
         builtin_prompt: crate::extensions::prompt::BUILTIN,
         builtin_tools: crate::tools::builtin_schemas(),
         is_builtin: &is_builtin,
@@ -156,14 +171,16 @@ pub fn freeze_now(
 /// server named like a configured one is not started (the configured one stands) and a note
 /// says so.
 pub fn start_mcp(
-    tables: &[(PathBuf, Origin, toml::Table)],
+    tables: &[mcp::config::McpSource],
     state: &ProjectState,
     mode: Mode,
     ctx: StartContext,
     client: &[mcp::ServerDef],
 ) -> impl Future<Output = McpSet> + Send + 'static {
     let project = state.project().to_path_buf();
-    let (mut defs, mut problems) = mcp::config::load(tables, &project);
+    let keys = crate::sandbox::scrub::names();
+    let (mut defs, mut problems) =
+        mcp::config::load(tables, &project, &mcp::config::Lookup::process(&keys));
     for c in client {
         if let Some(d) = defs.iter().find(|d| d.name == c.name) {
             problems.push(format!(
@@ -264,6 +281,7 @@ impl Backend {
         Ok(Backend {
             flow: std::sync::Arc::new(crate::provider::flow::StreamFlow::new()),
             home,
+            cwd: project.clone(),
             project,
             provider,
             tools,
@@ -287,6 +305,11 @@ impl Backend {
             pending: Arc::default(),
             echo_notes: true,
         })
+    }
+
+    /// The working directory the session was started in (for every refreeze).
+    pub fn set_working_dir(&mut self, cwd: PathBuf) {
+        self.cwd = cwd;
     }
 
     /// Whether a refreeze's problems also go to stderr (see [`freeze_now`]).
@@ -560,6 +583,7 @@ impl Backend {
     pub fn refreeze_job(&self) -> impl Future<Output = Freeze> + Send + 'static {
         let home = self.home.root().to_path_buf();
         let project = self.project.clone();
+        let cwd = self.cwd.clone();
         let state = self.state.clone();
         let old_hooks = self.hook_configs.clone();
         let old_snapshot = self.snapshot.clone();
@@ -592,6 +616,7 @@ impl Backend {
             let (frozen, hooks) = freeze_now(
                 &home,
                 &project,
+                &cwd,
                 &state,
                 hook_configs.as_deref().unwrap_or(&old_hooks),
                 &mcp,

@@ -21,5 +21,5 @@ pub mod store;
 pub mod transcript;
 
 pub use resume::{resume_id, resume_latest, ResumeError, Resumed};
-pub use state::{write_atomic, Home, ProjectState};
+pub use state::{shown, write_atomic, Home, ProjectState};
 pub use store::{SessionWriter, StoreError};

@@ -124,8 +124,9 @@ fn refuse_protected(ctx: &ToolContext, tool: &str, target: &Resolved) -> Result<
         return Err(format!(
             "{tool}: {} is protected: git runs what is there (configuration, hooks) at the \
              human's next git command, outside any sandbox, so the agent may not change it; \
-             nothing was written (the list is [sandbox] protected in $OPENMAX_HOME/config.toml)",
-            target.resolved_rel
+             nothing was written (the list is [sandbox] protected in {})",
+            target.resolved_rel,
+            crate::session::shown("config.toml")
         ));
     }
     Ok(())
