@@ -72,7 +72,7 @@
 //!
 //! # The rest of the crate
 //!
-//! [`wire`] (commands, events with their [`wire::StopReason`], the handshake lines),
+//! [`arguments`] (a call's arguments checked against its tool's schema), [`wire`] (commands, events with their [`wire::StopReason`], the handshake lines),
 //! [`validate`] (the stream validator: `openmax --check --stdio`), [`conversation`] (messages
 //! and the one shaping of a request), [`compaction`] (the token estimator and pruning),
 //! [`permissions`] (allow / ask / deny rules), [`record`] (session record lines), [`provider`]
@@ -81,6 +81,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod arguments;
 pub mod compaction;
 pub mod conversation;
 pub mod machine;

@@ -73,6 +73,7 @@ impl Core {
         self.turn = Turn::default();
         self.fire_observe(
             HookEvent::UserPromptSubmit,
+            None,
             serde_json::json!({"prompt": text.clone()}),
         );
         self.start_prompt_hooks(text);

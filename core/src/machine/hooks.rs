@@ -1,12 +1,15 @@
 //! Hooks as inputs and effects of the turn machine.
 //!
 //! - Blocking hooks: `user_prompt_submit` (before a prompt is admitted; a refusal ends the turn
-//!   `blocked` with nothing sent) and `turn_end` (after a reply with no tool calls; a refusal is
-//!   honored up to [`MAX_CONTINUATIONS`] times by appending its reason as a user message and
-//!   asking the model again). They run one at a time, in config order.
-//! - Observe-only hooks (`session_start`, `tool_start`, `tool_end`, `compacted`, and any
-//!   non-blocking hook of the two blocking events) are fire-and-forget: only a failure is
-//!   reported, as `hook_failed`.
+//!   `blocked` with nothing sent), `tool_start` (before a call starts; a refusal or a rewrite
+//!   of its arguments, see `tool_hooks`) and `turn_end` (after a reply with no tool calls; a
+//!   refusal is honored up to [`MAX_CONTINUATIONS`] times by appending its reason as a user
+//!   message and asking the model again). They run one at a time, in config order. A failed
+//!   `user_prompt_submit` or `turn_end` hook is reported and passed over; a failed
+//!   `tool_start` hook refuses its call (fail closed).
+//! - Observe-only hooks (`session_start`, `tool_end`, `compacted`, and any non-blocking hook
+//!   of the three blocking events) are fire-and-forget: only a failure is reported, as
+//!   `hook_failed`. A tool hook's `match` picks the tools it runs for.
 //! - The hook gate: a project hook (agent-writable code) runs only when a human approved its
 //!   whole definition and the exact bytes of its files ([`not_run`]); otherwise it
 //!   is never run and `hook_failed` says why and how to approve it.
@@ -27,7 +30,7 @@ pub(super) const MAX_CONTINUATIONS: u32 = 8;
 /// The hook gate: why `h` must not run, or `None` when it may. A project hook whose files
 /// could not be read at the freeze, or whose definition and bytes no human approved, is not
 /// run; the user's own hooks always run.
-fn not_run(h: &HookSpec) -> Option<String> {
+pub(super) fn not_run(h: &HookSpec) -> Option<String> {
     let src = h.source.as_ref()?;
     if let Some(why) = &src.unreadable {
         return Some(why.clone());
@@ -41,8 +44,17 @@ fn not_run(h: &HookSpec) -> Option<String> {
     })
 }
 
+/// What `hook_failed` says of a `rewrite` answer from a hook that has no call to rewrite.
+fn rewrite_misplaced() -> String {
+    "the hook answered rewrite, which only a tool_start hook may; taken as a pass".to_string()
+}
+
 impl Core {
-    fn payload(&self, event: HookEvent, mut fields: serde_json::Value) -> serde_json::Value {
+    pub(super) fn payload(
+        &self,
+        event: HookEvent,
+        mut fields: serde_json::Value,
+    ) -> serde_json::Value {
         if let serde_json::Value::Object(m) = &mut fields {
             m.insert("event".into(), event.as_str().into());
             m.insert("session_id".into(), self.config.session_id.clone().into());
@@ -58,14 +70,21 @@ impl Core {
         });
     }
 
-    /// Fire every observe-only hook of `event`.
-    pub(super) fn fire_observe(&mut self, event: HookEvent, fields: serde_json::Value) {
+    /// Fire every observe-only hook of `event` (for a call of `tool`, those whose `match`
+    /// covers it).
+    pub(super) fn fire_observe(
+        &mut self,
+        event: HookEvent,
+        tool: Option<&str>,
+        fields: serde_json::Value,
+    ) {
         let hooks: Vec<HookSpec> = self
             .config
             .freeze
             .hooks
             .iter()
             .filter(|h| h.event == event && !(h.blocking && event.can_block()))
+            .filter(|h| h.applies_to(tool))
             .cloned()
             .collect();
         if hooks.is_empty() {
@@ -151,7 +170,7 @@ impl Core {
 
     pub(super) fn start_turn_end_hooks(&mut self, finish_reason: String) {
         let rest = self.blocking_hooks(HookEvent::TurnEnd);
-        self.fire_observe(HookEvent::TurnEnd, self.turn_end_fields());
+        self.fire_observe(HookEvent::TurnEnd, None, self.turn_end_fields());
         self.continue_turn_end_hooks(finish_reason, rest);
     }
 
@@ -202,11 +221,27 @@ impl Core {
             (HookStage::Prompt { .. }, HookOutcome::Refuse { .. }) => {
                 self.end_turn(StopReason::Blocked)
             }
+            (HookStage::Prompt { prompt }, HookOutcome::Rewrite { .. }) => {
+                self.hook_failed(&current.hook, current.event, rewrite_misplaced());
+                self.continue_prompt_hooks(prompt, rest);
+            }
+            (
+                HookStage::ToolStart {
+                    call,
+                    args,
+                    rewritten_by,
+                },
+                outcome,
+            ) => self.on_tool_hook_done(call, args, rewritten_by, current, rest, outcome),
             (HookStage::TurnEnd { finish_reason }, HookOutcome::Pass) => {
                 self.continue_turn_end_hooks(finish_reason, rest)
             }
             (HookStage::TurnEnd { finish_reason }, HookOutcome::Failed { detail }) => {
                 self.hook_failed(&current.hook, current.event, detail);
+                self.continue_turn_end_hooks(finish_reason, rest);
+            }
+            (HookStage::TurnEnd { finish_reason }, HookOutcome::Rewrite { .. }) => {
+                self.hook_failed(&current.hook, current.event, rewrite_misplaced());
                 self.continue_turn_end_hooks(finish_reason, rest);
             }
             (HookStage::TurnEnd { .. }, HookOutcome::Refuse { reason }) => {

@@ -132,6 +132,7 @@ mod retry;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod tool_hooks;
 mod tools;
 mod turn;
 

@@ -30,7 +30,8 @@ pub(super) enum Phase {
     /// No turn is running.
     Idle,
     /// Blocking hooks run one at a time: `user_prompt_submit` before the prompt is admitted,
-    /// or `turn_end` after a reply with no tool calls.
+    /// `tool_start` before a tool call is started, or `turn_end` after a reply with no tool
+    /// calls.
     Hooks {
         stage: HookStage,
         current: HookRun,
@@ -68,6 +69,14 @@ pub(super) enum Phase {
 pub(super) enum HookStage {
     /// `user_prompt_submit`: the prompt is admitted once every hook passed.
     Prompt { prompt: String },
+    /// `tool_start`: call `call` of the round starts, with `args` (the model's, or as the
+    /// hooks so far rewrote them), once every hook matching it passed or rewrote it.
+    ToolStart {
+        call: usize,
+        args: serde_json::Map<String, serde_json::Value>,
+        /// The hooks that rewrote the arguments, in order.
+        rewritten_by: Vec<String>,
+    },
     /// `turn_end`: the turn ends with the reply's finish reason once every hook passed.
     TurnEnd { finish_reason: String },
 }

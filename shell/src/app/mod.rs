@@ -242,8 +242,12 @@ fn approve_hooks(state: &ProjectState, path: &Path) -> i32 {
         let Some((key, sha)) = &h.approval else {
             continue;
         };
+        let matcher = match &h.config.matcher {
+            Some(m) => format!(", match {m:?}"),
+            None => String::new(),
+        };
         println!(
-            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms",
+            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms{matcher}",
             h.name,
             crate::extensions::source::short(sha),
             h.config.event.as_str(),

@@ -412,6 +412,7 @@ fn hook(name: &str, event: &str, blocking: bool) -> HookSpec {
         event: HookEvent::parse(event).expect("a hook event"),
         blocking,
         source: None,
+        matcher: None,
     }
 }
 
@@ -453,4 +454,5 @@ mod request;
 mod retries;
 mod robustness;
 mod sandbox;
+mod tool_hooks;
 mod turns;
