@@ -138,7 +138,7 @@ mod turn;
 
 pub use interface::*;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::compaction::Scale;
 use crate::conversation::{Block, Message, Role};
@@ -179,6 +179,9 @@ pub struct Core {
     next_call: u64,
     /// Every approval id issued, and whether it has settled.
     approvals: BTreeMap<String, bool>,
+    /// The [`crate::tool::ToolPlan::confirm`] keys a human approved in this session (a
+    /// `web_fetch` host): later calls with the same key are not asked about again.
+    confirmed: BTreeSet<String>,
     /// Observe-only hook runs in flight: run id → (hook, event).
     observe_runs: BTreeMap<u64, (String, HookEvent)>,
     /// The stop reason of the last admitted turn (the exit code follows it).
@@ -209,6 +212,7 @@ impl Core {
             next_approval: 1,
             next_call: 1,
             approvals: BTreeMap::new(),
+            confirmed: BTreeSet::new(),
             observe_runs: BTreeMap::new(),
             last_stop: None,
             scale: None,

@@ -59,6 +59,8 @@ pub(super) enum Phase {
         /// The sandbox the call runs in if approved.
         sandbox: RunSandbox,
         recording: bool,
+        /// The plan's [`crate::tool::ToolPlan::confirm`] key, remembered once approved.
+        confirm: Option<String>,
     },
     /// Call `call` runs; `cancelling` once a `CancelTool` went out.
     RunningTool { call: usize, cancelling: bool },
@@ -215,7 +217,7 @@ impl Phase {
     pub(super) fn take_pending_approval(
         &mut self,
         approval_id: &str,
-    ) -> Option<(usize, Option<SourceGate>, RunSandbox)> {
+    ) -> Option<(usize, Option<SourceGate>, RunSandbox, Option<String>)> {
         match std::mem::replace(self, Phase::Idle) {
             Phase::Approving {
                 call,
@@ -223,8 +225,9 @@ impl Phase {
                 source,
                 sandbox,
                 recording: false,
+                confirm,
                 ..
-            } if id == approval_id => Some((call, source, sandbox)),
+            } if id == approval_id => Some((call, source, sandbox, confirm)),
             other => {
                 *self = other;
                 None

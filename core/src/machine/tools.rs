@@ -114,6 +114,7 @@ impl Core {
             self.config.mode,
             &self.config.permissions,
             human,
+            &self.confirmed,
             &name,
             &plan,
         ) {
@@ -145,6 +146,7 @@ impl Core {
         if let Some(rewrite) = self.turn.round.get(call).and_then(|c| c.rewrite.clone()) {
             detail = format!("{rewrite}\n\n{detail}");
         }
+        let confirm = plan.confirm.clone();
         let approval_id = format!("a{}", self.next_approval);
         self.next_approval += 1;
         self.approvals.insert(approval_id.clone(), false);
@@ -184,6 +186,7 @@ impl Core {
             source,
             sandbox,
             recording: false,
+            confirm,
         };
     }
 
@@ -211,12 +214,16 @@ impl Core {
             }
             Some(false) => {}
         }
-        let Some((call, source, sandbox)) = self.phase.take_pending_approval(approval_id) else {
+        let Some((call, source, sandbox, confirm)) = self.phase.take_pending_approval(approval_id)
+        else {
             // An unsettled id is always the current approval; say so rather than panic.
             return self
                 .protocol_error(format!("approve: approval {approval_id:?} is not pending"));
         };
         if approved {
+            if let Some(key) = confirm {
+                self.confirmed.insert(key);
+            }
             match source {
                 // External code: its bytes' approval is recorded first; `approval_settled`
                 // and the run follow the answer.
@@ -261,6 +268,7 @@ impl Core {
             source: Some(g),
             sandbox,
             recording: true,
+            confirm: None,
         };
     }
 

@@ -611,6 +611,7 @@ pub(crate) async fn open(
     backend.set_client_mcp(client_mcp);
     backend.set_echo_notes(echo_notes);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);
+    backend.set_web_policy(setup.settings.web.clone());
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;

@@ -34,6 +34,7 @@ pub fn plan(
         source: None,
         invalid: None,
         sandbox: Default::default(),
+        confirm: None,
     };
     if let Some(problem) = check_args(tool, args) {
         plan.invalid = Some(problem);

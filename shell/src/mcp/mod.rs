@@ -209,6 +209,7 @@ impl McpSet {
             source: None,
             invalid: None,
             sandbox: Default::default(),
+            confirm: None,
         };
         let Some((server, tool)) = self.server_of(name) else {
             plan.invalid = Some(format!("no MCP server for {name}"));

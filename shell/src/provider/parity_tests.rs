@@ -205,6 +205,7 @@ impl Driver {
                         source: None,
                         invalid: None,
                         sandbox: Default::default(),
+                        confirm: None,
                     }),
                 }),
                 Effect::SendRequest {

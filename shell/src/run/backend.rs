@@ -300,6 +300,11 @@ impl Backend {
         self.tools.shell_timeout_ms = t.shell_ms;
     }
 
+    /// `[tools.web_fetch]` from now on.
+    pub fn set_web_policy(&mut self, web: crate::tools::web_fetch::policy::WebPolicy) {
+        self.tools.web = web;
+    }
+
     /// Run every agent process (tools, hooks) under `policy` from now on.
     pub fn set_sandbox(&mut self, policy: Policy) {
         self.tools.sandbox = Arc::new(policy);
@@ -643,5 +648,6 @@ fn plan_skill(skills: &[Skill], args: &serde_json::Value) -> ToolPlan {
         source: None,
         invalid,
         sandbox: Default::default(),
+        confirm: None,
     }
 }

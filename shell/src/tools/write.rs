@@ -222,6 +222,7 @@ fn plan_of(tool: &str, prepared: Result<Change, String>) -> ToolPlan {
             source: None,
             invalid: None,
             sandbox: Default::default(),
+            confirm: None,
         },
         Err(e) => invalid_plan(true, e),
     }

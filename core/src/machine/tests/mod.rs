@@ -382,6 +382,7 @@ fn plan(mutating: bool) -> ToolPlan {
         source: None,
         invalid: None,
         sandbox: Default::default(),
+        confirm: None,
     }
 }
 
