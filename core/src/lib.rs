@@ -9,7 +9,8 @@
 //! # What goes in
 //!
 //! One [`Input`] per [`Core::handle`] call:
-//! - from the client: [`Input::Line`] (a raw stdin line; the core parses it), [`Input::Framing`]
+//! - from the client: [`Input::Line`] (a raw stdin line; the core parses it), [`Input::Prompt`]
+//!   (a prompt with images from an in-process frontend), [`Input::Framing`]
 //!   (a line the shell could not frame, a [`FramingFault`]), [`Input::EndOfInput`];
 //! - from the model: [`Input::Provider`] (one normalised [`provider::ProviderItem`] of a
 //!   stream), [`Input::RequestFailed`] (no stream: unreachable, an HTTP status, a transport

@@ -109,4 +109,7 @@ pub struct ToolOutcome {
     pub output: String,
     /// The files it changed, one diff each.
     pub diffs: Vec<FileDiff>,
+    /// Images for the model (`read_file` of an image), sent after the result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::conversation::Image>,
 }

@@ -508,6 +508,7 @@ impl<'a> Driver<'a> {
                     ok: script.ok,
                     output: script.output.clone(),
                     diffs: script.diffs.clone(),
+                    images: Vec::new(),
                 };
                 self.schedule(
                     script.delay_ms,
@@ -526,6 +527,7 @@ impl<'a> Driver<'a> {
                         ok: false,
                         output: "killed".into(),
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     };
                     self.schedule(
                         0,

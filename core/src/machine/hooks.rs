@@ -18,7 +18,7 @@
 
 use std::collections::VecDeque;
 
-use crate::conversation::Message;
+use crate::conversation::{Image, Message};
 use crate::wire::{Event, StopReason};
 
 use super::phase::{AfterPersist, HookRun, HookStage, Phase};
@@ -42,6 +42,24 @@ pub(super) fn not_run(h: &HookSpec) -> Option<String> {
             h.name, src.command, src.approve_path
         )
     })
+}
+
+/// A `user_prompt_submit` payload's own fields: the prompt, and the images attached to it
+/// (path, type, size and sha256; not their bytes), when there are any.
+pub(super) fn prompt_fields(prompt: &str, images: &[Image]) -> serde_json::Value {
+    let mut fields = serde_json::json!({ "prompt": prompt });
+    if !images.is_empty() {
+        fields["images"] = images
+            .iter()
+            .map(|i| {
+                serde_json::json!({
+                    "path": i.path, "media_type": i.media_type, "bytes": i.bytes,
+                    "sha256": i.sha256,
+                })
+            })
+            .collect();
+    }
+    fields
 }
 
 /// What `hook_failed` says of a `rewrite` answer from a hook that has no call to rewrite.
@@ -149,22 +167,27 @@ impl Core {
         None
     }
 
-    pub(super) fn start_prompt_hooks(&mut self, prompt: String) {
+    pub(super) fn start_prompt_hooks(&mut self, prompt: String, images: Vec<Image>) {
         let rest = self.blocking_hooks(HookEvent::UserPromptSubmit);
-        self.continue_prompt_hooks(prompt, rest);
+        self.continue_prompt_hooks(prompt, images, rest);
     }
 
-    fn continue_prompt_hooks(&mut self, prompt: String, mut rest: VecDeque<HookSpec>) {
-        let fields = serde_json::json!({ "prompt": prompt });
+    fn continue_prompt_hooks(
+        &mut self,
+        prompt: String,
+        images: Vec<Image>,
+        mut rest: VecDeque<HookSpec>,
+    ) {
+        let fields = prompt_fields(&prompt, &images);
         match self.next_blocking(HookEvent::UserPromptSubmit, &mut rest, &fields) {
             Some(current) => {
                 self.phase = Phase::Hooks {
-                    stage: HookStage::Prompt { prompt },
+                    stage: HookStage::Prompt { prompt, images },
                     current,
                     rest,
                 }
             }
-            None => self.admit_prompt(prompt),
+            None => self.admit_prompt(prompt, images),
         }
     }
 
@@ -211,19 +234,19 @@ impl Core {
             return;
         };
         match (stage, outcome) {
-            (HookStage::Prompt { prompt }, HookOutcome::Pass) => {
-                self.continue_prompt_hooks(prompt, rest)
+            (HookStage::Prompt { prompt, images }, HookOutcome::Pass) => {
+                self.continue_prompt_hooks(prompt, images, rest)
             }
-            (HookStage::Prompt { prompt }, HookOutcome::Failed { detail }) => {
+            (HookStage::Prompt { prompt, images }, HookOutcome::Failed { detail }) => {
                 self.hook_failed(&current.hook, current.event, detail);
-                self.continue_prompt_hooks(prompt, rest);
+                self.continue_prompt_hooks(prompt, images, rest);
             }
             (HookStage::Prompt { .. }, HookOutcome::Refuse { .. }) => {
                 self.end_turn(StopReason::Blocked)
             }
-            (HookStage::Prompt { prompt }, HookOutcome::Rewrite { .. }) => {
+            (HookStage::Prompt { prompt, images }, HookOutcome::Rewrite { .. }) => {
                 self.hook_failed(&current.hook, current.event, rewrite_misplaced());
-                self.continue_prompt_hooks(prompt, rest);
+                self.continue_prompt_hooks(prompt, images, rest);
             }
             (
                 HookStage::ToolStart {

@@ -27,6 +27,15 @@ pub enum FramingFault {
 pub enum Input {
     /// One raw stdin line (without its newline). The core parses it.
     Line(String),
+    /// A prompt with images from an in-process frontend (the terminal UI, ACP, `-p --image`):
+    /// taken exactly like a `user` command with `text`, the images following the text in the
+    /// prompt's message. (The `openmax-stdio/6` wire carries text only.)
+    Prompt {
+        /// The prompt's text.
+        text: String,
+        /// The images attached to it, in order.
+        images: Vec<crate::conversation::Image>,
+    },
     /// A line the shell could not frame.
     Framing(FramingFault),
     /// stdin reached EOF: behaves like `quit`.
@@ -136,7 +145,10 @@ impl Input {
     /// Whether the input comes from the client (a line, a framing fault, end of input): such
     /// input is held while a command's answer is awaited (see the drain contract).
     pub fn is_client(&self) -> bool {
-        matches!(self, Input::Line(_) | Input::Framing(_) | Input::EndOfInput)
+        matches!(
+            self,
+            Input::Line(_) | Input::Prompt { .. } | Input::Framing(_) | Input::EndOfInput
+        )
     }
 }
 

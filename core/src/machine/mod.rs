@@ -285,6 +285,11 @@ impl Core {
     fn dispatch(&mut self, input: Input) {
         match input {
             Input::Line(raw) => self.on_line(&raw),
+            Input::Prompt { text, images } => {
+                if !self.lifecycle.quitting() {
+                    self.on_user(text, images)
+                }
+            }
             Input::Framing(fault) => self.on_framing(fault),
             Input::EndOfInput => self.on_quit(),
             Input::Provider {

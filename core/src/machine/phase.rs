@@ -69,8 +69,11 @@ pub(super) enum Phase {
 /// Which blocking hooks a [`Phase::Hooks`] runs, and what follows them.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum HookStage {
-    /// `user_prompt_submit`: the prompt is admitted once every hook passed.
-    Prompt { prompt: String },
+    /// `user_prompt_submit`: the prompt (and its images) is admitted once every hook passed.
+    Prompt {
+        prompt: String,
+        images: Vec<crate::conversation::Image>,
+    },
     /// `tool_start`: call `call` of the round starts, with `args` (the model's, or as the
     /// hooks so far rewrote them), once every hook matching it passed or rewrote it.
     ToolStart {

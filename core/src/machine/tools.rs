@@ -342,7 +342,7 @@ impl Core {
             }
             self.finish_call(call, false, output, None);
         } else {
-            self.finish_call(call, outcome.ok, outcome.output, None);
+            self.finish_call_with(call, outcome.ok, outcome.output, None, outcome.images);
         }
     }
 
@@ -354,6 +354,18 @@ impl Core {
         ok: bool,
         output: String,
         note: Option<String>,
+    ) {
+        self.finish_call_with(call, ok, output, note, Vec::new());
+    }
+
+    /// [`Core::finish_call`] with the images the call produced, sent after its result.
+    fn finish_call_with(
+        &mut self,
+        call: usize,
+        ok: bool,
+        output: String,
+        note: Option<String>,
+        images: Vec<crate::conversation::Image>,
     ) {
         let id = self.call_id(call);
         let note = match (self.rewrite_note(call), note) {
@@ -368,6 +380,7 @@ impl Core {
             ok,
             output: output.clone(),
         }];
+        content.extend(images.into_iter().map(Block::Image));
         if let Some(n) = &note {
             content.push(Block::text(format!("[openmax note] {n}")));
         }

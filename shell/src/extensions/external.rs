@@ -116,6 +116,7 @@ pub async fn run(
         ok,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 
@@ -124,6 +125,7 @@ fn failed(output: String) -> ToolOutcome {
         ok: false,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 

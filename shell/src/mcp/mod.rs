@@ -472,6 +472,7 @@ fn failed(output: String) -> ToolOutcome {
         ok: false,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 

@@ -409,6 +409,7 @@ impl Backend {
                      sandbox"
                 ),
                 diffs: Vec::new(),
+                images: Vec::new(),
             };
         }
         if ext.mcp.owns(&name) {
@@ -424,6 +425,7 @@ impl Backend {
                         ok: false,
                         output: format!("external tool {name} was not inspected before running"),
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     };
                 };
                 return external::run(tool, &ctx.project, &args, &sha, &ctx, cancel).await;
@@ -434,11 +436,13 @@ impl Backend {
                         ok: true,
                         output: body,
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     },
                     Err(e) => ToolOutcome {
                         ok: false,
                         output: e,
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     },
                 };
             }

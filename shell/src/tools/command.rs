@@ -264,6 +264,7 @@ pub async fn run(
         ok,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 

@@ -248,6 +248,7 @@ fn ok(output: String) -> ToolOutcome {
         ok: true,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 
@@ -257,6 +258,7 @@ fn fail(output: String) -> ToolOutcome {
         ok: false,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 

@@ -325,6 +325,7 @@ fn commit(ctx: &ToolContext, tool: &str, c: Change, stop: &Stop) -> ToolOutcome 
         ok: true,
         output,
         diffs,
+        images: Vec::new(),
     }
 }
 

@@ -22,6 +22,7 @@ fn tool_round_approved_then_next_request() {
                 added: 1,
                 removed: 0,
             }],
+            images: Vec::new(),
         },
     });
     assert_eq!(h.take(), s(&["diff c1 a.rs", "tool_end c1 true"]));

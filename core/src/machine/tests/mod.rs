@@ -81,6 +81,10 @@ impl H {
     fn input(&mut self, input: Input) {
         match &input {
             Input::Line(l) => self.steps.push(Step::Command(l.clone())),
+            // The pairing checker reads commands: a prompt with images is a `user` to it.
+            Input::Prompt { text, .. } => self
+                .steps
+                .push(Step::Command(json!({"cmd":"user","text":text}).to_string())),
             Input::EndOfInput => self.steps.push(Step::EndOfInput),
             _ => {}
         }
@@ -268,6 +272,7 @@ impl H {
                 ok,
                 output: output.into(),
                 diffs: vec![],
+                images: Vec::new(),
             },
         });
     }
@@ -448,6 +453,7 @@ mod commands;
 mod context;
 mod endings;
 mod hooks;
+mod images;
 mod limits;
 mod persistence;
 mod quit;

@@ -211,6 +211,7 @@ async fn fetch(ctx: &ToolContext, call: &Call) -> ToolOutcome {
                 ok: true,
                 output: out,
                 diffs: Vec::new(),
+                images: Vec::new(),
             };
         }
         let refusal = Arc::new(Mutex::new(None));
@@ -308,6 +309,7 @@ async fn fetch(ctx: &ToolContext, call: &Call) -> ToolOutcome {
             ok: status.is_success(),
             output: out,
             diffs: Vec::new(),
+            images: Vec::new(),
         };
     }
     let (body, cut) = match read_capped(resp.into_body(), ctx.web.max_bytes).await {
@@ -369,6 +371,7 @@ async fn fetch(ctx: &ToolContext, call: &Call) -> ToolOutcome {
         ok: status.is_success(),
         output: out,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 
