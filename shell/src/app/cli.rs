@@ -24,6 +24,10 @@ pub struct Cli {
     #[arg(short = 'p', long = "prompt", value_name = "PROMPT", conflicts_with_all = ["check", "spec", "approve", "trust"])]
     pub prompt: Option<String>,
 
+    /// With -p: attach the image FILE (PNG, JPEG, GIF or WebP; repeat for more).
+    #[arg(long = "image", value_name = "FILE", requires = "prompt")]
+    pub images: Vec<std::path::PathBuf>,
+
     /// Resume the project's latest session (with --stdio, -p, or the terminal UI).
     #[arg(long = "continue")]
     pub continue_: bool,

@@ -715,6 +715,13 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
             code
         }
         Front::Print(prompt) => {
+            let mut images = Vec::new();
+            for path in &cli.images {
+                match crate::images::from_file(&path.display().to_string(), path) {
+                    Ok(img) => images.push(img),
+                    Err(e) => return fail(format!("--image {e}")),
+                }
+            }
             if let Err(e) = backend.settle_session() {
                 return fail(format!("could not start a session: {e}"));
             }
@@ -724,7 +731,14 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
             runtime.handle_signals(SignalPolicy::CancelTurn);
             // The core is non-interactive: it ends the session after this command's done,
             // with the one-shot exit code.
-            runtime.push_input(Input::Line(Command::User { text: prompt }.to_line()));
+            runtime.push_input(if images.is_empty() {
+                Input::Line(Command::User { text: prompt }.to_line())
+            } else {
+                Input::Prompt {
+                    text: prompt,
+                    images,
+                }
+            });
             let (code, _sink) = rt.block_on(runtime.run());
             // Do not wait for leftover blocking work (a plan job) after the session is over.
             rt.shutdown_background();

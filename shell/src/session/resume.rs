@@ -273,12 +273,14 @@ fn resume_entry(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, Resu
         s.last_refrozen,
         s.mode,
     );
+    let mut history = s.history;
+    super::images::restore(&super::images::dir(sessions_dir, &entry.id), &mut history);
     Ok(Resumed {
         writer,
         session_id: entry.id.clone(),
         system: s.system,
         tools: s.tools,
-        history: s.history,
+        history,
         transcript: s.tail.finish(&entry.id),
         mode: s.mode,
         notices: s.notices,

@@ -250,11 +250,16 @@ impl SessionWriter {
                 Record::ModeChanged { mode: m } => mode = Some(*m),
                 Record::Message { .. } | Record::TurnEnd { .. } => {}
             }
+            // Images keep their sha256 and path in the line; their bytes go beside it, once.
+            let stashed = super::images::stash(
+                &super::images::dir(&self.sessions_dir, &self.session_id),
+                record,
+            )?;
             serde_json::to_writer(
                 &mut buf,
                 &LineRef {
                     v: RECORD_VERSION,
-                    record,
+                    record: stashed.as_ref().unwrap_or(record),
                 },
             )
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;

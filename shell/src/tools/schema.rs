@@ -22,7 +22,8 @@ pub fn all() -> Vec<ToolSchema> {
             "Read a UTF-8 text file of the project. Each line is shown as its 1-based number, a \
              tab, then the text (the number and tab are not part of the file). At most 2000 lines \
              (and about 30 KB) per call; when the file goes on, a final note gives the `offset` \
-             to read on from. Binary files are refused.",
+             to read on from. A PNG, JPEG, GIF or WebP image is given to you as the image \
+             itself; other binary files are refused.",
             json!({
                 "type": "object",
                 "properties": {
