@@ -702,12 +702,18 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 early.abandon();
                 return fail(format!("could not start a session: {e}"));
             }
+            let attach = crate::tui::attach::Attach {
+                project: backend.project().to_path_buf(),
+                mcp: backend.mcp_view(),
+                runtime: rt.handle().clone(),
+            };
             let launch = crate::tui::Launch {
                 model,
                 mode,
                 transcript,
                 history: prompt_history,
                 notices: Some(notices),
+                attach: Some(attach),
             };
             let code = crate::tui::run(&rt, core, backend, launch, early);
             rt.shutdown_background();

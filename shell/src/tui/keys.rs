@@ -13,6 +13,10 @@
 //! | Ctrl-D | quit, on an empty prompt |
 //! | Shift-Tab | cycle the mode auto → ask → readonly (saved like `approval_mode`) |
 //! | Ctrl-U | clear the prompt |
+//!
+//! In a prompt, `@path/to/image.png` attaches the image and `@server:uri` the text of an MCP
+//! resource; pasting (or dropping) the path of an image file inserts it as `@path`;
+//! `/mcp__<server>__<prompt> [arg=value…]` sends an MCP prompt (see [`super::attach`]).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use openmax_core::wire::{Command, Mode};
@@ -24,7 +28,10 @@ use super::view::{View, QUIT_WINDOW_MS};
 pub const HELP: &str = "keys: Enter send · Ctrl-J or Alt-Enter newline · Up/Down history · \
 y/n answer an approval · Esc cancel the turn · Ctrl-C cancel, twice on an idle prompt quit · \
 Ctrl-D quit on an empty prompt · Shift-Tab cycle the mode auto → ask → readonly · Ctrl-U clear\n\
-commands: /mode <auto|ask|readonly> · /reload · /help · /quit";
+commands: /mode <auto|ask|readonly> · /reload · /help · /quit · /mcp__<server>__<prompt> [arg=value…] \
+(an MCP prompt)\n\
+in a prompt: @path/to/image.png attaches an image (paste or drop its path) · @server:uri the text \
+of an MCP resource";
 
 /// The mode after `mode` in the Shift-Tab cycle.
 pub fn next_mode(mode: Mode) -> Mode {
@@ -36,9 +43,19 @@ pub fn next_mode(mode: Mode) -> Mode {
 }
 
 impl View {
-    /// A bracketed paste: inserted as typed text, newlines kept, never submitted.
+    /// A bracketed paste: inserted as typed text, newlines kept, never submitted; the path of
+    /// an image file (a dropped file) is inserted as an `@path` attachment.
     pub fn paste(&mut self, text: &str) {
-        self.editor.insert(text);
+        match super::attach::pasted_image(text) {
+            Some(path) => self.editor.insert(&format!("@{path} ")),
+            None => self.editor.insert(text),
+        }
+    }
+
+    /// A prompt that could not be sent (an attachment failed): say why; the turn never began.
+    pub fn prompt_failed(&mut self, why: &str) {
+        self.running = None;
+        self.notice(Level::Error, &format!("not sent: {why}"));
     }
 
     /// One key at time `now` (ms).
@@ -153,7 +170,7 @@ impl View {
             return;
         }
         if let Some(cmd) = trimmed.strip_prefix('/') {
-            self.slash(cmd);
+            self.slash(now, cmd);
             return;
         }
         self.finished.push(Block::User(text.clone()));
@@ -161,7 +178,7 @@ impl View {
         self.send(Command::User { text });
     }
 
-    fn slash(&mut self, cmd: &str) {
+    fn slash(&mut self, now: u64, cmd: &str) {
         let mut words = cmd.split_whitespace();
         match (words.next(), words.next(), words.next()) {
             (Some("mode"), Some(mode), None) => self.send(Command::ApprovalMode {
@@ -177,6 +194,13 @@ impl View {
             (Some("reload"), None, None) => self.send(Command::Reload),
             (Some("help"), None, None) => self.notice(Level::Info, HELP),
             (Some("quit"), None, None) => self.quit(),
+            (Some(name), _, _) if name.starts_with("mcp__") => {
+                // An MCP prompt: sent as a prompt, expanded on its way to the core.
+                let text = format!("/{cmd}");
+                self.finished.push(Block::User(text.clone()));
+                self.running = Some(now);
+                self.send(Command::User { text });
+            }
             _ => self.notice(
                 Level::Error,
                 &format!("unknown command /{cmd}: try /mode <auto|ask|readonly>, /reload, /help or /quit"),
