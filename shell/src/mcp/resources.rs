@@ -263,61 +263,6 @@ pub async fn get(
         .await
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_catalog_becomes_a_read_resource_tool_and_prompt_commands() {
-        let cat = catalog(
-            "everything",
-            &json!({"resources": {}, "prompts": {}}),
-            &[json!({"uri": "demo://a", "name": "A", "description": "the first"})],
-            &[
-                json!({"name": "complex_prompt", "description": "d", "arguments": [
-                {"name": "temperature", "required": true}, {"name": "style"}]}),
-                json!({"name": "bad name"}),
-            ],
-        );
-        let t = reader_tool("everything", &cat).unwrap();
-        assert_eq!(t.name, "mcp__everything__read_resource");
-        assert!(t.read_only && t.reader);
-        assert!(t.description.contains("- demo://a (A): the first"));
-        assert_eq!(cat.prompts.len(), 1);
-        assert_eq!(cat.prompts[0].command(), "mcp__everything__complex_prompt");
-        assert_eq!(
-            cat.prompts[0].args,
-            [
-                ("temperature".to_string(), true),
-                ("style".to_string(), false)
-            ]
-        );
-        assert!(reader_tool("x", &Catalog::default()).is_none());
-    }
-
-    #[test]
-    fn read_and_prompt_results_become_text() {
-        let out = read_outcome(
-            &json!({"contents": [{"uri": "demo://a", "mimeType": "text/plain", "text": "hello"},
-                                 {"uri": "demo://b", "blob": "AAEC", "mimeType": "application/octet-stream"}]}),
-            1000,
-        );
-        assert_eq!(
-            out.output,
-            "[resource demo://a (text/plain)]\nhello\n[resource demo://b: binary, application/octet-stream, 3 bytes: not shown]"
-        );
-        let (text, images) = prompt_text(&json!({"messages": [
-            {"role": "user", "content": {"type": "text", "text": "Write a haiku"}},
-            {"role": "user", "content": {"type": "resource", "resource": {"uri": "demo://a", "text": "hi"}}}
-        ]}));
-        assert_eq!(
-            text,
-            "Write a haiku\n\n<resource uri=\"demo://a\">\nhi\n</resource>"
-        );
-        assert!(images.is_empty());
-    }
-}
-
 impl super::McpSet {
     /// Every prompt of every started server.
     pub fn prompts(&self) -> Vec<PromptInfo> {
@@ -448,4 +393,59 @@ fn usage(p: &PromptInfo) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_catalog_becomes_a_read_resource_tool_and_prompt_commands() {
+        let cat = catalog(
+            "everything",
+            &json!({"resources": {}, "prompts": {}}),
+            &[json!({"uri": "demo://a", "name": "A", "description": "the first"})],
+            &[
+                json!({"name": "complex_prompt", "description": "d", "arguments": [
+                {"name": "temperature", "required": true}, {"name": "style"}]}),
+                json!({"name": "bad name"}),
+            ],
+        );
+        let t = reader_tool("everything", &cat).unwrap();
+        assert_eq!(t.name, "mcp__everything__read_resource");
+        assert!(t.read_only && t.reader);
+        assert!(t.description.contains("- demo://a (A): the first"));
+        assert_eq!(cat.prompts.len(), 1);
+        assert_eq!(cat.prompts[0].command(), "mcp__everything__complex_prompt");
+        assert_eq!(
+            cat.prompts[0].args,
+            [
+                ("temperature".to_string(), true),
+                ("style".to_string(), false)
+            ]
+        );
+        assert!(reader_tool("x", &Catalog::default()).is_none());
+    }
+
+    #[test]
+    fn read_and_prompt_results_become_text() {
+        let out = read_outcome(
+            &json!({"contents": [{"uri": "demo://a", "mimeType": "text/plain", "text": "hello"},
+                                 {"uri": "demo://b", "blob": "AAEC", "mimeType": "application/octet-stream"}]}),
+            1000,
+        );
+        assert_eq!(
+            out.output,
+            "[resource demo://a (text/plain)]\nhello\n[resource demo://b: binary, application/octet-stream, 3 bytes: not shown]"
+        );
+        let (text, images) = prompt_text(&json!({"messages": [
+            {"role": "user", "content": {"type": "text", "text": "Write a haiku"}},
+            {"role": "user", "content": {"type": "resource", "resource": {"uri": "demo://a", "text": "hi"}}}
+        ]}));
+        assert_eq!(
+            text,
+            "Write a haiku\n\n<resource uri=\"demo://a\">\nhi\n</resource>"
+        );
+        assert!(images.is_empty());
+    }
 }

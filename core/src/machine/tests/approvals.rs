@@ -454,7 +454,7 @@ fn a_confirm_key_is_asked_once_per_session_in_ask_and_readonly() {
             h.tool_reply(&id, "write_file", r#"{"path":"a.rs"}"#);
             h.planned(&id, fetch(host));
             let asked = h.take().iter().any(|e| e.starts_with("approval_request"));
-            let want = mode != Mode::Auto && !(i == 2);
+            let want = mode != Mode::Auto && i != 2;
             assert_eq!(asked, want, "{mode:?} call {i}");
             if asked {
                 approvals += 1;
