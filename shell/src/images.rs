@@ -6,6 +6,7 @@
 //! anything else, an empty file or one over [`MAX_IMAGE_BYTES`] is an error naming the file
 //! and what to do.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use base64::Engine;
@@ -27,15 +28,24 @@ pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Whether `path` names a file whose first bytes are an image of a type providers take.
+/// Whether `path` names a regular file whose first bytes are an image of a type providers
+/// take. Anything else (a FIFO, a device, a directory) is not opened at all: opening a FIFO
+/// would wait for a writer.
 pub fn is_image_file(path: &Path) -> bool {
     use std::io::Read;
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let mut head = [0u8; 64];
-    let Ok(mut f) = std::fs::File::open(path) else {
+    let Ok(mut f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    else {
         return false;
     };
     let n = f.read(&mut head).unwrap_or(0);
-    path.is_file() && sniff(&head[..n]).is_some()
+    sniff(&head[..n]).is_some()
 }
 
 /// `bytes` as an image labelled `label` (a path, or where it came from).
@@ -164,6 +174,12 @@ mod tests {
         let e = from_file("huge.png", &f).unwrap_err();
         assert!(e.contains("the image is 7.0 MB"), "{e}");
         assert!(from_file("none.png", &dir.join("none.png")).is_err());
+        // A FIFO is never opened (that would wait for a writer), nor is a directory.
+        let fifo = dir.join("pipe.png");
+        let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(!is_image_file(&fifo));
+        assert!(!is_image_file(&dir));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

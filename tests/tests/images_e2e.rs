@@ -4,7 +4,7 @@
 //! a file that is not an image, or one over the cap, is refused before any request; `read_file`
 //! of an image sends it after the call's result; the session record keeps its sha256 and path
 //! but not its bytes, and `--continue` sends it again; an ACP `image` block (advertised) and a
-//! TUI `@path` (typed, or a pasted path) arrive the same way.
+//! TUI `@path` (typed, or a pasted path) arrive the same way, in each provider's format.
 
 use base64::Engine;
 use openmax_tests::acp;
@@ -211,28 +211,36 @@ fn read_file_of_an_image_sends_it_and_the_record_keeps_its_hash_not_its_bytes() 
 }
 
 #[test]
-fn an_acp_image_block_arrives_as_an_image_and_image_is_advertised() {
-    let (env, mock) = acp::setup(vec![text_reply("a cat")]);
+fn an_acp_image_block_arrives_as_each_providers_image_and_image_is_advertised() {
     let shot = png(20, 10);
-    let lines = acp::client(
-        &env,
-        json!({"steps": [{"op": "new"}, {"op": "prompt", "text": "what is this?",
-            "blocks": [{"type": "image", "mimeType": "image/png", "data": b64(&shot)}]}]}),
-    );
-    assert_eq!(
-        lines[0]["initialize"]["agentCapabilities"]["promptCapabilities"]["image"],
-        true
-    );
-    assert_eq!(
-        acp::answers(&lines),
-        vec![&json!({"response": {"stopReason": "end_turn"}})]
-    );
-    let reqs = mock.requests();
-    assert_eq!(
-        images_in(Flavor::Anthropic, &reqs[0].body),
-        [("image/png".to_string(), b64(&shot))]
-    );
+    for flavor in [Flavor::Anthropic, Flavor::Openai, Flavor::OpenaiChat] {
+        let env = TestEnv::new();
+        let mock = MockServer::start(vec![text_reply("a cat")]);
+        env.mock_config(flavor, &mock.base_url(), "");
+        env.trust();
+        let lines = acp::client(
+            &env,
+            json!({"steps": [{"op": "new"}, {"op": "prompt", "text": "what is this?",
+                "blocks": [{"type": "image", "mimeType": "image/png", "data": b64(&shot)}]}]}),
+        );
+        assert_eq!(
+            lines[0]["initialize"]["agentCapabilities"]["promptCapabilities"]["image"],
+            true
+        );
+        assert_eq!(
+            acp::answers(&lines),
+            vec![&json!({"response": {"stopReason": "end_turn"}})],
+            "{flavor:?}"
+        );
+        let reqs = mock.requests();
+        assert_eq!(
+            images_in(flavor, &reqs[0].body),
+            [("image/png".to_string(), b64(&shot))],
+            "{flavor:?}"
+        );
+    }
     // A block that is no image is refused, naming why.
+    let (env, _mock) = acp::setup(vec![text_reply("never")]);
     let lines = acp::client(
         &env,
         json!({"steps": [{"op": "new"}, {"op": "prompt", "text": "x",
@@ -244,39 +252,42 @@ fn an_acp_image_block_arrives_as_an_image_and_image_is_advertised() {
 
 #[test]
 fn the_tui_attaches_an_at_path_image_and_a_pasted_image_path() {
-    let env = TestEnv::new();
-    let mock = MockServer::start(vec![text_reply("one image"), text_reply("another")]);
-    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
-    env.trust();
-    let shot = png(40, 30);
-    std::fs::write(env.project.join("shot.png"), &shot).unwrap();
-    let dropped = png(8, 8);
-    std::fs::write(env.root.join("dropped.png"), &dropped).unwrap();
-    let pane = Pane::start(&env, &[], 100, 30);
-    pane.wait_text("test-model");
-    pane.type_text("what is in @shot.png?");
-    pane.keys(&["Enter"]);
-    pane.wait_text("one image");
-    // A terminal pastes a dropped file as its path.
-    pane.type_text("and ");
-    pane.paste(&format!("'{}'", env.root.join("dropped.png").display()));
-    pane.wait_text("dropped.png");
-    pane.keys(&["Enter"]);
-    pane.wait_text("another");
-    pane.keys(&["C-d"]);
-    pane.wait_exit();
-    let reqs = mock.requests();
-    assert_eq!(reqs.len(), 2, "{}", pane.history());
-    assert_eq!(
-        images_in(Flavor::Anthropic, &reqs[0].body),
-        [("image/png".to_string(), b64(&shot))]
-    );
-    assert!(reqs[0].body.to_string().contains("what is in @shot.png?"));
-    let second = images_in(Flavor::Anthropic, &reqs[1].body);
-    assert_eq!(
-        second.last(),
-        Some(&("image/png".to_string(), b64(&dropped))),
-        "{}",
-        reqs[1].body
-    );
+    for flavor in [Flavor::Anthropic, Flavor::Openai, Flavor::OpenaiChat] {
+        let env = TestEnv::new();
+        let mock = MockServer::start(vec![text_reply("one image"), text_reply("another")]);
+        env.mock_config(flavor, &mock.base_url(), "");
+        env.trust();
+        let shot = png(40, 30);
+        std::fs::write(env.project.join("shot.png"), &shot).unwrap();
+        let dropped = png(8, 8);
+        std::fs::write(env.root.join("dropped.png"), &dropped).unwrap();
+        let pane = Pane::start(&env, &[], 100, 30);
+        pane.wait_text("test-model");
+        pane.type_text("what is in @shot.png?");
+        pane.keys(&["Enter"]);
+        pane.wait_text("one image");
+        // A terminal pastes a dropped file as its path.
+        pane.type_text("and ");
+        pane.paste(&format!("'{}'", env.root.join("dropped.png").display()));
+        pane.wait_text("dropped.png");
+        pane.keys(&["Enter"]);
+        pane.wait_text("another");
+        pane.keys(&["C-d"]);
+        pane.wait_exit();
+        let reqs = mock.requests();
+        assert_eq!(reqs.len(), 2, "{flavor:?}: {}", pane.history());
+        assert_eq!(
+            images_in(flavor, &reqs[0].body),
+            [("image/png".to_string(), b64(&shot))],
+            "{flavor:?}"
+        );
+        assert!(reqs[0].body.to_string().contains("what is in @shot.png?"));
+        let second = images_in(flavor, &reqs[1].body);
+        assert_eq!(
+            second.last(),
+            Some(&("image/png".to_string(), b64(&dropped))),
+            "{flavor:?}: {}",
+            reqs[1].body
+        );
+    }
 }
