@@ -9,7 +9,8 @@
 //! # What goes in
 //!
 //! One [`Input`] per [`Core::handle`] call:
-//! - from the client: [`Input::Line`] (a raw stdin line; the core parses it), [`Input::Framing`]
+//! - from the client: [`Input::Line`] (a raw stdin line; the core parses it), [`Input::Prompt`]
+//!   (a prompt with images from an in-process frontend), [`Input::Framing`]
 //!   (a line the shell could not frame, a [`FramingFault`]), [`Input::EndOfInput`];
 //! - from the model: [`Input::Provider`] (one normalised [`provider::ProviderItem`] of a
 //!   stream), [`Input::RequestFailed`] (no stream: unreachable, an HTTP status, a transport
@@ -73,7 +74,7 @@
 //!
 //! # The rest of the crate
 //!
-//! [`wire`] (commands, events with their [`wire::StopReason`], the handshake lines),
+//! [`arguments`] (a call's arguments checked against its tool's schema), [`wire`] (commands, events with their [`wire::StopReason`], the handshake lines),
 //! [`validate`] (the stream validator: `openmax --check --stdio`), [`conversation`] (messages
 //! and the one shaping of a request), [`compaction`] (the token estimator and pruning),
 //! [`permissions`] (allow / ask / deny rules), [`record`] (session record lines), [`provider`]
@@ -82,6 +83,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod arguments;
 pub mod compaction;
 pub mod conversation;
 pub mod machine;

@@ -13,6 +13,7 @@ pub mod config;
 mod extensions;
 pub mod frontend;
 pub mod hooks;
+pub mod images;
 pub mod mcp;
 pub mod oneshot;
 pub mod provider;

@@ -509,6 +509,7 @@ impl<'a> Driver<'a> {
                     ok: script.ok,
                     output: script.output.clone(),
                     diffs: script.diffs.clone(),
+                    images: Vec::new(),
                 };
                 self.schedule(
                     script.delay_ms,
@@ -527,6 +528,7 @@ impl<'a> Driver<'a> {
                         ok: false,
                         output: "killed".into(),
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     };
                     self.schedule(
                         0,

@@ -496,6 +496,7 @@ impl Scenario {
                 .or_else(|| tool.and_then(|t| t.source.clone())),
             invalid,
             sandbox: script.sandbox.clone().unwrap_or_default(),
+            confirm: None,
         }
     }
 

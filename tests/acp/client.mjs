@@ -6,8 +6,9 @@
 //   {"op": "new", "mcpServers": [..]?}  session/new in cwd           → {"new": result} | {"error": e}
 //   {"op": "load", "session": id, "mcpServers": [..]?}
 //                                       session/load of id           → {"load": result}
-//   {"op": "prompt", "text": t, "cancel_after": n?}
-//                                       session/prompt; with cancel_after, session/cancel is
+//   {"op": "prompt", "text": t, "cancel_after": n?, "blocks": [..]?}
+//                                       session/prompt (the text block, then `blocks` as
+//                                       given); with cancel_after, session/cancel is
 //                                       sent after n agent_message_chunk updates
 //                                                                    → {"response": r} | {"error": e}
 //   {"op": "set_mode", "mode": m}       session/set_mode             → {"set_mode": r} | {"error": e}
@@ -110,7 +111,7 @@ try {
       try {
         const r = await agent.request("session/prompt", {
           sessionId,
-          prompt: [{ type: "text", text: step.text }],
+          prompt: [{ type: "text", text: step.text }, ...(step.blocks ?? [])],
         });
         log({ response: r });
       } catch (e) {

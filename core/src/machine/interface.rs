@@ -27,6 +27,15 @@ pub enum FramingFault {
 pub enum Input {
     /// One raw stdin line (without its newline). The core parses it.
     Line(String),
+    /// A prompt with images from an in-process frontend (the terminal UI, ACP, `-p --image`):
+    /// taken exactly like a `user` command with `text`, the images following the text in the
+    /// prompt's message. (The `openmax-stdio/6` wire carries text only.)
+    Prompt {
+        /// The prompt's text.
+        text: String,
+        /// The images attached to it, in order.
+        images: Vec<crate::conversation::Image>,
+    },
     /// A line the shell could not frame.
     Framing(FramingFault),
     /// stdin reached EOF: behaves like `quit`.
@@ -147,7 +156,7 @@ impl Input {
     pub fn is_client(&self) -> bool {
         matches!(
             self,
-            Input::Line(_) | Input::Framing(_) | Input::EndOfInput | Input::Compact
+            Input::Line(_) | Input::Prompt { .. } | Input::Framing(_) | Input::EndOfInput | Input::Compact
         )
     }
 }
@@ -167,6 +176,12 @@ pub enum HookOutcome {
     Failed {
         /// What went wrong.
         detail: String,
+    },
+    /// Ran and replaced the tool call's arguments (`{"decision":"rewrite","args":{…}}`), which
+    /// only a blocking `tool_start` hook may do; the core checks them against the tool's schema.
+    Rewrite {
+        /// The arguments the call is to run with instead.
+        args: serde_json::Value,
     },
 }
 
@@ -346,7 +361,8 @@ pub enum HookEvent {
     SessionStart,
     /// Before a prompt enters the conversation; a blocking hook can refuse it (`blocked`).
     UserPromptSubmit,
-    /// Before a tool call runs (observe only).
+    /// Before a tool call is inspected and run; a blocking hook can refuse the call or
+    /// rewrite its arguments.
     ToolStart,
     /// After a tool call ended (observe only).
     ToolEnd,
@@ -384,14 +400,22 @@ impl HookEvent {
         HookEvent::ALL.into_iter().find(|e| e.as_str() == s)
     }
 
+    /// Whether the event concerns one tool call (so a hook of it may name the tools it is for).
+    pub fn is_tool_event(self) -> bool {
+        match self {
+            HookEvent::ToolStart | HookEvent::ToolEnd => true,
+            HookEvent::SessionStart
+            | HookEvent::UserPromptSubmit
+            | HookEvent::TurnEnd
+            | HookEvent::Compacted => false,
+        }
+    }
+
     /// Whether a blocking hook of this event can refuse (and so is waited for).
     pub fn can_block(self) -> bool {
         match self {
-            HookEvent::UserPromptSubmit | HookEvent::TurnEnd => true,
-            HookEvent::SessionStart
-            | HookEvent::ToolStart
-            | HookEvent::ToolEnd
-            | HookEvent::Compacted => false,
+            HookEvent::UserPromptSubmit | HookEvent::ToolStart | HookEvent::TurnEnd => true,
+            HookEvent::SessionStart | HookEvent::ToolEnd | HookEvent::Compacted => false,
         }
     }
 }
@@ -409,6 +433,24 @@ pub struct HookSpec {
     /// user's own hook, which always runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<HookSource>,
+    /// For a `tool_start` or `tool_end` hook: the tools it runs for, globs over the tool's
+    /// name separated by `|` (`shell`, `mcp__github__*`, `write_file|edit_file`; `*` any run
+    /// of characters, `?` one). `None`: every tool.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+}
+
+impl HookSpec {
+    /// Whether the hook runs for a call of `tool` (always, for an event that is not about a
+    /// tool call).
+    pub fn applies_to(&self, tool: Option<&str>) -> bool {
+        match (&self.matcher, tool) {
+            (Some(pattern), Some(name)) => pattern
+                .split('|')
+                .any(|p| crate::permissions::glob_match(p.trim(), name)),
+            (Some(_), None) | (None, _) => true,
+        }
+    }
 }
 
 /// What the freeze found about a project hook's code. The core decides from it whether the

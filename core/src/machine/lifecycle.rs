@@ -68,7 +68,7 @@ impl Core {
         for n in self.config.freeze.notes.clone() {
             self.note(n);
         }
-        self.fire_observe(HookEvent::SessionStart, serde_json::json!({}));
+        self.fire_observe(HookEvent::SessionStart, None, serde_json::json!({}));
     }
 
     /// `quit` or end of input: decline a pending approval, let the turn in flight finish until

@@ -132,13 +132,14 @@ mod retry;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod tool_hooks;
 mod tools;
 mod turn;
 
 pub use commands::MODE_NOTE;
 pub use interface::*;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::compaction::Scale;
 use crate::conversation::{Block, Message, Role};
@@ -179,6 +180,9 @@ pub struct Core {
     next_call: u64,
     /// Every approval id issued, and whether it has settled.
     approvals: BTreeMap<String, bool>,
+    /// The [`crate::tool::ToolPlan::confirm`] keys a human approved in this session (a
+    /// `web_fetch` host): later calls with the same key are not asked about again.
+    confirmed: BTreeSet<String>,
     /// Observe-only hook runs in flight: run id → (hook, event).
     observe_runs: BTreeMap<u64, (String, HookEvent)>,
     /// The stop reason of the last admitted turn (the exit code follows it).
@@ -209,6 +213,7 @@ impl Core {
             next_approval: 1,
             next_call: 1,
             approvals: BTreeMap::new(),
+            confirmed: BTreeSet::new(),
             observe_runs: BTreeMap::new(),
             last_stop: None,
             scale: None,
@@ -281,6 +286,11 @@ impl Core {
     fn dispatch(&mut self, input: Input) {
         match input {
             Input::Line(raw) => self.on_line(&raw),
+            Input::Prompt { text, images } => {
+                if !self.lifecycle.quitting() {
+                    self.on_user(text, images)
+                }
+            }
             Input::Framing(fault) => self.on_framing(fault),
             Input::EndOfInput => self.on_quit(),
             Input::Provider {

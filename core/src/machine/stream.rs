@@ -395,6 +395,7 @@ impl Core {
                 name: pc.name,
                 args,
                 resolved: false,
+                rewrite: None,
             });
         }
         let spent = match a.usage {

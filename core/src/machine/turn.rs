@@ -81,6 +81,9 @@ pub(super) struct Call {
     pub args: Result<serde_json::Map<String, serde_json::Value>, String>,
     /// A tool result for it is in the conversation.
     pub resolved: bool,
+    /// Blocking `tool_start` hooks rewrote its arguments (`args` holds what runs): the
+    /// harness note riding its result and the line on its approval card say so.
+    pub rewrite: Option<String>,
 }
 
 /// What a running turn accumulates across its requests.

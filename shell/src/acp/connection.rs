@@ -451,7 +451,7 @@ impl Connection {
         self.client_fs = (fs.read_text_file, fs.write_text_file);
         let caps = AgentCapabilities::new()
             .load_session(true)
-            .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+            .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
             .mcp_capabilities(McpCapabilities::new().http(true));
         let resp = InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(caps)
@@ -620,7 +620,7 @@ impl Connection {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
-        let text = match prompt::text_of(&req.prompt) {
+        let (text, images) = match prompt::prompt_of(&req.prompt) {
             Ok(t) => t,
             Err(m) => {
                 return Some(Err(RpcError::new(
@@ -641,7 +641,11 @@ impl Connection {
         }
         live.tr.prompt_started();
         live.prompt = Some(id.clone());
-        live.send(Command::User { text });
+        if images.is_empty() {
+            live.send(Command::User { text });
+        } else {
+            let _ = live.input.send(Input::Prompt { text, images });
+        }
         None
     }
 }

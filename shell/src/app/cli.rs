@@ -62,6 +62,9 @@ pub struct Cli {
         help_heading = "One prompt (-p)"
     )]
     pub output_schema: Option<PathBuf>,
+    /// With -p: attach the image FILE (PNG, JPEG, GIF or WebP; repeat for more).
+    #[arg(long = "image", value_name = "FILE", requires = "prompt")]
+    pub images: Vec<std::path::PathBuf>,
 
     /// Resume the project's latest session (with --stdio, -p, or the terminal UI).
     #[arg(long = "continue", conflicts_with_all = ["resume", "fork"])]

@@ -686,6 +686,7 @@ pub(crate) async fn open(
     backend.set_client_mcp(client_mcp);
     backend.set_echo_notes(echo_notes);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);
+    backend.set_web_policy(setup.settings.web.clone());
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;
@@ -811,6 +812,11 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             provider: backend.provider().clone(),
             sandbox: backend.sandbox_policy(),
             trusted,
+            attach: Some(crate::tui::attach::Attach {
+                project: backend.project().to_path_buf(),
+                mcp: backend.mcp_view(),
+                runtime: rt.handle().clone(),
+            }),
         };
         let ended = crate::tui::run(rt, core, backend, launch, early);
         crate::sandbox::reaper::sweep();

@@ -48,6 +48,13 @@ pub fn run(cli: &Cli, prompt: &str, pick: Pick, opts: &PrintOptions) -> i32 {
         },
         None => None,
     };
+    let mut images = Vec::new();
+    for path in &cli.images {
+        match crate::images::from_file(&path.display().to_string(), path) {
+            Ok(img) => images.push(img),
+            Err(e) => return usage(format!("--image {e}")),
+        }
+    }
     let text = match &schema {
         Some(s) => s.instruct(&prompt),
         None => prompt,
@@ -118,7 +125,11 @@ pub fn run(cli: &Cli, prompt: &str, pick: Pick, opts: &PrintOptions) -> i32 {
     runtime.handle_signals(SignalPolicy::CancelTurn);
     // The core is non-interactive: it ends the session after this command's done (with a
     // schema, the sink ends the input once the answer is checked).
-    runtime.push_input(Input::Line(Command::User { text }.to_line()));
+    runtime.push_input(if images.is_empty() {
+        Input::Line(Command::User { text }.to_line())
+    } else {
+        Input::Prompt { text, images }
+    });
     let (code, sink) = rt.block_on(runtime.run());
     // Do not wait for leftover blocking work (a plan job) after the session is over.
     rt.shutdown_background();

@@ -16,6 +16,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use toml::Spanned;
 
 use super::{FileConfig, HookConfig, LimitsSection, PermissionsSection, ProviderSection};
+use super::web_fetch::{ToolsSection, WebFetchSection};
 use super::{SandboxSection, TrustSection};
 
 /// The field names of a `Deserialize` struct (empty for anything else).
@@ -37,6 +38,8 @@ fn accepted(section: &[&str]) -> Option<&'static [&'static str]> {
         ["trust"] => fields_of::<TrustSection>(),
         ["sandbox"] => fields_of::<SandboxSection>(),
         ["hooks"] => fields_of::<HookConfig>(),
+        ["tools"] => fields_of::<ToolsSection>(),
+        ["tools", "web_fetch"] => fields_of::<WebFetchSection>(),
         _ => return None,
     })
 }

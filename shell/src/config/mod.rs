@@ -17,6 +17,7 @@ pub mod keys;
 pub mod narrow;
 pub mod prices;
 pub mod provider;
+pub mod web_fetch;
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +52,8 @@ pub struct FileConfig {
     pub mcp_servers: toml::Table,
     #[serde(default)]
     pub sandbox: SandboxSection,
+    #[serde(default)]
+    pub tools: web_fetch::ToolsSection,
 }
 
 /// `[sandbox]`: what processes started for the agent may see and do.
@@ -203,6 +206,8 @@ pub struct Settings {
     pub sandbox: SandboxSection,
     /// The built-in tools' time limits.
     pub tool_timeouts: ToolTimeouts,
+    /// `[tools.web_fetch]` as merged.
+    pub web: crate::tools::web_fetch::policy::WebPolicy,
 }
 
 /// `[limits] tool_timeout_s` and `shell_timeout_s`, in ms.
@@ -291,6 +296,7 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
     if let Some(text) = read_optional(&proj)? {
         let cfg = parse_file(&proj, &text, true)?;
         narrow::check(&proj, &user_cfg, &cfg)?;
+        web_fetch::narrow(&proj, &user_cfg.tools.web_fetch, &cfg.tools.web_fetch)?;
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::Project)));
@@ -411,6 +417,7 @@ pub fn resolve(
         mcp: layers.mcp,
         trusted_projects,
         files: layers.files,
+        web: web_fetch::resolve(&layers.merged.tools.web_fetch)?,
         sandbox: layers.merged.sandbox,
         tool_timeouts,
     })
@@ -519,7 +526,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
     ask.extend(over.permissions.ask);
     let mut hooks = base.hooks;
     hooks.extend(over.hooks);
+    let tools = web_fetch::merge(base.tools, over.tools);
     FileConfig {
+        tools,
         provider: ProviderSection {
             name: o.name.or(b.name),
             model: o.model.or(b.model),

@@ -192,9 +192,13 @@ fn approve_hooks(
         let Some((key, sha)) = &h.approval else {
             continue;
         };
+        let matcher = match &h.config.matcher {
+            Some(m) => format!(", match {m:?}"),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms",
+            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms{matcher}",
             h.name,
             short(sha),
             h.config.event.as_str(),

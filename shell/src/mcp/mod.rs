@@ -23,6 +23,7 @@ pub mod config;
 pub mod gate;
 pub mod http;
 pub mod list;
+pub mod resources;
 pub mod result;
 pub mod server;
 pub mod sse;
@@ -57,6 +58,9 @@ pub struct McpTool {
     pub input_schema: serde_json::Value,
     /// `readOnlyHint: true` and not `destructiveHint: true`.
     pub read_only: bool,
+    /// openmax's own `read_resource` tool of the server (a `resources/read`, not a
+    /// `tools/call`).
+    pub reader: bool,
 }
 
 impl McpTool {
@@ -85,6 +89,8 @@ pub struct Server {
     pub def: ServerDef,
     pub state: State,
     pub tools: Vec<McpTool>,
+    /// Its resources and prompts, as listed at start.
+    pub catalog: resources::Catalog,
     conn: tokio::sync::Mutex<Slot>,
 }
 
@@ -127,27 +133,43 @@ impl McpSet {
             let ctx = ctx.clone();
             async move {
                 if !def.enabled {
-                    return (def, State::Disabled, Vec::new(), None);
+                    return (def, State::Disabled, Vec::new(), None, None);
                 }
                 if !allowed {
-                    return (def, State::AwaitingApproval, Vec::new(), None);
+                    return (def, State::AwaitingApproval, Vec::new(), None, None);
                 }
                 match start_one(&def, &ctx).await {
-                    Ok((conn, tools)) => (def, State::Started, tools, Some(conn)),
-                    Err(e) => (def, State::Failed(e), Vec::new(), None),
+                    Ok((conn, tools)) => {
+                        let listed = list_catalog(&def, &conn).await;
+                        (def, State::Started, tools, Some(conn), Some(listed))
+                    }
+                    Err(e) => (def, State::Failed(e), Vec::new(), None, None),
                 }
             }
         });
         let started = futures::future::join_all(jobs).await;
         let mut servers = Vec::new();
-        for (def, state, tools, conn) in started {
+        for (def, state, tools, conn, listed) in started {
             let mut unknown = Vec::new();
             let tools = filter(&def, tools, &mut unknown);
             if state == State::Started {
                 problems.extend(unknown);
             }
-            let (tools, skipped) = name_tools(&def.name, tools);
+            let (mut tools, skipped) = name_tools(&def.name, tools);
             problems.extend(skipped);
+            let (catalog, listing_problem) = listed.unwrap_or_default();
+            problems.extend(listing_problem);
+            if let Some(reader) = resources::reader_tool(&def.name, &catalog) {
+                if tools.iter().any(|t| t.name == reader.name) {
+                    problems.push(format!(
+                        "MCP server {}: its own tool {} stands; its resources are not offered \
+                         as a tool",
+                        def.name, reader.name
+                    ));
+                } else {
+                    tools.push(reader);
+                }
+            }
             match &state {
                 State::Failed(why) => problems.push(format!(
                     "MCP server {} ({}) did not start: {why}; the session goes on without it",
@@ -169,6 +191,7 @@ impl McpSet {
                 def,
                 state,
                 tools,
+                catalog,
                 conn: tokio::sync::Mutex::new(Slot {
                     conn,
                     restarted: false,
@@ -223,6 +246,7 @@ impl McpSet {
             source: None,
             invalid: None,
             sandbox: Default::default(),
+            confirm: None,
         };
         let Some((server, tool)) = self.server_of(name) else {
             plan.invalid = Some(format!("no MCP server for {name}"));
@@ -378,7 +402,10 @@ async fn call(
         match start_one(def, ctx).await {
             Ok((conn, tools)) => {
                 let tools = filter(def, tools, &mut Vec::new());
-                if first_start && !tools.iter().any(|t| t.name == tool) {
+                if first_start
+                    && tool != resources::READ_RESOURCE
+                    && !tools.iter().any(|t| t.name == tool)
+                {
                     let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
                     slot.conn = Some(conn);
                     return failed(format!(
@@ -399,6 +426,13 @@ async fn call(
     let Some(conn) = slot.conn.as_ref() else {
         return failed(format!("MCP server {} is not running", def.name));
     };
+    if server.tools.iter().any(|t| t.tool == tool && t.reader) {
+        let uri = args.get("uri").and_then(|u| u.as_str()).unwrap_or_default();
+        return match conn.read_resource(uri, def.tool_timeout_ms).await {
+            Ok(r) => resources::read_outcome(&r, output_cap),
+            Err(e) => failed(format!("MCP server {}: {e}", def.name)),
+        };
+    }
     match conn
         .call(tool, args, def.tool_timeout_ms, &mut cancel)
         .await
@@ -422,6 +456,37 @@ async fn call(
             def.name
         )),
     }
+}
+
+/// A started server's resources and prompts (when it says it has them), and a note when
+/// listing them failed.
+async fn list_catalog(def: &ServerDef, conn: &Conn) -> (resources::Catalog, Option<String>) {
+    let caps = conn.capabilities();
+    let mut problem = None;
+    let mut listed = |r: Result<Vec<serde_json::Value>, String>| match r {
+        Ok(v) => v,
+        Err(e) => {
+            problem = Some(format!(
+                "MCP server {}: {e}; its tools are offered",
+                def.name
+            ));
+            Vec::new()
+        }
+    };
+    let resources = if caps.get("resources").is_some_and(|r| !r.is_null()) {
+        listed(conn.list_resources(def.startup_timeout_ms).await)
+    } else {
+        Vec::new()
+    };
+    let prompts = if caps.get("prompts").is_some_and(|p| !p.is_null()) {
+        listed(conn.list_prompts(def.startup_timeout_ms).await)
+    } else {
+        Vec::new()
+    };
+    (
+        resources::catalog(&def.name, &caps, &resources, &prompts),
+        problem,
+    )
 }
 
 /// Connect and list every page of tools, all within the startup timeout.
@@ -503,6 +568,7 @@ fn name_tools(server: &str, tools: Vec<rmcp::model::Tool>) -> (Vec<McpTool>, Vec
                     .unwrap_or_else(|| format!("{} (MCP server {server})", t.name)),
                 input_schema: schema,
                 read_only,
+                reader: false,
             },
         );
     }
@@ -526,6 +592,7 @@ fn failed(output: String) -> ToolOutcome {
         ok: false,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 

@@ -110,6 +110,80 @@ impl Conn {
         }
     }
 
+    /// What the server said it offers at `initialize` (`{"tools":…,"resources":…,…}`).
+    pub fn capabilities(&self) -> serde_json::Value {
+        self.service
+            .peer()
+            .peer_info()
+            .and_then(|i| serde_json::to_value(i).ok())
+            .and_then(|v| v.get("capabilities").cloned())
+            .unwrap_or_default()
+    }
+
+    /// Every page of `resources/list`, each resource as JSON.
+    pub async fn list_resources(&self, timeout_ms: u64) -> Result<Vec<serde_json::Value>, String> {
+        let all = self.service.peer().list_all_resources();
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), all).await {
+            Ok(Ok(r)) => Ok(r
+                .iter()
+                .filter_map(|x| serde_json::to_value(x).ok())
+                .collect()),
+            Ok(Err(e)) => Err(format!("resources/list failed: {e}")),
+            Err(_) => Err(format!("resources/list took longer than {timeout_ms} ms")),
+        }
+    }
+
+    /// Every page of `prompts/list`, each prompt as JSON.
+    pub async fn list_prompts(&self, timeout_ms: u64) -> Result<Vec<serde_json::Value>, String> {
+        let all = self.service.peer().list_all_prompts();
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), all).await {
+            Ok(Ok(p)) => Ok(p
+                .iter()
+                .filter_map(|x| serde_json::to_value(x).ok())
+                .collect()),
+            Ok(Err(e)) => Err(format!("prompts/list failed: {e}")),
+            Err(_) => Err(format!("prompts/list took longer than {timeout_ms} ms")),
+        }
+    }
+
+    /// `resources/read` of `uri`: the result as JSON.
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        timeout_ms: u64,
+    ) -> Result<serde_json::Value, String> {
+        let params: rmcp::model::ReadResourceRequestParams =
+            serde_json::from_value(serde_json::json!({ "uri": uri })).map_err(|e| e.to_string())?;
+        let read = self.service.peer().read_resource(params);
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), read).await {
+            Ok(Ok(r)) => serde_json::to_value(r).map_err(|e| e.to_string()),
+            Ok(Err(e)) => Err(format!("resources/read of {uri} failed: {e}")),
+            Err(_) => Err(format!(
+                "resources/read of {uri} took longer than {timeout_ms} ms"
+            )),
+        }
+    }
+
+    /// `prompts/get` of `name` with `arguments`: the result as JSON.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout_ms: u64,
+    ) -> Result<serde_json::Value, String> {
+        let params: rmcp::model::GetPromptRequestParams =
+            serde_json::from_value(serde_json::json!({ "name": name, "arguments": arguments }))
+                .map_err(|e| e.to_string())?;
+        let get = self.service.peer().get_prompt(params);
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), get).await {
+            Ok(Ok(r)) => serde_json::to_value(r).map_err(|e| e.to_string()),
+            Ok(Err(e)) => Err(format!("prompts/get of {name} failed: {e}")),
+            Err(_) => Err(format!(
+                "prompts/get of {name} took longer than {timeout_ms} ms"
+            )),
+        }
+    }
+
     /// `tools/call`: the result as JSON, or why there is none.
     pub async fn call(
         &self,

@@ -52,6 +52,23 @@ struct Extensions {
     mcp: McpSet,
 }
 
+/// The MCP servers of the current freeze, seen from another thread (replaced by every
+/// refreeze).
+#[derive(Clone)]
+pub struct McpView(Arc<Mutex<Arc<Extensions>>>);
+
+impl McpView {
+    /// `f` over the current set.
+    pub fn with<R>(&self, f: impl FnOnce(&McpSet) -> R) -> R {
+        let ext = self
+            .0
+            .lock()
+            .map(|e| Arc::clone(&e))
+            .unwrap_or_else(|p| Arc::clone(&p.into_inner()));
+        f(&ext.mcp)
+    }
+}
+
 /// A refreeze computed off the loop, installed when its `Frozen` input is handled.
 struct PendingFreeze {
     frozen: Frozen,
@@ -78,6 +95,8 @@ pub struct Backend {
     state: ProjectState,
     writer: Persistence,
     ext: Arc<Extensions>,
+    /// The same extensions for a frontend on another thread ([`McpView`]).
+    shared: Arc<Mutex<Arc<Extensions>>>,
     /// The files behind the current freeze (for the next receipt).
     snapshot: Snapshot,
     hooks: Vec<FrozenHook>,
@@ -278,6 +297,12 @@ impl Backend {
         let project = state.project().to_path_buf();
         let tools = ToolContext::new(&project, writer.session_id())
             .map_err(|e| format!("project {}: {e}", project.display()))?;
+        let mcp_tools = mcp_tool_map(&mcp);
+        let ext = Arc::new(Extensions {
+            external: frozen.external.clone(),
+            skills: frozen.skills.clone(),
+            mcp,
+        });
         Ok(Backend {
             flow: std::sync::Arc::new(crate::provider::flow::StreamFlow::new()),
             home,
@@ -287,12 +312,9 @@ impl Backend {
             tools,
             state,
             writer: Persistence::new(writer),
-            mcp_tools: mcp_tool_map(&mcp),
-            ext: Arc::new(Extensions {
-                external: frozen.external.clone(),
-                skills: frozen.skills.clone(),
-                mcp,
-            }),
+            mcp_tools,
+            shared: Arc::new(Mutex::new(Arc::clone(&ext))),
+            ext,
             snapshot: frozen.snapshot.clone(),
             hooks,
             hook_configs,
@@ -321,6 +343,11 @@ impl Backend {
     pub fn set_tool_timeouts(&mut self, t: crate::config::ToolTimeouts) {
         self.tools.tool_timeout_ms = t.tool_ms;
         self.tools.shell_timeout_ms = t.shell_ms;
+    }
+
+    /// `[tools.web_fetch]` from now on.
+    pub fn set_web_policy(&mut self, web: crate::tools::web_fetch::policy::WebPolicy) {
+        self.tools.web = web;
     }
 
     /// Run every agent process (tools, hooks) under `policy` from now on.
@@ -427,6 +454,7 @@ impl Backend {
                      sandbox"
                 ),
                 diffs: Vec::new(),
+                images: Vec::new(),
             };
         }
         if ext.mcp.owns(&name) {
@@ -442,6 +470,7 @@ impl Backend {
                         ok: false,
                         output: format!("external tool {name} was not inspected before running"),
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     };
                 };
                 return external::run(tool, &ctx.project, &args, &sha, &ctx, cancel).await;
@@ -452,11 +481,13 @@ impl Backend {
                         ok: true,
                         output: body,
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     },
                     Err(e) => ToolOutcome {
                         ok: false,
                         output: e,
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     },
                 };
             }
@@ -657,8 +688,22 @@ impl Backend {
             skills: p.frozen.skills,
             mcp: p.mcp,
         });
+        if let Ok(mut s) = self.shared.lock() {
+            *s = Arc::clone(&self.ext);
+        }
         self.hooks = p.hooks;
         self.mcp_tools = p.mcp_tools;
+    }
+
+    /// The project directory.
+    pub fn project(&self) -> &Path {
+        &self.project
+    }
+
+    /// The MCP servers of the current freeze, for a frontend on another thread (the terminal
+    /// UI's `@server:uri` mentions and MCP prompt commands).
+    pub fn mcp_view(&self) -> McpView {
+        McpView(Arc::clone(&self.shared))
     }
 
     /// Let the file tools read and write through the client's files (ACP `fs`).
@@ -684,5 +729,6 @@ fn plan_skill(skills: &[Skill], args: &serde_json::Value) -> ToolPlan {
         source: None,
         invalid,
         sandbox: Default::default(),
+        confirm: None,
     }
 }

@@ -328,6 +328,7 @@ impl<S: Sink> Runtime<S> {
                             ok: false,
                             output: format!("the tool crashed: {e}"),
                             diffs: Vec::new(),
+                            images: Vec::new(),
                         },
                     };
                     let _ = tx.send(Input::ToolDone { call_id, outcome });

@@ -8,6 +8,7 @@
 //! from the records), [`lock`] (single ownership), [`line`] (parsing
 //! a record line), [`transcript`] (the bounded `transcript` line), [`resume`] (`--continue`).
 
+pub mod images;
 pub mod index;
 pub mod line;
 pub mod list;

@@ -335,6 +335,8 @@ fn resume_entry(
         }
     }
     let (good_len, lines) = s.forward(&mut r, start.0, start.1)?;
+    // Images are recorded by hash; their bytes are stored beside the record.
+    super::images::restore(&super::images::dir(sessions_dir, &entry.id), &mut s.history);
     if good_len < file_len && reading == Reading::Own {
         r.file
             .set_len(good_len)

@@ -281,11 +281,16 @@ impl SessionWriter {
                     self.turns_pending = true;
                 }
             }
+            // Images keep their sha256 and path in the line; their bytes go beside it, once.
+            let stashed = super::images::stash(
+                &super::images::dir(&self.sessions_dir, &self.session_id),
+                record,
+            )?;
             serde_json::to_writer(
                 &mut buf,
                 &LineRef {
                     v: RECORD_VERSION,
-                    record,
+                    record: stashed.as_ref().unwrap_or(record),
                 },
             )
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;

@@ -223,6 +223,7 @@ fn plan_of(tool: &str, prepared: Result<Change, String>) -> ToolPlan {
             source: None,
             invalid: None,
             sandbox: Default::default(),
+            confirm: None,
         },
         Err(e) => invalid_plan(true, e),
     }
@@ -325,6 +326,7 @@ fn commit(ctx: &ToolContext, tool: &str, c: Change, stop: &Stop) -> ToolOutcome 
         ok: true,
         output,
         diffs,
+        images: Vec::new(),
     }
 }
 

@@ -20,6 +20,7 @@
 //! The tool sources' notices (an MCP server's `tools/list_changed`) reach the core as for
 //! `--stdio` and come back as `harness_note` events.
 
+pub mod attach;
 pub mod blocks;
 pub mod capture;
 pub mod card;
@@ -88,6 +89,8 @@ pub struct Launch {
     pub sandbox: Arc<crate::sandbox::Policy>,
     /// Whether the project was trusted when the session opened.
     pub trusted: bool,
+    /// Resolves a typed prompt's images, MCP mentions and MCP prompt commands.
+    pub attach: Option<attach::Attach>,
 }
 
 /// What reaches the UI thread.
@@ -398,6 +401,15 @@ fn draw_loop(
         for cmd in view.take_commands() {
             if let Command::User { text } = &cmd {
                 history::append(&launch.history, text);
+                if let Some(a) = &launch.attach {
+                    match a.prompt(text) {
+                        Ok(i) => {
+                            let _ = input.send(i);
+                        }
+                        Err(e) => view.prompt_failed(&e),
+                    }
+                    continue;
+                }
             }
             let _ = input.send(Input::Line(cmd.to_line()));
         }

@@ -118,6 +118,11 @@ pub fn help() -> String {
         };
         s.push_str(&format!("\n  /{}{args}  {}", c.name, c.help));
     }
+    s.push_str(
+        "\n  /mcp__<server>__<prompt> [arg=value…]  an MCP server's prompt\n\
+         in a prompt: @path/to/image.png attaches an image (paste or drop its path) · \
+         @server:uri the text of an MCP resource",
+    );
     s
 }
 

@@ -8,7 +8,7 @@
 //!
 //! One file per family of guarantees: [`wire`] (validator and pairing), [`done`] (one `done`
 //! per `user`, no turn left running after it), [`endings`] (the ending shapes), [`retries`],
-//! [`approvals`], [`kept`] (what the conversation keeps), [`acks`] (receipts after their
+//! [`approvals`], [`tool_hooks`] (blocking `tool_start` hooks), [`kept`] (what the conversation keeps), [`acks`] (receipts after their
 //! persistence ack), [`limits`] (token cap, refusals, tool rounds), [`shutdown`],
 //! [`liveness`] and [`expect`] (a scenario's own assertions); [`segment`] holds the trace
 //! segmentation they share. This file lists them all and runs them.
@@ -26,6 +26,7 @@ mod liveness;
 mod retries;
 mod segment;
 mod shutdown;
+mod tool_hooks;
 mod wire;
 
 pub use acks::receipts_follow_their_persist_ack;
@@ -49,6 +50,7 @@ pub use retries::{
 };
 pub use segment::{live_inputs, Turn, Turns};
 pub use shutdown::quit_drains;
+pub use tool_hooks::no_call_runs_unless_its_blocking_hooks_passed;
 pub use wire::stream_is_valid;
 
 use crate::scenario::Scenario;
@@ -99,6 +101,10 @@ pub const PROPERTIES: &[(&str, Check)] = &[
     (
         "unsandboxed_only_after_a_human_approved_it",
         unsandboxed_only_after_a_human_approved_it,
+    ),
+    (
+        "no_call_runs_unless_its_blocking_hooks_passed",
+        no_call_runs_unless_its_blocking_hooks_passed,
     ),
     (
         "only_message_done_text_is_kept",

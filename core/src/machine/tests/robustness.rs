@@ -144,6 +144,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                             ok: true,
                             output: String::new(),
                             diffs: vec![],
+                            images: Vec::new(),
                         },
                     },
                     2 => Input::HookDone {
@@ -203,6 +204,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                                     ok: !fail,
                                     output: "o".repeat(if r.is_multiple_of(3) { 600 } else { 1 }),
                                     diffs: vec![],
+                                    images: Vec::new(),
                                 },
                             },
                             Owed::Hook(hook_run) => Input::HookDone {
