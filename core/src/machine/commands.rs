@@ -71,6 +71,9 @@ impl Core {
             );
         }
         self.turn = Turn::default();
+        self.turns += 1;
+        self.turn.number = self.turns;
+        self.turn.prompt = super::checkpoint::prompt_line(&text);
         self.fire_observe(
             HookEvent::UserPromptSubmit,
             serde_json::json!({"prompt": text.clone()}),

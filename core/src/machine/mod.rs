@@ -119,6 +119,7 @@
 //! ```
 
 mod approval;
+mod checkpoint;
 mod commands;
 mod context;
 mod ending;
@@ -186,6 +187,8 @@ pub struct Core {
     scale: Option<Scale>,
     /// `schemas_over_budget` was emitted (at most once per session).
     schemas_advised: bool,
+    /// Turns admitted in the session (across `--continue`): the running turn's number.
+    turns: u64,
 }
 
 impl Core {
@@ -193,6 +196,7 @@ impl Core {
     pub fn new(config: CoreConfig) -> Core {
         Core {
             rng: SplitMix64::new(config.seed),
+            turns: config.turns_before,
             conversation: config.history.clone(),
             config,
             now: Millis::ZERO,
@@ -306,6 +310,12 @@ impl Core {
             } => self.on_source_recorded(&approval_id, Some(message)),
             Input::Frozen { snapshot } => self.on_frozen(*snapshot),
             Input::Notice { text } => self.note(text),
+            Input::Checkpointed {
+                turn,
+                moment,
+                id,
+                note,
+            } => self.on_checkpointed(turn, moment, id, note),
             Input::Crashed { message } => self.on_crashed(message),
             Input::Timeout => self.on_timeout(),
         }

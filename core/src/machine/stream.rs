@@ -395,6 +395,7 @@ impl Core {
                 name: pc.name,
                 args,
                 resolved: false,
+                writes: false,
             });
         }
         let spent = match a.usage {

@@ -64,8 +64,26 @@ pub struct Cli {
     #[arg(long = "base-url", value_name = "URL", global = true)]
     pub base_url: Option<String>,
 
+    /// With `undo`: go back to the checkpoint before turn N of the latest session.
+    #[arg(long, value_name = "N", requires = "command", conflicts_with_all = ["list", "gc"])]
+    pub turn: Option<u64>,
+
+    /// With `undo`: list the latest session's turns that wrote, with what they changed.
+    #[arg(long, requires = "command", conflicts_with = "gc")]
+    pub list: bool,
+
+    /// With `undo`: collect the checkpoints of deleted sessions and old ones now.
+    #[arg(long, requires = "command")]
+    pub gc: bool,
+
+    /// With `undo`: also restore files changed since the turn by someone else.
+    #[arg(long, requires = "command", conflicts_with_all = ["list", "gc"])]
+    pub force: bool,
+
     /// A subcommand: `mcp list` (the configured MCP servers, their state and tools), `sandbox
-    /// check` (which layers of the sandbox are in force on this machine, and why any is missing).
+    /// check` (which layers of the sandbox are in force on this machine, and why any is
+    /// missing), `undo` (the project as it was before the latest session's last turn; with
+    /// `--turn N`, `--list`, `--gc`, `--force`).
     #[arg(value_name = "COMMAND", conflicts_with_all = ["stdio", "prompt", "check", "spec", "approve", "trust"])]
     pub command: Vec<String>,
 }
@@ -94,6 +112,17 @@ pub enum Action {
     McpList,
     /// `sandbox check`
     SandboxCheck,
+    /// `undo [--turn N | --list | --gc] [--force]`
+    Undo(UndoArgs),
+}
+
+/// What `openmax undo` was asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UndoArgs {
+    pub turn: Option<u64>,
+    pub list: bool,
+    pub gc: bool,
+    pub force: bool,
 }
 
 impl Cli {
@@ -114,14 +143,24 @@ impl Cli {
         if self.acp {
             return Ok(Action::Acp);
         }
+        let undo = UndoArgs {
+            turn: self.turn,
+            list: self.list,
+            gc: self.gc,
+            force: self.force,
+        };
         match self.command.iter().map(String::as_str).collect::<Vec<_>>()[..] {
             [] => {}
+            ["undo"] => return Ok(Action::Undo(undo)),
+            _ if undo != UndoArgs::default() => {
+                return Err("--turn, --list, --gc and --force go with `openmax undo`".into())
+            }
             ["mcp", "list"] => return Ok(Action::McpList),
             ["sandbox", "check"] => return Ok(Action::SandboxCheck),
             _ => {
                 return Err(format!(
-                    "unknown command {:?}: the commands are `openmax mcp list` and \
-                     `openmax sandbox check`",
+                    "unknown command {:?}: the commands are `openmax mcp list`, \
+                     `openmax sandbox check` and `openmax undo`",
                     self.command.join(" ")
                 ))
             }
@@ -183,6 +222,19 @@ mod tests {
             })
         );
         assert_eq!(parse(&["sandbox", "check"]), Ok(Action::SandboxCheck));
+        assert_eq!(parse(&["undo"]), Ok(Action::Undo(UndoArgs::default())));
+        assert_eq!(
+            parse(&["undo", "--turn", "2", "--force"]),
+            Ok(Action::Undo(UndoArgs {
+                turn: Some(2),
+                force: true,
+                ..UndoArgs::default()
+            }))
+        );
+        assert!(parse(&["undo", "--list", "--gc"]).is_err());
+        assert!(parse(&["undo", "--turn", "x"]).is_err());
+        assert!(parse(&["--list"]).is_err());
+        assert!(parse(&["sandbox", "check", "--force"]).is_err());
         assert!(parse(&["sandbox"]).is_err());
         assert_eq!(parse(&[]), Ok(Action::Tui { resume: false }));
         assert_eq!(parse(&["--continue"]), Ok(Action::Tui { resume: true }));

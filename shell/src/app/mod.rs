@@ -18,6 +18,7 @@ pub mod cli;
 pub mod demo;
 pub mod human;
 pub mod project;
+pub mod undo;
 
 use std::path::{Path, PathBuf};
 
@@ -54,6 +55,7 @@ pub fn run(cli: Cli) -> i32 {
         Action::Trust => trust(&cli),
         Action::McpList => mcp_list(&cli),
         Action::SandboxCheck => sandbox_check(&cli),
+        Action::Undo(args) => undo::run(&cli, args),
         Action::Approve { path } => approve(&cli, &path),
         Action::Stdio { resume } => session(&cli, Front::Stdio, resume),
         Action::Acp => crate::acp::run(cli),
@@ -424,6 +426,9 @@ pub(crate) struct Opened {
     pub prompt_history: PathBuf,
     /// Notices of the MCP servers' start and life, for [`Runtime::forward_notices`].
     pub notices: tokio::sync::mpsc::UnboundedReceiver<String>,
+    /// The project's checkpoints when this session takes them (the terminal UI's `/undo`,
+    /// ACP's).
+    pub checkpoints: Option<crate::checkpoint::Project>,
 }
 
 /// Why a start-up failed: the stderr message and the exit code.
@@ -570,6 +575,7 @@ pub(crate) async fn open(
         &mcp,
         echo_notes,
     );
+    let turns_before = resumed.as_ref().map(|r| r.turns).unwrap_or(0);
     let (writer, freeze, history, transcript) = match resumed {
         Some(r) => {
             let mut freeze = frozen.freeze.clone();
@@ -590,6 +596,10 @@ pub(crate) async fn open(
             (w, freeze, Vec::new(), None)
         }
     };
+    let caps = setup.settings.checkpoints;
+    let checkpoints = caps
+        .enabled
+        .then(|| crate::checkpoint::Project::new(setup.home.root(), &state, caps));
     let mut backend = Backend::new(
         setup.home.clone(),
         state,
@@ -607,6 +617,19 @@ pub(crate) async fn open(
     backend.set_client_mcp(client_mcp);
     backend.set_echo_notes(echo_notes);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);
+    let mut turns_before = turns_before;
+    if let Some(p) = &checkpoints {
+        backend.set_checkpoints(p.clone()).map_err(OpenError::new)?;
+        // Turns numbered on from the last one the record or the checkpoint log knows.
+        if let Ok(entries) = crate::checkpoint::undo::entries(p, &session_id) {
+            let logged = entries.iter().map(|e| e.turn()).max().unwrap_or(0);
+            turns_before = turns_before.max(logged);
+        }
+        let home = setup.home.root().to_path_buf();
+        let _ = std::thread::Builder::new()
+            .name("checkpoint-gc".into())
+            .spawn(move || crate::checkpoint::gc::auto(&home, caps.max_age_ms));
+    }
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;
@@ -618,6 +641,8 @@ pub(crate) async fn open(
     cfg.context_tokens = setup.settings.context_tokens;
     cfg.history = history;
     cfg.non_interactive = print;
+    cfg.checkpoints = checkpoints.is_some();
+    cfg.turns_before = turns_before;
     Ok(Opened {
         core: Core::new(cfg),
         backend,
@@ -628,6 +653,7 @@ pub(crate) async fn open(
         model: setup.settings.provider.model.clone(),
         prompt_history,
         notices,
+        checkpoints,
     })
 }
 

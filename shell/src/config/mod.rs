@@ -12,6 +12,7 @@
 //! - Unknown keys are errors (a typo is never silently ignored).
 //! - The API key itself is only ever read from the environment variable `api_key_env` names.
 
+pub mod checkpoints;
 pub mod narrow;
 
 use std::path::{Path, PathBuf};
@@ -46,6 +47,8 @@ pub struct FileConfig {
     pub mcp_servers: toml::Table,
     #[serde(default)]
     pub sandbox: SandboxSection,
+    #[serde(default)]
+    pub checkpoints: checkpoints::CheckpointsSection,
 }
 
 /// `[sandbox]`: what processes started for the agent may see and do.
@@ -187,6 +190,8 @@ pub struct Settings {
     pub sandbox: SandboxSection,
     /// The built-in tools' time limits.
     pub tool_timeouts: ToolTimeouts,
+    /// `[checkpoints]`: the caps of the store behind undo.
+    pub checkpoints: crate::checkpoint::Caps,
 }
 
 /// `[limits] tool_timeout_s` and `shell_timeout_s`, in ms.
@@ -424,6 +429,7 @@ pub fn resolve(
             .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)))
             .collect(),
         files: layers.files,
+        checkpoints: layers.merged.checkpoints.caps()?,
         sandbox: layers.merged.sandbox,
         tool_timeouts,
     })
@@ -479,6 +485,14 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
             return Err(ConfigError(format!(
                 "{}: [trust] is not allowed in a project config (a project cannot trust itself); \
                  set it in $OPENMAX_HOME/config.toml or run `openmax --trust` in the project",
+                path.display()
+            )));
+        }
+        if value.contains_key("checkpoints") {
+            return Err(ConfigError(format!(
+                "{}: [checkpoints] is not allowed in a project config (a project must not turn \
+                 off or shrink the record of what its agent changes); set it in \
+                 $OPENMAX_HOME/config.toml",
                 path.display()
             )));
         }
@@ -553,6 +567,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         },
         // Kept per file in `Layers::mcp` (origin matters for the gate), not merged here.
         mcp_servers: toml::Table::new(),
+        checkpoints: checkpoints::CheckpointsSection::merge(base.checkpoints, over.checkpoints),
         sandbox: {
             let (b, o) = (base.sandbox, over.sandbox);
             let mut env_allow = b.env_allow;
@@ -693,6 +708,8 @@ mod tests {
         );
         let e = layered("", "[provider]\napi_key_env = \"X\"\n").unwrap_err();
         assert!(e.0.contains("api_key_env"), "{e}");
+        let e = layered("", "[checkpoints]\nenabled = false\n").unwrap_err();
+        assert!(e.0.contains("[checkpoints] is not allowed"), "{e}");
         let e = layered("", "[trust]\nprojects = [\"/\"]\n").unwrap_err();
         assert!(e.0.contains("[trust] is not allowed"), "{e}");
         let l = layered(

@@ -181,6 +181,7 @@ mod tests {
             },
             Record::TurnEnd {
                 stop_reason: "stop".into(),
+                turn: None,
             },
         ]
     }

@@ -248,7 +248,7 @@ impl SessionWriter {
                 }
                 Record::Refrozen { .. } => last_refrozen = Some(start),
                 Record::ModeChanged { mode: m } => mode = Some(*m),
-                Record::Message { .. } | Record::TurnEnd { .. } => {}
+                Record::Message { .. } | Record::TurnEnd { .. } | Record::Checkpoint { .. } => {}
             }
             serde_json::to_writer(
                 &mut buf,

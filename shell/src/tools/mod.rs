@@ -25,7 +25,7 @@ pub mod path;
 mod read;
 mod schema;
 pub mod stop;
-mod walk;
+pub(crate) mod walk;
 mod write;
 
 use std::path::PathBuf;
