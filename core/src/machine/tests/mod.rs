@@ -441,6 +441,7 @@ fn last_hook_run(h: &H) -> u64 {
 
 mod admission;
 mod approvals;
+mod checkpoints;
 mod cancel;
 mod commands;
 mod context;
