@@ -704,7 +704,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
         model,
         prompt_history,
         notices,
-        ..
+        checkpoints,
     } = match rt.block_on(open(cli, None, resume, opener, Vec::new())) {
         Ok(o) => o,
         Err(e) => {
@@ -729,6 +729,7 @@ fn session(cli: &Cli, front: Front, resume: bool) -> i32 {
                 transcript,
                 history: prompt_history,
                 notices: Some(notices),
+                undo: checkpoints.map(|p| (p, session_id.clone())),
             };
             let code = crate::tui::run(&rt, core, backend, launch, early);
             rt.shutdown_background();

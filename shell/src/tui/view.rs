@@ -63,6 +63,10 @@ pub struct View {
     pub quitting: bool,
     /// A short hint under the prompt (e.g. "press Ctrl-C again to quit").
     pub hint: Option<String>,
+    /// The `/undo` card waiting for `y` or `n`.
+    pub undo: Option<super::undo::UndoCard>,
+    /// `/undo` requests for the UI thread, in order.
+    pub(super) undo_asks: Vec<super::undo::UndoAsk>,
 }
 
 impl View {
@@ -86,7 +90,36 @@ impl View {
             ctrl_c_at: None,
             quitting: false,
             hint: None,
+            undo: None,
+            undo_asks: Vec::new(),
         }
+    }
+
+    /// `/undo` requests since the last call, for the UI thread.
+    pub fn take_undo_asks(&mut self) -> Vec<super::undo::UndoAsk> {
+        std::mem::take(&mut self.undo_asks)
+    }
+
+    /// The undo the person asked for, planned: its card (or why there is none).
+    pub fn undo_planned(&mut self, card: Result<super::undo::UndoCard, String>) {
+        match card {
+            Ok(c) => self.undo = Some(c),
+            Err(e) => self.notice(Level::Warn, &format!("undo: {e}")),
+        }
+    }
+
+    /// The undo ran (its report) or failed; the card goes.
+    pub fn undo_done(&mut self, report: Result<String, String>) {
+        self.undo = None;
+        match report {
+            Ok(r) => self.notice(Level::Info, r.trim_end()),
+            Err(e) => self.notice(Level::Error, &format!("undo: {e}")),
+        }
+    }
+
+    /// Lines the UI thread has for the person (the `/undo list`).
+    pub fn info(&mut self, text: &str) {
+        self.notice(Level::Info, text.trim_end());
     }
 
     /// The history of a continued session (the `transcript` line's messages).
