@@ -33,7 +33,10 @@ fn copy_of(root: &Path) -> BTreeMap<String, Copy> {
             let m = std::fs::symlink_metadata(&p).unwrap();
             let mode = m.permissions().mode() & 0o7777;
             if m.file_type().is_symlink() {
-                let target = std::fs::read_link(&p).unwrap().to_string_lossy().to_string();
+                let target = std::fs::read_link(&p)
+                    .unwrap()
+                    .to_string_lossy()
+                    .to_string();
                 out.insert(rel, Copy::Link { target });
             } else if m.is_dir() {
                 out.insert(rel, Copy::Dir { mode });
@@ -116,10 +119,18 @@ fn undo(env: &TestEnv, args: &[&str]) -> RunOutput {
 /// The ids of the manifests the store holds for the project.
 fn manifests(env: &TestEnv) -> Vec<String> {
     let mut out = Vec::new();
-    for p in std::fs::read_dir(env.home.join("projects")).unwrap().flatten() {
+    for p in std::fs::read_dir(env.home.join("projects"))
+        .unwrap()
+        .flatten()
+    {
         if let Ok(rd) = std::fs::read_dir(p.path().join("checkpoints/manifests")) {
             for m in rd.flatten() {
-                out.push(m.file_name().to_string_lossy().trim_end_matches(".json").to_string());
+                out.push(
+                    m.file_name()
+                        .to_string_lossy()
+                        .trim_end_matches(".json")
+                        .to_string(),
+                );
             }
         }
     }
@@ -179,7 +190,11 @@ fn a_turn_of_file_tools_and_shell_commands_is_undone_exactly() {
     let sid = std::fs::read_dir(env.home.join("projects"))
         .unwrap()
         .flatten()
-        .flat_map(|p| std::fs::read_dir(p.path().join("checkpoints")).unwrap().flatten())
+        .flat_map(|p| {
+            std::fs::read_dir(p.path().join("checkpoints"))
+                .unwrap()
+                .flatten()
+        })
         .find_map(|e| {
             e.file_name()
                 .to_string_lossy()
@@ -247,21 +262,38 @@ fn undo_twice_redoes() {
     turn(
         &env,
         &mock,
-        &[shell("echo after > a.txt && rm gone.txt && mkdir -p d/e && echo x > d/e/x")],
+        &[shell(
+            "echo after > a.txt && rm gone.txt && mkdir -p d/e && echo x > d/e/x",
+        )],
         false,
     );
     let after = copy_of(&env.project);
     assert_ne!(before, after);
     let out = undo(&env, &[]);
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    assert_eq!(differing(&before, &copy_of(&env.project)), Vec::<String>::new());
+    assert_eq!(
+        differing(&before, &copy_of(&env.project)),
+        Vec::<String>::new()
+    );
     let out = undo(&env, &[]);
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("undid the undo of turn 1"), "{}", out.stdout);
-    assert_eq!(differing(&after, &copy_of(&env.project)), Vec::<String>::new());
+    assert!(
+        out.stdout.contains("undid the undo of turn 1"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        differing(&after, &copy_of(&env.project)),
+        Vec::<String>::new()
+    );
     let list = undo(&env, &["--list"]);
     assert_eq!(list.code, Some(0));
-    assert_eq!(list.stdout.matches("\n  undo").count(), 2, "{}", list.stdout);
+    assert_eq!(
+        list.stdout.matches("\n  undo").count(),
+        2,
+        "{}",
+        list.stdout
+    );
 }
 
 #[test]
@@ -287,12 +319,19 @@ fn three_turns_then_turn_2_restores_the_state_before_turn_2() {
     let out = undo(&env, &["--turn", "2"]);
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("undid turns 2-3"), "{}", out.stdout);
-    assert_eq!(differing(&before_2, &copy_of(&env.project)), Vec::<String>::new());
+    assert_eq!(
+        differing(&before_2, &copy_of(&env.project)),
+        Vec::<String>::new()
+    );
     assert_eq!(env.read("a.txt").as_deref(), Some("a1\n"));
     // A turn with no checkpoint is refused, naming the ones there are.
     let out = undo(&env, &["--turn", "7"]);
     assert_eq!(out.code, Some(1));
-    assert!(out.stderr.contains("turn 7") && out.stderr.contains("1, 2, 3"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("turn 7") && out.stderr.contains("1, 2, 3"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -302,7 +341,10 @@ fn a_turn_with_no_writes_makes_no_checkpoint() {
     turn(
         &env,
         &mock,
-        &[("read_file", json!({"path":"a.txt"})), ("list_dir", json!({}))],
+        &[
+            ("read_file", json!({"path":"a.txt"})),
+            ("list_dir", json!({})),
+        ],
         false,
     );
     assert!(manifests(&env).is_empty(), "{:?}", manifests(&env));
@@ -338,7 +380,10 @@ fn a_sigkill_mid_turn_leaves_a_checkpoint_undo_uses() {
     let out = undo(&env, &[]);
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("did not end"), "{}", out.stdout);
-    assert_eq!(differing(&before, &copy_of(&env.project)), Vec::<String>::new());
+    assert_eq!(
+        differing(&before, &copy_of(&env.project)),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -362,7 +407,9 @@ fn the_next_turn_is_told_what_the_undo_restored() {
     assert_eq!(s.finish().0, Some(0));
     let last = mock.requests().pop().unwrap();
     assert!(
-        last.body.to_string().contains("[openmax note] the human undid turn 1"),
+        last.body
+            .to_string()
+            .contains("[openmax note] the human undid turn 1"),
         "{}",
         last.body
     );
@@ -394,7 +441,11 @@ fn undo_is_refused_to_an_agent_and_gc_keeps_what_a_live_session_names() {
     assert!(out.stderr.contains("started by an agent"), "{}", out.stderr);
     let gc = undo(&env, &["--gc"]);
     assert_eq!(gc.code, Some(0), "{}", gc.stderr);
-    assert!(gc.stdout.contains("collected 0 session logs"), "{}", gc.stdout);
+    assert!(
+        gc.stdout.contains("collected 0 session logs"),
+        "{}",
+        gc.stdout
+    );
     let out = undo(&env, &[]);
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     assert_eq!(env.read("a.txt").as_deref(), Some("a0\n"));

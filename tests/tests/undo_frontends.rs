@@ -10,7 +10,11 @@ use serde_json::json;
 
 fn write_then_done(path: &str, content: &str) -> Vec<Reply> {
     vec![
-        tool_reply("c1", "write_file", json!({"path": path, "content": content})),
+        tool_reply(
+            "c1",
+            "write_file",
+            json!({"path": path, "content": content}),
+        ),
         text_reply("written"),
     ]
 }
@@ -37,7 +41,11 @@ fn tui_undo_shows_what_will_change_and_does_it_on_y() {
     let card = pane.wait_text("y undo");
     assert!(card.contains("undo turn 1?"), "{card}");
     assert!(card.contains("restored  notes.txt"), "{card}");
-    assert_eq!(env.read("notes.txt").as_deref(), Some("agent's\n"), "nothing before y");
+    assert_eq!(
+        env.read("notes.txt").as_deref(),
+        Some("agent's\n"),
+        "nothing before y"
+    );
     // n keeps everything; /undo again and y does it.
     pane.type_text("n");
     pane.wait_text("undo: not done");
@@ -53,7 +61,10 @@ fn tui_undo_shows_what_will_change_and_does_it_on_y() {
     pane.keys(&["Enter"]);
     pane.wait_text("read it");
     let body = mock.requests().pop().unwrap().body.to_string();
-    assert!(body.contains("[openmax note] the human undid turn 1"), "{body}");
+    assert!(
+        body.contains("[openmax note] the human undid turn 1"),
+        "{body}"
+    );
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit().0, 0);
 }
@@ -86,7 +97,10 @@ fn acp_undo_is_an_advertised_command_that_runs_no_turn() {
     assert_eq!(env.read("notes.txt").as_deref(), Some("mine\n"));
     let said = chunk_text(&lines, "agent_message_chunk");
     assert!(said.contains("turn 1 "), "{said}");
-    assert!(said.contains("undid turn 1") && said.contains("restored  notes.txt"), "{said}");
+    assert!(
+        said.contains("undid turn 1") && said.contains("restored  notes.txt"),
+        "{said}"
+    );
     assert!(said.contains("undo: turn 9"), "{said}");
     assert_eq!(
         answers(&lines).len(),
@@ -98,5 +112,9 @@ fn acp_undo_is_an_advertised_command_that_runs_no_turn() {
     let requests = mock.requests();
     let bodies: Vec<String> = requests.iter().map(|r| r.body.to_string()).collect();
     assert_eq!(bodies.len(), 3, "write, its follow-up, and the last prompt");
-    assert!(bodies[2].contains("[openmax note] the human undid turn 1"), "{}", bodies[2]);
+    assert!(
+        bodies[2].contains("[openmax note] the human undid turn 1"),
+        "{}",
+        bodies[2]
+    );
 }

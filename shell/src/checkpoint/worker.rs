@@ -58,20 +58,18 @@ impl Worker {
         })
     }
 
-    fn hand(&mut self, job: Job, done: oneshot::Receiver<()>) -> Done {
-        let done = done.shared();
+    fn hand(&mut self, job: Job, done: oneshot::Receiver<()>) {
         if let Some(tx) = &self.tx {
             // A dead thread drops the job and its sender: waiters see it done.
             let _ = tx.send(job);
         }
-        self.last = Some(done.clone());
-        done
+        self.last = Some(done.shared());
     }
 
     /// Hand over a checkpoint; its answer goes to `answer`.
     pub fn take(&mut self, turn: u64, moment: CheckpointMoment, prompt: String, answer: InputTx) {
         let (done, rx) = oneshot::channel();
-        let _ = self.hand(
+        self.hand(
             Job::Take {
                 turn,
                 moment,
@@ -83,10 +81,12 @@ impl Worker {
         );
     }
 
-    /// Hand over a capture of `rel` (project-relative) before a file tool writes it.
-    pub fn capture(&mut self, rel: String) -> Done {
+    /// Hand over a capture of `rel` (project-relative) before a file tool writes it; returns
+    /// its completion.
+    pub fn capture(&mut self, rel: String) -> Option<Done> {
         let (done, rx) = oneshot::channel();
-        self.hand(Job::Capture { rel, done }, rx)
+        self.hand(Job::Capture { rel, done }, rx);
+        self.barrier()
     }
 
     /// The completion of the last job handed over (`None`: none was).

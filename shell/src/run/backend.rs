@@ -553,7 +553,7 @@ impl Backend {
         if matches!(name, "write_file" | "edit_file") {
             let arg = args.get("path").and_then(|v| v.as_str()).unwrap_or("");
             if let Ok(r) = crate::tools::path::resolve(&self.project, arg) {
-                return Some(w.capture(r.resolved_rel));
+                return w.capture(r.resolved_rel);
             }
         }
         w.barrier()

@@ -75,7 +75,15 @@ fn a_turn_that_writes_is_checkpointed_right_before_its_first_write_and_as_it_end
     let after = h
         .log
         .iter()
-        .position(|o| matches!(o, Output::Effect(Effect::Checkpoint { moment: CheckpointMoment::After, .. })))
+        .position(|o| {
+            matches!(
+                o,
+                Output::Effect(Effect::Checkpoint {
+                    moment: CheckpointMoment::After,
+                    ..
+                })
+            )
+        })
         .unwrap();
     let done = h
         .log
@@ -147,7 +155,10 @@ fn a_declined_write_is_not_checkpointed_and_an_approved_one_is_after_its_approva
     let mut h = with(Mode::Ask);
     to_planning(&mut h);
     h.planned("c1", plan(true));
-    assert!(checkpoints(&h).is_empty(), "nothing while the human decides");
+    assert!(
+        checkpoints(&h).is_empty(),
+        "nothing while the human decides"
+    );
     h.approve("a1", false);
     h.tool_reply("c2", "write_file", r#"{"path":"a.rs"}"#);
     h.planned("c2", plan(true));

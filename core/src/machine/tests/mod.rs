@@ -441,8 +441,8 @@ fn last_hook_run(h: &H) -> u64 {
 
 mod admission;
 mod approvals;
-mod checkpoints;
 mod cancel;
+mod checkpoints;
 mod commands;
 mod context;
 mod endings;
