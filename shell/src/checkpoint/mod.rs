@@ -144,6 +144,7 @@ impl Project {
         let size = self.store.add_size(0)?;
         let s = scan::scan(&self.root, &self.store, &old, &self.caps, extra, size);
         let (root, listed) = tree::write(&self.store, &s.snap)?;
+        self.store.sync()?;
         let left_count = s.left.len() as u64;
         let mut left = s.left;
         left.truncate(manifest::LEFT_LISTED);
@@ -233,6 +234,7 @@ impl Project {
             return Ok(false);
         };
         m.root = tree::replace(&self.store, &m.root, rel, node)?;
+        self.store.sync()?;
         m.captured.push(rel.to_string());
         manifest::write(&self.manifests(), &m)?;
         Ok(true)

@@ -4,8 +4,13 @@
 //!
 //! Invariants:
 //! - An object's bytes never change once its name exists: it is written to a temp file in the
-//!   same directory, fsynced and renamed into place, so a crash leaves either no object or a
-//!   whole one (a stray temp file is removed by the next collection).
+//!   same directory and renamed into place, so a reader never sees half of one (a stray temp
+//!   file is removed by the next collection). Objects are made durable together: a checkpoint
+//!   calls [`Store::sync`] before the manifest naming them is written (an fsync of each object
+//!   written since the last sync, or one `syncfs` when there are many, as in a project's first
+//!   checkpoint), so a manifest on disk never names an object that is not. An object a crash
+//!   cut short before that has the wrong length, and is written again by the next checkpoint
+//!   that needs it (an object is only taken as present when its length is right).
 //! - The store's size is kept in `size` (bytes of every object), read-modified-written under an
 //!   exclusive lock of that file; a collection recounts it.
 //! - Writers of objects hold `gc.lock` shared ([`Store::writing`]) while they write objects
@@ -17,15 +22,22 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
 use crate::session::perms::{private_dir_all, private_file};
 
+/// Past this many objects written since the last sync, [`Store::sync`] flushes the file system
+/// once instead of each object.
+const SYNC_EACH_MAX: usize = 256;
+
 /// The object store under `$OPENMAX_HOME/checkpoints`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    /// Objects written and not yet made durable.
+    unsynced: Arc<Mutex<Vec<PathBuf>>>,
 }
 
 /// Held while objects are written (a shared lock of `gc.lock`).
@@ -57,6 +69,7 @@ impl Store {
     pub fn new(home: &Path) -> Store {
         Store {
             root: home.join("checkpoints"),
+            unsynced: Arc::default(),
         }
     }
 
@@ -78,6 +91,35 @@ impl Store {
     /// Whether the object `hash` exists.
     pub fn has(&self, hash: &str) -> bool {
         is_hash(hash) && self.path_of(hash).exists()
+    }
+
+    /// Whether the object `hash` of `len` bytes is present whole.
+    fn present(&self, hash: &str, len: u64) -> bool {
+        fs::metadata(self.path_of(hash)).is_ok_and(|m| m.len() == len)
+    }
+
+    /// Make every object written since the last call durable.
+    pub fn sync(&self) -> io::Result<()> {
+        let written = match self.unsynced.lock() {
+            Ok(mut v) => std::mem::take(&mut *v),
+            Err(p) => std::mem::take(&mut *p.into_inner()),
+        };
+        if written.is_empty() {
+            return Ok(());
+        }
+        if written.len() > SYNC_EACH_MAX {
+            let dir = File::open(self.objects())?;
+            return rustix::fs::syncfs(&dir).map_err(io::Error::from);
+        }
+        for p in &written {
+            File::open(p)?.sync_data()?;
+        }
+        let dirs: std::collections::BTreeSet<&Path> =
+            written.iter().filter_map(|p| p.parent()).collect();
+        for d in dirs {
+            crate::session::state::sync_dir(d)?;
+        }
+        Ok(())
     }
 
     /// Take the store's lock shared, for writing objects and the manifests that name them.
@@ -138,7 +180,7 @@ impl Store {
     /// added to the store (0 when it existed).
     pub fn put(&self, hash: &str, bytes: &[u8]) -> io::Result<u64> {
         let path = self.path_of(hash);
-        if path.exists() {
+        if self.present(hash, bytes.len() as u64) {
             return Ok(0);
         }
         let dir = path.parent().unwrap_or(&self.root);
@@ -147,11 +189,12 @@ impl Store {
         let result = (|| {
             let mut f = private_file().write(true).create_new(true).open(&tmp)?;
             f.write_all(bytes)?;
-            f.sync_data()?;
             fs::rename(&tmp, &path)
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
+        } else if let Ok(mut v) = self.unsynced.lock() {
+            v.push(path);
         }
         result.map(|()| bytes.len() as u64)
     }
@@ -169,7 +212,7 @@ impl Store {
         f.read_to_end(&mut bytes)?;
         let hash = sha256_hex(&bytes);
         let size = bytes.len() as u64;
-        if self.path_of(&hash).exists() {
+        if self.present(&hash, size) {
             return Ok(Ok((hash, size, 0)));
         }
         if let Err(why) = admit(size) {
