@@ -245,7 +245,9 @@ impl Store {
         let mut text = String::new();
         f.read_to_string(&mut text)?;
         let now = match text.trim().parse::<u64>() {
+            Ok(n) if bytes == 0 => return Ok(n),
             Ok(n) => n.saturating_add(bytes),
+            // Never recorded: the objects on disk, those just written included.
             Err(_) => self.count_size()?,
         };
         f.set_len(0)?;
