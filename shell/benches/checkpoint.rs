@@ -122,7 +122,10 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
     let none = BTreeSet::new();
-    println!("checkpoints of a {}-file project (+1,000 excluded), {rounds} rounds", DIRS * FILES);
+    println!(
+        "checkpoints of a {}-file project (+1,000 excluded), {rounds} rounds",
+        DIRS * FILES
+    );
 
     let s = setup(&base, "time");
     let p = &s.project;

@@ -35,6 +35,8 @@ pub mod scan;
 pub mod store;
 pub mod tree;
 pub mod undo;
+#[cfg(test)]
+mod undo_tests;
 pub mod worker;
 
 use std::collections::BTreeSet;
@@ -191,6 +193,11 @@ impl Project {
     /// whether it did.
     pub fn capture(&self, id: &str, rel: &str) -> io::Result<bool> {
         let _lock = self.lock()?;
+        self.capture_locked(id, rel)
+    }
+
+    /// [`Project::capture`] under the project's lock, which the caller holds.
+    pub fn capture_locked(&self, id: &str, rel: &str) -> io::Result<bool> {
         let _writing = self.store.writing()?;
         let mut m = self.manifest(id)?;
         let mut reader = tree::Reader::new(&self.store);

@@ -348,6 +348,13 @@ pub fn run(p: &Project, session: &str, pick: Pick, force: bool) -> Result<Report
         }
         return Err(UndoError::Nothing(why));
     }
+    // What the undo removes or replaces of an excluded file is recorded with its bytes first,
+    // so undoing this undo brings it back.
+    for s in &plan.steps {
+        if s.now == Some(Node::Ignored { dir: false }) {
+            p.capture_locked(&plan.now.id, &s.path)?;
+        }
+    }
     let failed = super::apply::apply(&p.root, &p.store, &plan.steps);
     let after = p.take_locked(session, 0, "undo_after", &plan.extra)?;
     let failed_paths: BTreeSet<&String> = failed.iter().map(|(p, _)| p).collect();
