@@ -100,22 +100,7 @@ pub fn write(path: &Path, cache: &Cache) -> io::Result<()> {
             s.size, s.mtime_ns, s.ctime_ns, s.ino, s.mode
         );
     }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    crate::session::perms::private_dir_all(dir)?;
-    let tmp = super::store::temp_name(dir);
-    let r = (|| {
-        use std::io::Write;
-        let mut f = crate::session::perms::private_file()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        std::fs::rename(&tmp, path)
-    })();
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r
+    super::store::replace_file(path, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -29,6 +29,10 @@ pub struct Collected {
     pub size: u64,
 }
 
+/// Touched at the end of every collection: a process's memory of the store (see
+/// [`super::Memory`]) is dropped when it changed.
+pub const DONE: &str = "gc.done";
+
 /// How often a session starts an automatic collection.
 pub const AUTO_EVERY_MS: u64 = 24 * 3600 * 1000;
 
@@ -72,6 +76,7 @@ pub fn collect(home: &Path, max_age_ms: u64, now_ms: u64) -> io::Result<Collecte
     }
     out.size = store.count_size()?;
     store.set_size(out.size)?;
+    super::store::replace_file(&store.root().join(DONE), now_ms.to_string().as_bytes())?;
     Ok(out)
 }
 

@@ -1,6 +1,7 @@
-//! A session's checkpoint log: `projects/<project>/checkpoints/<session>.jsonl`, appended and
-//! fsynced line by line, so a checkpoint a turn took is findable even when openmax is killed
-//! right after. Lines, each `{"v":1,"e":…}`:
+//! A session's checkpoint log: `projects/<project>/checkpoints/<session>.jsonl`, appended line
+//! by line with one `write` each (not fsynced, as the checkpoints it names are not: see
+//! [`super::store`]), so a checkpoint a turn took is findable even when openmax is killed right
+//! after. Lines, each `{"v":1,"e":…}`:
 //!
 //! - `before` (`turn`, `cp`, `prompt`, `at_ms`): the turn's checkpoint before its first write;
 //! - `after` (`turn`, `cp`, `at_ms`): the state the turn left, when it ended;
@@ -92,7 +93,7 @@ pub fn path(dir: &Path, session: &str) -> std::path::PathBuf {
     dir.join(format!("{session}.jsonl"))
 }
 
-/// Append one line, durably.
+/// Append one line.
 pub fn append(dir: &Path, session: &str, line: Line) -> io::Result<()> {
     crate::session::perms::private_dir_all(dir)?;
     let mut text = serde_json::to_string(&Versioned { v: 1, line })
@@ -102,8 +103,7 @@ pub fn append(dir: &Path, session: &str, line: Line) -> io::Result<()> {
         .append(true)
         .create(true)
         .open(path(dir, session))?;
-    f.write_all(text.as_bytes())?;
-    f.sync_data()
+    f.write_all(text.as_bytes())
 }
 
 /// Every line of a session's log (none when there is no log).
@@ -236,7 +236,7 @@ pub fn rewrite(dir: &Path, session: &str, lines: &[Line]) -> io::Result<()> {
         );
         text.push('\n');
     }
-    crate::session::write_atomic(&path(dir, session), text.as_bytes())
+    super::store::replace_file(&path(dir, session), text.as_bytes())
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! what the checkpoint noted beside them: `HEAD`, what it left out, and the excluded paths a
 //! file tool wrote (recorded with their bytes).
 //!
-//! A manifest is replaced whole (temp file, fsync, rename): when a file tool is about to write
+//! A manifest is replaced whole (temp file, rename; not fsynced, as the objects it names are
+//! not: see [`super::store`]): when a file tool is about to write
 //! an excluded path, its bytes are added to the turn's `before` checkpoint, which then names a
 //! new root listing.
 
@@ -138,9 +139,8 @@ pub fn read(dir: &Path, id: &str) -> io::Result<Manifest> {
 
 /// Write (or replace) a manifest in `dir`.
 pub fn write(dir: &Path, m: &Manifest) -> io::Result<()> {
-    crate::session::perms::private_dir_all(dir)?;
     let bytes = serde_json::to_vec(m).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-    crate::session::write_atomic(&dir.join(format!("{}.json", m.id)), &bytes)
+    super::store::replace_file(&dir.join(format!("{}.json", m.id)), &bytes)
 }
 
 /// A new checkpoint id: 16 hex of sha256(time, pid, counter).

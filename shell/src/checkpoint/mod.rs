@@ -43,6 +43,7 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use manifest::Manifest;
 use store::Store;
@@ -91,6 +92,18 @@ pub fn lock_dir(dir: &Path) -> io::Result<File> {
     Ok(f)
 }
 
+/// What one process keeps between the checkpoints it takes of a project: the stat cache and
+/// the listings last written (so an unchanged directory is not encoded again). Dropped when a
+/// collection ran since it was filled (`gc.done` changed), as its hashes may name objects a
+/// collection removed.
+#[derive(Debug, Default)]
+pub struct Memory {
+    cache: Option<cache::Cache>,
+    written: tree::Written,
+    /// `gc.done`'s modification time when the memory was filled.
+    gc: Option<std::time::SystemTime>,
+}
+
 /// One project's checkpoints.
 #[derive(Debug, Clone)]
 pub struct Project {
@@ -102,6 +115,8 @@ pub struct Project {
     /// The project's session records (`sessions/`), to tell a deleted session.
     pub sessions: PathBuf,
     pub caps: Caps,
+    /// Shared by the clones of this value (a session's thread, its `/undo`).
+    memory: Arc<Mutex<Memory>>,
 }
 
 impl Project {
@@ -113,6 +128,7 @@ impl Project {
             root: state.project().to_path_buf(),
             sessions: state.sessions_dir(),
             caps,
+            memory: Arc::default(),
         }
     }
 
@@ -142,11 +158,27 @@ impl Project {
     ) -> io::Result<Manifest> {
         let _writing = self.store.writing()?;
         let cache_path = self.dir.join("cache");
-        let old = cache::read(&cache_path);
+        let mut memory = match self.memory.lock() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        let gc = std::fs::metadata(self.store.root().join(gc::DONE))
+            .and_then(|m| m.modified())
+            .ok();
+        if memory.gc != gc {
+            *memory = Memory {
+                gc,
+                ..Memory::default()
+            };
+        }
+        let old = match memory.cache.take() {
+            Some(c) => c,
+            None => cache::read(&cache_path),
+        };
         let size = self.store.add_size(0)?;
         let s = scan::scan(&self.root, &self.store, &old, &self.caps, extra, size);
-        let (root, listed) = tree::write(&self.store, &s.snap)?;
-        self.store.sync()?;
+        drop(old);
+        let (root, listed) = tree::write(&self.store, &s.snap, &mut memory.written)?;
         let left_count = s.left.len() as u64;
         let mut left = s.left;
         left.truncate(manifest::LEFT_LISTED);
@@ -170,8 +202,12 @@ impl Project {
                 .collect(),
         };
         manifest::write(&self.manifests(), &m)?;
-        // Only a shortcut: a cache that cannot be written costs the next scan its reads.
-        let _ = cache::write(&cache_path, &s.cache);
+        // Only a shortcut for the next process: written when no turn waits (after a turn, around
+        // an undo); a cache that cannot be written costs that process its reads.
+        if moment != "before" {
+            let _ = cache::write(&cache_path, &s.cache);
+        }
+        memory.cache = Some(s.cache);
         self.store.add_size(s.added + listed)?;
         Ok(m)
     }
@@ -241,7 +277,6 @@ impl Project {
             return Ok(false);
         };
         m.root = tree::replace(&self.store, &m.root, rel, node)?;
-        self.store.sync()?;
         m.captured.push(rel.to_string());
         manifest::write(&self.manifests(), &m)?;
         Ok(true)

@@ -20,8 +20,7 @@ pub fn add(dir: &Path, session: &str, text: &str) -> io::Result<()> {
         .append(true)
         .create(true)
         .open(path(dir, session))?;
-    f.write_all(line.as_bytes())?;
-    f.sync_data()
+    f.write_all(line.as_bytes())
 }
 
 /// Whether notes wait (one `stat`).

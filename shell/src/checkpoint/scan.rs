@@ -9,7 +9,7 @@
 //! unreadable, a name that is not UTF-8, a socket or device) is left out and listed; the
 //! checkpoint then says it is partial.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -57,7 +57,7 @@ pub fn scan(
 ) -> Scanned {
     let started = now_ns();
     let mut out = Scanned::default();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut size = store_size;
     for item in crate::tools::walk::builder(project, true).build() {
         let entry = match item {
@@ -198,7 +198,7 @@ fn record(
 
 /// The names the ignore rules excluded: in every recorded directory, the entries the walk did
 /// not yield, and beneath an excluded directory everything, up to the cap.
-fn list_excluded(project: &Path, caps: &Caps, seen: &BTreeSet<String>, out: &mut Scanned) {
+fn list_excluded(project: &Path, caps: &Caps, seen: &HashSet<String>, out: &mut Scanned) {
     let mut dirs: Vec<String> = vec![String::new()];
     dirs.extend(
         out.snap

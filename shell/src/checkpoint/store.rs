@@ -5,12 +5,12 @@
 //! Invariants:
 //! - An object's bytes never change once its name exists: it is written to a temp file in the
 //!   same directory and renamed into place, so a reader never sees half of one (a stray temp
-//!   file is removed by the next collection). Objects are made durable together: a checkpoint
-//!   calls [`Store::sync`] before the manifest naming them is written (an fsync of each object
-//!   written since the last sync, or one `syncfs` when there are many, as in a project's first
-//!   checkpoint), so a manifest on disk never names an object that is not. An object a crash
-//!   cut short before that has the wrong length, and is written again by the next checkpoint
-//!   that needs it (an object is only taken as present when its length is right).
+//!   file is removed by the next collection). Objects are not fsynced (a checkpoint is taken
+//!   before every turn that writes, and syncing every object would cost more than the
+//!   checkpoint): openmax killed at any point loses nothing the kernel has, and a power loss
+//!   can lose the last objects written. So an object is only taken as present when its length
+//!   is right (one cut short is written again), and [`Store::get`] checks an object's bytes
+//!   against its name: a damaged object is an error naming it, never wrong bytes restored.
 //! - The store's size is kept in `size` (bytes of every object), read-modified-written under an
 //!   exclusive lock of that file; a collection recounts it.
 //! - Writers of objects hold `gc.lock` shared ([`Store::writing`]) while they write objects
@@ -22,22 +22,15 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
 use crate::session::perms::{private_dir_all, private_file};
 
-/// Past this many objects written since the last sync, [`Store::sync`] flushes the file system
-/// once instead of each object.
-const SYNC_EACH_MAX: usize = 256;
-
 /// The object store under `$OPENMAX_HOME/checkpoints`.
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
-    /// Objects written and not yet made durable.
-    unsynced: Arc<Mutex<Vec<PathBuf>>>,
 }
 
 /// Held while objects are written (a shared lock of `gc.lock`).
@@ -69,7 +62,6 @@ impl Store {
     pub fn new(home: &Path) -> Store {
         Store {
             root: home.join("checkpoints"),
-            unsynced: Arc::default(),
         }
     }
 
@@ -96,30 +88,6 @@ impl Store {
     /// Whether the object `hash` of `len` bytes is present whole.
     fn present(&self, hash: &str, len: u64) -> bool {
         fs::metadata(self.path_of(hash)).is_ok_and(|m| m.len() == len)
-    }
-
-    /// Make every object written since the last call durable.
-    pub fn sync(&self) -> io::Result<()> {
-        let written = match self.unsynced.lock() {
-            Ok(mut v) => std::mem::take(&mut *v),
-            Err(p) => std::mem::take(&mut *p.into_inner()),
-        };
-        if written.is_empty() {
-            return Ok(());
-        }
-        if written.len() > SYNC_EACH_MAX {
-            let dir = File::open(self.objects())?;
-            return rustix::fs::syncfs(&dir).map_err(io::Error::from);
-        }
-        for p in &written {
-            File::open(p)?.sync_data()?;
-        }
-        let dirs: std::collections::BTreeSet<&Path> =
-            written.iter().filter_map(|p| p.parent()).collect();
-        for d in dirs {
-            crate::session::state::sync_dir(d)?;
-        }
-        Ok(())
     }
 
     /// Take the store's lock shared, for writing objects and the manifests that name them.
@@ -165,7 +133,7 @@ impl Store {
             ));
         }
         let path = self.path_of(hash);
-        fs::read(&path).map_err(|e| {
+        let bytes = fs::read(&path).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!(
@@ -173,7 +141,17 @@ impl Store {
                     path.display()
                 ),
             )
-        })
+        })?;
+        if sha256_hex(&bytes) != hash {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "checkpoint object {} is damaged (its bytes do not match its name)",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(bytes)
     }
 
     /// Store `bytes` (already hashed as `hash`) unless the object exists; returns the bytes
@@ -193,8 +171,6 @@ impl Store {
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
-        } else if let Ok(mut v) = self.unsynced.lock() {
-            v.push(path);
         }
         result.map(|()| bytes.len() as u64)
     }
@@ -316,6 +292,23 @@ impl Store {
     }
 }
 
+/// Replace `path` with `bytes`: a temp file in the same directory renamed over it (no fsync:
+/// a reader sees the old file or the new one; see the module doc on durability).
+pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    private_dir_all(dir)?;
+    let tmp = temp_name(dir);
+    let r = (|| {
+        let mut f = private_file().write(true).create_new(true).open(&tmp)?;
+        f.write_all(bytes)?;
+        fs::rename(&tmp, path)
+    })();
+    if r.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    r
+}
+
 /// A fresh temp file name in `dir` (`.tmp.<pid>.<n>`).
 pub fn temp_name(dir: &Path) -> PathBuf {
     static N: AtomicU64 = AtomicU64::new(0);
@@ -342,6 +335,8 @@ mod tests {
         assert!(store.has(&h));
         assert!(!store.has("zz"));
         assert!(store.get("../../etc/passwd").is_err());
+        std::fs::write(store.path_of(&h), b"HELLO").unwrap();
+        assert!(store.get(&h).unwrap_err().to_string().contains("damaged"));
         assert_eq!(store.list().unwrap().len(), 1);
         assert_eq!(store.add_size(0).unwrap(), 5);
         assert_eq!(store.add_size(7).unwrap(), 12);

@@ -179,9 +179,14 @@ pub fn parent(path: &str) -> &str {
     path.rsplit_once('/').map(|(p, _)| p).unwrap_or("")
 }
 
+/// The listings of the last snapshot written, by directory, with their hashes: a directory
+/// whose listing is the same again is not encoded, hashed or looked up again.
+pub type Written = BTreeMap<String, (Listing, String)>;
+
 /// Write the listings of `snap` to the store; returns the root listing's hash and the bytes
 /// added. Every directory in `snap` gets a listing, and so does every parent of a path.
-pub fn write(store: &Store, snap: &Snapshot) -> io::Result<(String, u64)> {
+/// `prev` holds the listings of the snapshot written before (and is replaced by this one's).
+pub fn write(store: &Store, snap: &Snapshot, prev: &mut Written) -> io::Result<(String, u64)> {
     // Children by directory.
     let mut dirs: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     dirs.entry("").or_default();
@@ -193,6 +198,7 @@ pub fn write(store: &Store, snap: &Snapshot) -> io::Result<(String, u64)> {
     }
     let mut hashes: BTreeMap<&str, String> = BTreeMap::new();
     let mut added = 0;
+    let mut now = Written::new();
     // Deepest first: a directory's listing needs its subdirectories' hashes.
     let mut order: Vec<&str> = dirs.keys().copied().collect();
     order.sort_by_key(|d| {
@@ -210,11 +216,19 @@ pub fn write(store: &Store, snap: &Snapshot) -> io::Result<(String, u64)> {
             let sub = node.is_dir().then(|| hashes.get(child).cloned()).flatten();
             listing.insert(name.to_string(), (node, sub));
         }
-        let bytes = encode(&listing);
-        let hash = sha256_hex(&bytes);
-        added += store.put(&hash, &bytes)?;
-        hashes.insert(dir, hash);
+        let hash = match prev.remove(dir) {
+            Some((old, hash)) if old == listing => hash,
+            _ => {
+                let bytes = encode(&listing);
+                let hash = sha256_hex(&bytes);
+                added += store.put(&hash, &bytes)?;
+                hash
+            }
+        };
+        hashes.insert(dir, hash.clone());
+        now.insert(dir.to_string(), (listing, hash));
     }
+    *prev = now;
     Ok((hashes.remove("").unwrap_or_default(), added))
 }
 
@@ -427,7 +441,7 @@ mod tests {
         a.insert("build".into(), Node::Ignored { dir: true });
         a.insert("build/out".into(), Node::Ignored { dir: false });
         a.insert("name with \"quotes\"\n".into(), file("q"));
-        let (ra, _) = write(&store, &a).unwrap();
+        let (ra, _) = write(&store, &a, &mut Written::new()).unwrap();
         let mut r = Reader::new(&store);
         assert_eq!(r.snapshot(&ra).unwrap(), a);
         assert_eq!(r.node_at(&ra, "src/deep/x").unwrap(), Some(file("x")));
@@ -439,7 +453,12 @@ mod tests {
         b.remove("src/deep");
         b.insert("new".into(), Node::Dir { mode: 0o755 });
         b.insert("new/n".into(), file("n"));
-        let (rb, _) = write(&store, &b).unwrap();
+        let mut prev = Written::new();
+        write(&store, &a, &mut prev).unwrap();
+        let (rb, added) = write(&store, &b, &mut prev).unwrap();
+        // The unchanged listing of src/deep's sibling `build` is not written again.
+        assert!(added > 0);
+        assert_eq!(write(&store, &b, &mut prev).unwrap(), (rb.clone(), 0));
         let mut changes = Changes::new();
         r.diff(&ra, &rb, "", &mut changes).unwrap();
         let paths: Vec<&str> = changes.keys().map(String::as_str).collect();
