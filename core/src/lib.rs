@@ -18,7 +18,7 @@
 //! - answers to effects: [`Input::ToolPlanned`] and [`Input::ToolDone`], [`Input::HookDone`]
 //!   (a [`HookOutcome`]), [`Input::Persisted`] / [`Input::PersistFailed`],
 //!   [`Input::ModeSaved`] / [`Input::ModeSaveFailed`], [`Input::SourceApproved`] /
-//!   [`Input::SourceApprovalFailed`], [`Input::Frozen`];
+//!   [`Input::SourceApprovalFailed`], [`Input::Frozen`], [`Input::Checkpointed`];
 //! - from outside a call: [`Input::Notice`] (a tool source announced a change);
 //! - from the person, not the wire: [`Input::Compact`] (compact now, the TUI's `/compact`);
 //! - from the driver itself: [`Input::Timeout`] (a deadline of [`Core::poll_timeout`] is due)
@@ -32,8 +32,10 @@
 //! - [`Output::Effect`]: an [`Effect`] for the driver: [`Effect::SendRequest`] /
 //!   [`Effect::CancelRequest`], [`Effect::PlanTool`] / [`Effect::RunTool`] /
 //!   [`Effect::CancelTool`], [`Effect::RunHook`], [`Effect::Persist`], [`Effect::SaveMode`],
-//!   [`Effect::ApproveSource`], [`Effect::Refreeze`], [`Effect::Exit`]. Every answer comes back
-//!   as an `Input` above (`CancelRequest`, `CancelTool` and `Exit` have none).
+//!   [`Effect::ApproveSource`], [`Effect::Refreeze`], [`Effect::Checkpoint`] (the project's
+//!   files recorded for undo, before a turn's first write and as it ends: a
+//!   [`CheckpointMoment`]), [`Effect::Exit`]. Every answer comes back as an `Input` above
+//!   (`CancelRequest`, `CancelTool` and `Exit` have none).
 //!
 //! [`Core::poll_timeout`] names the one pending deadline and its [`TimerReason`]:
 //! [`TimerReason::RetryBackoff`], [`TimerReason::StreamIdle`],

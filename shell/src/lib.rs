@@ -9,6 +9,7 @@ pub use openmax_core as core;
 
 mod acp;
 pub mod app;
+pub mod checkpoint;
 pub mod config;
 mod extensions;
 pub mod frontend;

@@ -122,6 +122,7 @@ fn create_append_resume_round_trip() {
     records.push(msg(Message::assistant_text("done reading")));
     records.push(Record::TurnEnd {
         stop_reason: "stop".into(),
+        turn: None,
     });
     w.append(&records).expect("append");
     w.append(&[msg(Message::user_text("again"))])

@@ -609,6 +609,18 @@ impl<'a> Driver<'a> {
                 };
                 self.schedule(0, Owner::Local, input);
             }
+            Effect::Checkpoint { turn, moment, .. } => {
+                self.schedule(
+                    0,
+                    Owner::Local,
+                    Input::Checkpointed {
+                        turn,
+                        moment,
+                        id: Some(format!("cp-{turn}-{moment:?}")),
+                        note: None,
+                    },
+                );
+            }
             Effect::Exit { code } => {
                 self.run.exit_code = Some(code);
             }

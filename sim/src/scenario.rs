@@ -441,6 +441,8 @@ impl Scenario {
         cfg.trusted = c.trusted;
         cfg.agent_spawned = c.agent_spawned;
         cfg.non_interactive = c.non_interactive;
+        // As the binary runs: turns that write are checkpointed (answered by the driver).
+        cfg.checkpoints = true;
         cfg.mode = c.mode;
         cfg.permissions = Permissions {
             deny: c

@@ -74,6 +74,9 @@ impl Core {
             );
         }
         self.turn = Turn::default();
+        self.turns += 1;
+        self.turn.number = self.turns;
+        self.turn.prompt = super::checkpoint::prompt_line(&text);
         let fields = super::hooks::prompt_fields(&text, &images);
         self.fire_observe(HookEvent::UserPromptSubmit, None, fields);
         self.start_prompt_hooks(text, images);

@@ -117,6 +117,7 @@ impl Core {
             let run = self.next_hook_run;
             self.next_hook_run += 1;
             self.observe_runs.insert(run, (h.name.clone(), event));
+            self.before_write();
             self.eff(Effect::RunHook {
                 hook_run: run,
                 hook: h.name,
@@ -152,6 +153,7 @@ impl Core {
             let run = self.next_hook_run;
             self.next_hook_run += 1;
             let payload = self.payload(event, fields.clone());
+            self.before_write();
             self.eff(Effect::RunHook {
                 hook_run: run,
                 hook: h.name.clone(),

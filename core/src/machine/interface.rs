@@ -138,6 +138,18 @@ pub enum Input {
     /// turn it is refused with a `protocol_error`. Held, like a client's command, while a
     /// command's answer is awaited.
     Compact,
+    /// The project's files were recorded for undo, answering [`Effect::Checkpoint`].
+    Checkpointed {
+        /// The turn the checkpoint belongs to.
+        turn: u64,
+        /// Which checkpoint of the turn.
+        moment: CheckpointMoment,
+        /// The checkpoint's id; `None` when none could be taken (`note` says why).
+        id: Option<String>,
+        /// What the human and the model should know: why no checkpoint was taken, or what a
+        /// partial one left out.
+        note: Option<String>,
+    },
     /// The turn's task died unexpectedly (a bug or panic in the shell's effect runner):
     /// reported as `error` then `done` `error`.
     Crashed {
@@ -272,11 +284,35 @@ pub enum Effect {
     },
     /// Re-read tools, skills, prompt and hooks. Answer with `Frozen`.
     Refreeze,
+    /// Record the project's files for undo: before the first effect of a turn that may write
+    /// the project (`Before`, emitted just ahead of that `RunTool` or `RunHook`), and when a
+    /// turn that recorded one ends (`After`). The shell starts no later process of the turn
+    /// before a `Before` checkpoint is complete. Answer with `Checkpointed`; nothing waits on
+    /// the answer.
+    Checkpoint {
+        /// The session's turn number (1 for its first turn, counting on across `--continue`).
+        turn: u64,
+        /// Which checkpoint of the turn.
+        moment: CheckpointMoment,
+        /// The first line of the turn's prompt (at most 200 characters), for the undo list.
+        prompt: String,
+    },
     /// The session is over: flush stdout and exit with this code.
     Exit {
         /// The process exit code.
         code: i32,
     },
+}
+
+/// Which of a turn's two checkpoints an [`Effect::Checkpoint`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointMoment {
+    /// Before the turn's first write: the state undo restores.
+    Before,
+    /// When the turn ended: the state the turn left, against which undo tells a human's later
+    /// change apart from the turn's own.
+    After,
 }
 
 /// Why a timer is set. Every timeout carries one.
@@ -524,6 +560,11 @@ pub struct CoreConfig {
     /// one retry of `-p --output-schema`) and ends the input itself; the session does not end
     /// at the first `done`.
     pub driver_ends_input: bool,
+    /// Whether turns that write are checkpointed for undo ([`Effect::Checkpoint`]).
+    pub checkpoints: bool,
+    /// Turns the session ran before this process (a `--continue`): the first turn here is
+    /// numbered one more.
+    pub turns_before: u64,
 }
 
 impl CoreConfig {
@@ -543,6 +584,8 @@ impl CoreConfig {
             history: Vec::new(),
             non_interactive: false,
             driver_ends_input: false,
+            checkpoints: false,
+            turns_before: 0,
         }
     }
 }

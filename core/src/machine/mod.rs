@@ -119,6 +119,7 @@
 //! ```
 
 mod approval;
+mod checkpoint;
 mod commands;
 mod context;
 mod ending;
@@ -191,6 +192,8 @@ pub struct Core {
     scale: Option<Scale>,
     /// `schemas_over_budget` was emitted (at most once per session).
     schemas_advised: bool,
+    /// Turns admitted in the session (across `--continue`): the running turn's number.
+    turns: u64,
 }
 
 impl Core {
@@ -198,6 +201,7 @@ impl Core {
     pub fn new(config: CoreConfig) -> Core {
         Core {
             rng: SplitMix64::new(config.seed),
+            turns: config.turns_before,
             conversation: config.history.clone(),
             config,
             now: Millis::ZERO,
@@ -318,6 +322,12 @@ impl Core {
             Input::Frozen { snapshot } => self.on_frozen(*snapshot),
             Input::Notice { text } => self.note(text),
             Input::Compact => self.on_compact(),
+            Input::Checkpointed {
+                turn,
+                moment,
+                id,
+                note,
+            } => self.on_checkpointed(turn, moment, id, note),
             Input::Crashed { message } => self.on_crashed(message),
             Input::Timeout => self.on_timeout(),
         }

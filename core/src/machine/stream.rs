@@ -396,6 +396,7 @@ impl Core {
                 args,
                 resolved: false,
                 rewrite: None,
+                writes: false,
             });
         }
         let spent = match a.usage {

@@ -109,6 +109,9 @@ impl Core {
             return;
         };
         let name = self.call_name(call);
+        if let Some(c) = self.turn.round.get_mut(call) {
+            c.writes = super::checkpoint::plan_writes(&plan);
+        }
         let human = !self.config.non_interactive && !self.config.agent_spawned;
         match approval::decide(
             self.config.mode,
@@ -305,6 +308,7 @@ impl Core {
         let Some(c) = self.turn.round.get(call).cloned() else {
             return;
         };
+        self.before_call(c.writes, sandbox);
         self.eff(Effect::RunTool {
             call_id: c.id,
             name: c.name,

@@ -57,6 +57,8 @@ struct Live {
     modes: VecDeque<Value>,
     /// Pending approvals and the id of the permission request that asks for each.
     approvals: BTreeMap<String, u64>,
+    /// The project's checkpoints, for `/undo` (`None`: checkpoints are off).
+    undo: Option<crate::checkpoint::Project>,
 }
 
 impl Live {
@@ -463,6 +465,7 @@ impl Connection {
         let sid = opened.session_id.clone();
         let mode = opened.mode;
         let tr = Translator::new(&sid, PathBuf::from(&opened.project));
+        let undo = opened.checkpoints.clone();
         let input = session::spawn(opened, self.tx.clone(), self.gone.clone());
         self.sessions.insert(
             sid.clone(),
@@ -472,6 +475,7 @@ impl Connection {
                 prompt: None,
                 modes: VecDeque::new(),
                 approvals: BTreeMap::new(),
+                undo,
             },
         );
         (sid, mode)
@@ -547,6 +551,7 @@ impl Connection {
             serde_json::to_value(NewSessionResponse::new(sid.clone()).modes(session::modes(mode)))
         };
         self.answer(&o.id, resp.map_err(|e| internal(e.to_string())));
+        self.notify(super::undo::commands(&sid));
         if self.eof {
             // The input ended while it opened: it ends as the others did.
             if let Some(live) = self.sessions.get(&sid) {
@@ -638,6 +643,19 @@ impl Connection {
                 rpc::INVALID_REQUEST,
                 "a prompt is already running in this session; wait for its answer or cancel it",
             )));
+        }
+        if let Some(args) = super::undo::args(&text) {
+            let (reply, note) = super::undo::run(live.undo.as_ref(), &req.session_id.0, &args);
+            if let Some(text) = note {
+                let _ = live.input.send(Input::Notice { text });
+            }
+            let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(reply)));
+            self.notify(SessionNotification::new(
+                req.session_id.clone(),
+                SessionUpdate::AgentMessageChunk(chunk),
+            ));
+            let done = PromptResponse::new(agent_client_protocol_schema::v1::StopReason::EndTurn);
+            return Some(serde_json::to_value(done).map_err(|e| internal(e.to_string())));
         }
         live.tr.prompt_started();
         live.prompt = Some(id.clone());

@@ -11,6 +11,7 @@
 //! - [`translate`]: a session's core events as ACP updates, permission requests and answers.
 //! - [`toolcall`]: how a tool call looks in ACP (kind, title, locations, diff blocks).
 //! - [`session`]: one openmax session behind the connection, and its sink.
+//! - [`undo`]: the `/undo` command.
 //! - [`connection`]: the loop that dispatches requests and writes the answers.
 
 pub mod connection;
@@ -22,6 +23,7 @@ pub mod rpc;
 pub mod session;
 pub mod toolcall;
 pub mod translate;
+pub mod undo;
 
 use crate::app::cli::Cli;
 

@@ -154,6 +154,9 @@ pub enum Sub {
         #[command(subcommand)]
         command: SandboxCommand,
     },
+    /// Put the project back as it was before the latest session's last turn that wrote
+    /// (docs/checkpoints.md); running it again redoes.
+    Undo(UndoArgs),
 }
 
 /// `openmax sessions [--json] [--all] [repair]`.
@@ -271,6 +274,25 @@ pub enum Action {
     SessionsRepair,
     /// `sandbox check`
     SandboxCheck,
+    /// `undo [--turn N | --list | --gc] [--force]`
+    Undo(UndoArgs),
+}
+
+/// `openmax undo [--turn N | --list | --gc] [--force]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Args)]
+pub struct UndoArgs {
+    /// Go back to the checkpoint before turn N of the latest session.
+    #[arg(long, value_name = "N", conflicts_with_all = ["list", "gc"])]
+    pub turn: Option<u64>,
+    /// List the latest session's turns that wrote, with what they changed.
+    #[arg(long, conflicts_with = "gc")]
+    pub list: bool,
+    /// Collect the checkpoints of deleted sessions and old ones now.
+    #[arg(long)]
+    pub gc: bool,
+    /// Also restore files changed since the turn by someone else.
+    #[arg(long, conflicts_with_all = ["list", "gc"])]
+    pub force: bool,
 }
 
 /// How a `-p` run reports and in which mode it runs.
@@ -340,6 +362,7 @@ impl Cli {
             Some(Sub::Sandbox {
                 command: SandboxCommand::Check,
             }) => return Ok(Action::SandboxCheck),
+            Some(Sub::Undo(a)) => return Ok(Action::Undo(*a)),
             Some(Sub::Sessions(a)) => {
                 return Ok(match a.command {
                     None => Action::Sessions {
@@ -497,6 +520,19 @@ mod tests {
             })
         );
         assert_eq!(parse(&["sandbox", "check"]), Ok(Action::SandboxCheck));
+        assert_eq!(parse(&["undo"]), Ok(Action::Undo(UndoArgs::default())));
+        assert_eq!(
+            parse(&["undo", "--turn", "2", "--force"]),
+            Ok(Action::Undo(UndoArgs {
+                turn: Some(2),
+                force: true,
+                ..UndoArgs::default()
+            }))
+        );
+        assert!(parse(&["undo", "--list", "--gc"]).is_err());
+        assert!(parse(&["undo", "--turn", "x"]).is_err());
+        assert!(parse(&["--list"]).is_err());
+        assert!(parse(&["sandbox", "check", "--force"]).is_err());
         assert!(parse(&["sandbox"]).is_err());
         assert_eq!(parse(&[]), Ok(Action::Tui { pick: Pick::New }));
         assert_eq!(

@@ -20,6 +20,7 @@ pub mod exit;
 pub mod human;
 pub mod print;
 pub mod project;
+pub mod undo;
 
 use std::path::{Path, PathBuf};
 
@@ -56,6 +57,7 @@ pub fn run(cli: Cli) -> i32 {
         Action::Trust => trust(&cli),
         Action::McpList => mcp_list(&cli),
         Action::SandboxCheck => sandbox_check(&cli),
+        Action::Undo(args) => undo::run(&cli, args),
         Action::Approve { path } => approve(&cli, &path),
         Action::Stdio { pick } => session(&cli, Front::Stdio, pick),
         Action::Acp => crate::acp::run(cli),
@@ -446,6 +448,9 @@ pub(crate) struct Opened {
     pub trusted: bool,
     /// `$OPENMAX_HOME`.
     pub home: PathBuf,
+    /// The project's checkpoints when this session takes them (the terminal UI's `/undo`,
+    /// ACP's).
+    pub checkpoints: Option<crate::checkpoint::Project>,
 }
 
 /// Why a start-up failed: the stderr message and the exit code.
@@ -635,6 +640,7 @@ pub(crate) async fn open(
         &mcp,
         echo_notes,
     );
+    let turns_before = resumed.as_ref().map(|r| r.turns).unwrap_or(0);
     let (writer, freeze, history, transcript) = match (resumed, forked) {
         (Some(r), _) => {
             let mut freeze = frozen.freeze.clone();
@@ -668,6 +674,10 @@ pub(crate) async fn open(
         }
     };
     let opened_state = state.clone();
+    let caps = setup.settings.checkpoints;
+    let checkpoints = caps
+        .enabled
+        .then(|| crate::checkpoint::Project::new(setup.home.root(), &state, caps));
     let mut backend = Backend::new(
         setup.home.clone(),
         state,
@@ -687,6 +697,19 @@ pub(crate) async fn open(
     backend.set_echo_notes(echo_notes);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);
     backend.set_web_policy(setup.settings.web.clone());
+    let mut turns_before = turns_before;
+    if let Some(p) = &checkpoints {
+        backend.set_checkpoints(p.clone()).map_err(OpenError::new)?;
+        // Turns numbered on from the last one the record or the checkpoint log knows.
+        if let Ok(entries) = crate::checkpoint::undo::entries(p, &session_id) {
+            let logged = entries.iter().map(|e| e.turn()).max().unwrap_or(0);
+            turns_before = turns_before.max(logged);
+        }
+        let home = setup.home.root().to_path_buf();
+        let _ = std::thread::Builder::new()
+            .name("checkpoint-gc".into())
+            .spawn(move || crate::checkpoint::gc::auto(&home, caps.max_age_ms));
+    }
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;
@@ -699,6 +722,8 @@ pub(crate) async fn open(
     cfg.history = history;
     cfg.non_interactive = print;
     cfg.driver_ends_input = matches!(opener, Opener::Print(p) if p.driver_ends_input);
+    cfg.checkpoints = checkpoints.is_some();
+    cfg.turns_before = turns_before;
     Ok(Opened {
         core: Core::new(cfg),
         backend,
@@ -713,6 +738,7 @@ pub(crate) async fn open(
         state: opened_state,
         trusted,
         home: setup.home.root().to_path_buf(),
+        checkpoints,
     })
 }
 
@@ -789,6 +815,7 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             state,
             trusted,
             home,
+            checkpoints,
             ..
         } = opened;
         if let Err(e) = backend.settle_session() {
@@ -812,6 +839,7 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             provider: backend.provider().clone(),
             sandbox: backend.sandbox_policy(),
             trusted,
+            undo: checkpoints.map(|p| (p, session_id.clone())),
             attach: Some(crate::tui::attach::Attach {
                 project: backend.project().to_path_buf(),
                 mcp: backend.mcp_view(),

@@ -16,6 +16,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use toml::Spanned;
 
 use super::{FileConfig, HookConfig, LimitsSection, PermissionsSection, ProviderSection};
+use super::checkpoints::CheckpointsSection;
 use super::web_fetch::{ToolsSection, WebFetchSection};
 use super::{SandboxSection, TrustSection};
 
@@ -40,6 +41,7 @@ fn accepted(section: &[&str]) -> Option<&'static [&'static str]> {
         ["hooks"] => fields_of::<HookConfig>(),
         ["tools"] => fields_of::<ToolsSection>(),
         ["tools", "web_fetch"] => fields_of::<WebFetchSection>(),
+        ["checkpoints"] => fields_of::<CheckpointsSection>(),
         _ => return None,
     })
 }

@@ -14,6 +14,7 @@
 //! - The API key itself is only ever read from the environment variable `api_key_env` names.
 
 pub mod keys;
+pub mod checkpoints;
 pub mod narrow;
 pub mod prices;
 pub mod provider;
@@ -54,6 +55,8 @@ pub struct FileConfig {
     pub sandbox: SandboxSection,
     #[serde(default)]
     pub tools: web_fetch::ToolsSection,
+    #[serde(default)]
+    pub checkpoints: checkpoints::CheckpointsSection,
 }
 
 /// `[sandbox]`: what processes started for the agent may see and do.
@@ -208,6 +211,8 @@ pub struct Settings {
     pub tool_timeouts: ToolTimeouts,
     /// `[tools.web_fetch]` as merged.
     pub web: crate::tools::web_fetch::policy::WebPolicy,
+    /// `[checkpoints]`: the caps of the store behind undo.
+    pub checkpoints: crate::checkpoint::Caps,
 }
 
 /// `[limits] tool_timeout_s` and `shell_timeout_s`, in ms.
@@ -418,6 +423,7 @@ pub fn resolve(
         trusted_projects,
         files: layers.files,
         web: web_fetch::resolve(&layers.merged.tools.web_fetch)?,
+        checkpoints: layers.merged.checkpoints.caps()?,
         sandbox: layers.merged.sandbox,
         tool_timeouts,
     })
@@ -475,6 +481,14 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
                  set it in {} or run `openmax --trust` in the project",
                 path.display(),
                 crate::session::shown("config.toml")
+            )));
+        }
+        if value.contains_key("checkpoints") {
+            return Err(ConfigError(format!(
+                "{}: [checkpoints] is not allowed in a project config (a project must not turn \
+                 off or shrink the record of what its agent changes); set it in \
+                 $OPENMAX_HOME/config.toml",
+                path.display()
             )));
         }
         if let Some(toml::Value::Table(p)) = value.get("provider") {
@@ -565,6 +579,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         },
         // Kept per file in `Layers::mcp` (origin matters for the gate), not merged here.
         mcp_servers: toml::Table::new(),
+        checkpoints: checkpoints::CheckpointsSection::merge(base.checkpoints, over.checkpoints),
         sandbox: {
             let (b, o) = (base.sandbox, over.sandbox);
             let mut env_allow = b.env_allow;
@@ -705,6 +720,8 @@ mod tests {
         );
         let e = layered("", "[provider]\napi_key_env = \"X\"\n").unwrap_err();
         assert!(e.0.contains("api_key_env"), "{e}");
+        let e = layered("", "[checkpoints]\nenabled = false\n").unwrap_err();
+        assert!(e.0.contains("[checkpoints] is not allowed"), "{e}");
         let e = layered("", "[trust]\nprojects = [\"/\"]\n").unwrap_err();
         assert!(e.0.contains("[trust] is not allowed"), "{e}");
         // Prices are the user's: a project naming one is refused, the user's are resolved.

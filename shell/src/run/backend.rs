@@ -118,6 +118,10 @@ pub struct Backend {
     pending: Arc<Mutex<Option<PendingFreeze>>>,
     /// A refreeze's problems also go to stderr (see [`freeze_now`]).
     echo_notes: bool,
+    /// The session's checkpoint thread (`None`: checkpoints are off).
+    checkpoints: Option<crate::checkpoint::worker::Worker>,
+    /// The project's checkpoint directory (where undo notes for this session wait).
+    checkpoint_dir: Option<PathBuf>,
 }
 
 /// A freeze read from disk now, with the frozen hooks. Its problems (broken manifests and
@@ -326,6 +330,8 @@ impl Backend {
             mode,
             pending: Arc::default(),
             echo_notes: true,
+            checkpoints: None,
+            checkpoint_dir: None,
         })
     }
 
@@ -427,7 +433,25 @@ impl Backend {
         ctx.run_sandbox = sandbox;
         let ext = Arc::clone(&self.ext);
         let planned = self.planned.remove(call_id);
+        let barrier = self.before_call(&name, &args);
         async move {
+            let mut cancel = cancel;
+            if let Some(b) = barrier {
+                // The turn's checkpoint is on disk before the call's process starts or its
+                // file is written.
+                tokio::select! {
+                    biased;
+                    r = &mut cancel => if r.is_ok() {
+                        return ToolOutcome {
+                            ok: false,
+                            output: format!("{name}: cancelled before it started"),
+                            diffs: Vec::new(),
+                            images: Vec::new(),
+                        };
+                    },
+                    _ = b => {}
+                }
+            }
             let mut outcome = Self::run_call(ctx.clone(), ext, planned, name, args, cancel).await;
             // The provider key never reaches the session file or the model.
             outcome.output = ctx.sandbox.redact(&outcome.output);
@@ -517,7 +541,11 @@ impl Backend {
         let session = self.tools.agent_session.clone();
         let sandbox = Arc::clone(&self.tools.sandbox);
         let missing = format!("no frozen hook {hook} for {}", event.as_str());
+        let barrier = self.checkpoints.as_ref().and_then(|w| w.barrier());
         async move {
+            if let Some(b) = barrier {
+                let _ = b.await;
+            }
             let outcome = match found {
                 Some(h) => hooks::run(&h, &project, &payload, &session, &sandbox, cancel).await,
                 None => HookOutcome::Failed { detail: missing },
@@ -531,6 +559,75 @@ impl Backend {
                 },
                 other => other,
             }
+        }
+    }
+
+    /// Checkpoint turns that write into `project` from now on (on a thread of their own).
+    pub fn set_checkpoints(&mut self, project: crate::checkpoint::Project) -> Result<(), String> {
+        self.checkpoint_dir = Some(project.dir.clone());
+        let session = self.tools.agent_session.clone();
+        let worker = crate::checkpoint::worker::Worker::start(project, session)
+            .map_err(|e| format!("cannot start the checkpoint thread: {e}"))?;
+        self.checkpoints = Some(worker);
+        Ok(())
+    }
+
+    /// Hand a checkpoint to the checkpoint thread (its answer comes on `tx`); the answer at
+    /// once when there is no thread.
+    pub fn checkpoint(
+        &mut self,
+        turn: u64,
+        moment: openmax_core::machine::CheckpointMoment,
+        prompt: String,
+        tx: InputTx,
+    ) -> Option<Input> {
+        match &mut self.checkpoints {
+            Some(w) => {
+                w.take(turn, moment, prompt, tx);
+                None
+            }
+            None => Some(Input::Checkpointed {
+                turn,
+                moment,
+                id: None,
+                note: Some(format!(
+                    "no checkpoint was taken for turn {turn}: checkpoints could not start in                      this session; undo cannot restore this turn"
+                )),
+            }),
+        }
+    }
+
+    /// What a call must wait for before it runs: the turn's checkpoint, and for a file tool the
+    /// capture of the path it writes.
+    fn before_call(
+        &mut self,
+        name: &str,
+        args: &serde_json::Value,
+    ) -> Option<crate::checkpoint::worker::Done> {
+        let w = self.checkpoints.as_mut()?;
+        if matches!(name, "write_file" | "edit_file") {
+            let arg = args.get("path").and_then(|v| v.as_str()).unwrap_or("");
+            if let Ok(r) = crate::tools::path::resolve(&self.project, arg) {
+                return w.capture(r.resolved_rel);
+            }
+        }
+        w.barrier()
+    }
+
+    /// Undo notes another process left for this session's next turn, taken (each once).
+    pub fn take_undo_notes(&self) -> Vec<String> {
+        match &self.checkpoint_dir {
+            Some(dir) if crate::checkpoint::notes::waiting(dir, &self.tools.agent_session) => {
+                crate::checkpoint::notes::take(dir, &self.tools.agent_session)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Wait until every checkpoint handed over is on disk.
+    pub fn finish_checkpoints(&mut self) {
+        if let Some(w) = &mut self.checkpoints {
+            w.finish();
         }
     }
 

@@ -186,6 +186,17 @@ impl<S: Sink> Runtime<S> {
                 Some(i) => i,
                 None => self.next_input().await,
             };
+            if matches!(input, Input::Line(_)) && !self.core.in_turn() {
+                // An undo run meanwhile by another process is told before the next command.
+                let notes = self.backend.take_undo_notes();
+                if !notes.is_empty() {
+                    self.ready.push_front(input);
+                    for text in notes.into_iter().rev() {
+                        self.ready.push_front(Input::Notice { text });
+                    }
+                    continue;
+                }
+            }
             match &input {
                 Input::ToolDone { call_id, outcome } => {
                     self.tool_cancels.remove(call_id);
@@ -216,6 +227,7 @@ impl<S: Sink> Runtime<S> {
                 self.sink.flush();
                 self.shutdown();
                 self.backend.finish_persistence();
+                self.backend.finish_checkpoints();
                 return (code, self.sink);
             }
             if (self.ready.is_empty() && self.rx.is_empty())
@@ -395,6 +407,19 @@ impl<S: Sink> Runtime<S> {
                     let snapshot = Box::new(job.await);
                     let _ = tx.send(Input::Frozen { snapshot });
                 });
+            }
+            Effect::Checkpoint {
+                turn,
+                moment,
+                prompt,
+            } => {
+                // On the checkpoint thread; the calls and hooks of the turn wait for it.
+                if let Some(input) = self
+                    .backend
+                    .checkpoint(turn, moment, prompt, self.tx.clone())
+                {
+                    self.ready.push_back(input);
+                }
             }
             Effect::Exit { code } => return Some(code),
         }

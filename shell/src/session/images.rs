@@ -28,7 +28,8 @@ fn blocks_mut(record: &mut Record) -> Vec<&mut Block> {
         Record::Session { .. }
         | Record::Refrozen { .. }
         | Record::ModeChanged { .. }
-        | Record::TurnEnd { .. } => Vec::new(),
+        | Record::TurnEnd { .. }
+        | Record::Checkpoint { .. } => Vec::new(),
     };
     messages
         .into_iter()

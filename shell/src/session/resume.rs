@@ -48,6 +48,10 @@ pub struct Resumed {
     pub transcript: Transcript,
     /// The mode set by the last `mode_changed` record, if any.
     pub mode: Option<Mode>,
+    /// The session's turns so far, as far as the part of the record read tells (the greatest
+    /// turn number a `turn_end` or `checkpoint` line names; a `turn_end` of an older version
+    /// counts one more). The turn numbers of checkpoints in the store add to it.
+    pub turns: u64,
     /// Things to tell the user on stderr (a torn last line ignored, an index hint not used).
     pub notices: Vec<String>,
 }
@@ -123,6 +127,7 @@ fn own(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, ResumeError> 
         history: r.history,
         transcript: r.transcript,
         mode: r.mode,
+        turns: r.turns,
         notices: r.notices,
     })
 }
@@ -166,6 +171,8 @@ pub struct Copied {
     pub history: Vec<Message>,
     pub transcript: Transcript,
     pub mode: Option<Mode>,
+    /// The session's turns so far (as [`Resumed::turns`]).
+    pub turns: u64,
     pub notices: Vec<String>,
 }
 
@@ -312,6 +319,7 @@ fn resume_entry(
         tools,
         history: Vec::new(),
         mode: None,
+        turns: 0,
         last_refrozen: None,
         compaction: None,
         tail: TranscriptTail::default(),
@@ -359,6 +367,7 @@ fn resume_entry(
                 history: s.history,
                 transcript: s.tail.finish(&entry.id),
                 mode: s.mode,
+                turns: s.turns,
                 notices: s.notices,
             },
             None,
@@ -404,6 +413,7 @@ fn resume_entry(
             history: s.history,
             transcript: s.tail.finish(&entry.id),
             mode: s.mode,
+            turns: s.turns,
             notices: s.notices,
         },
         Some(writer),
@@ -452,6 +462,7 @@ struct Scan {
     tools: Vec<ToolSchema>,
     history: Vec<Message>,
     mode: Option<Mode>,
+    turns: u64,
     last_refrozen: Option<u64>,
     compaction: Option<CompactionPoint>,
     tail: TranscriptTail,
@@ -554,7 +565,10 @@ impl Scan {
                     self.last_refrozen = Some(pos);
                 }
                 Record::ModeChanged { mode } => self.mode = Some(mode),
-                Record::TurnEnd { .. } => {}
+                Record::TurnEnd { turn: Some(t), .. } | Record::Checkpoint { turn: t, .. } => {
+                    self.turns = self.turns.max(t)
+                }
+                Record::TurnEnd { turn: None, .. } => self.turns += 1,
                 Record::Session { .. } => {
                     return Err(ResumeError::Corrupt(format!(
                         "session record {}: line {line_no} is a second session header",
@@ -583,6 +597,7 @@ fn kind(r: &Record) -> &'static str {
         Record::ModeChanged { .. } => "mode_changed",
         Record::Refrozen { .. } => "refrozen",
         Record::TurnEnd { .. } => "turn_end",
+        Record::Checkpoint { .. } => "checkpoint",
     }
 }
 

@@ -280,6 +280,7 @@ impl SessionWriter {
                     self.turns += 1;
                     self.turns_pending = true;
                 }
+                Record::Checkpoint { .. } => {}
             }
             // Images keep their sha256 and path in the line; their bytes go beside it, once.
             let stashed = super::images::stash(

@@ -26,8 +26,9 @@ pub mod path;
 mod read;
 mod schema;
 pub mod stop;
-mod walk;
+
 pub mod web_fetch;
+pub(crate) mod walk;
 mod write;
 
 use std::path::PathBuf;

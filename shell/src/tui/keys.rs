@@ -102,6 +102,11 @@ impl View {
             KeyCode::Char(c) if !ctrl && self.answering() && matches!(c, 'y' | 'Y' | 'n' | 'N') => {
                 self.answer(c == 'y' || c == 'Y');
             }
+            KeyCode::Char(c)
+                if !ctrl && self.answering_undo() && matches!(c, 'y' | 'Y' | 'n' | 'N') =>
+            {
+                self.answer_undo(c == 'y' || c == 'Y');
+            }
             KeyCode::Char(c) if !ctrl => {
                 let mut b = [0u8; 4];
                 self.editor.insert(c.encode_utf8(&mut b));
@@ -144,6 +149,33 @@ impl View {
     fn answering(&self) -> bool {
         self.editor.is_empty()
             && (!self.questions.is_empty() || self.approvals.iter().any(|c| c.answered.is_none()))
+    }
+
+    /// Whether y/n go to the undo card: it waits and the prompt is empty.
+    fn answering_undo(&self) -> bool {
+        self.editor.is_empty() && self.undo.as_ref().is_some_and(|c| !c.answered)
+    }
+
+    fn answer_undo(&mut self, yes: bool) {
+        if yes && self.running.is_some() {
+            self.undo = None;
+            return self.notice(
+                Level::Warn,
+                "undo: not done, a turn started meanwhile; /undo again once it ends",
+            );
+        }
+        let Some(card) = &mut self.undo else { return };
+        if yes {
+            card.answered = true;
+            let ask = super::undo::UndoAsk::Apply {
+                turn: card.turn,
+                force: card.force,
+            };
+            self.undo_asks.push(ask);
+        } else {
+            self.undo = None;
+            self.notice(Level::Info, "undo: not done; nothing changed");
+        }
     }
 
     fn answer(&mut self, approved: bool) {
@@ -257,5 +289,25 @@ impl View {
             }
             _ => {}
         }
+    }
+
+    pub(super) fn slash_undo(&mut self, cmd: &str) {
+        let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+        let ask = match super::undo::parse(&args) {
+            Ok(a) => a,
+            Err(e) => return self.notice(Level::Error, &e),
+        };
+        if ask != super::undo::UndoAsk::List {
+            if self.running.is_some() {
+                return self.notice(
+                    Level::Warn,
+                    "undo: a turn is running; /undo once it ends (Esc cancels it)",
+                );
+            }
+            if self.undo.is_some() {
+                return self.notice(Level::Warn, "undo: answer the undo card first (y or n)");
+            }
+        }
+        self.undo_asks.push(ask);
     }
 }

@@ -62,6 +62,9 @@ pub fn live(view: &View, now: u64, cols: usize, max_rows: usize, theme: Theme) -
             fixed.extend(rows);
         }
     }
+    if let Some(card) = &view.undo {
+        fixed.extend(super::undo::lines(card, cols, theme));
+    }
     if let Some(r) = &view.retry {
         let secs = now.saturating_sub(r.since) / 1000;
         fixed.extend(wrap_text(

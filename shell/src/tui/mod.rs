@@ -34,6 +34,7 @@ pub mod signals;
 pub mod slash;
 pub mod term;
 pub mod theme;
+pub mod undo;
 pub mod view;
 pub mod wrap;
 
@@ -91,6 +92,8 @@ pub struct Launch {
     pub trusted: bool,
     /// Resolves a typed prompt's images, MCP mentions and MCP prompt commands.
     pub attach: Option<attach::Attach>,
+    /// The project's checkpoints and this session's id, for `/undo` (`None`: checkpoints off).
+    pub undo: Option<(crate::checkpoint::Project, String)>,
 }
 
 /// What reaches the UI thread.
@@ -270,6 +273,53 @@ fn run_inner(
     }
 }
 
+/// Carry out a `/undo` request of the view (file work on this thread: the runtime's loop
+/// goes on meanwhile); a done undo is told to the core as a note.
+fn undo_ask(
+    undo: Option<&(crate::checkpoint::Project, String)>,
+    ask: undo::UndoAsk,
+    view: &mut view::View,
+    input: &InputTx,
+) {
+    use crate::checkpoint::undo::{self as u, Pick};
+    let Some((p, session)) = undo else {
+        return view.undo_planned(Err(
+            "checkpoints are off in this session ([checkpoints] enabled = false)".into(),
+        ));
+    };
+    let pick = |turn: Option<u64>| turn.map(Pick::Turn).unwrap_or(Pick::Last);
+    match ask {
+        undo::UndoAsk::Preview { turn, force } => {
+            let card = u::plan(p, session, pick(turn), force)
+                .map(|plan| undo::UndoCard::of(&plan, turn, force))
+                .map_err(|e| e.message().to_string());
+            view.undo_planned(card);
+        }
+        undo::UndoAsk::Apply { turn, force } => match u::run(p, session, pick(turn), force) {
+            Ok(report) => {
+                let _ = input.send(Input::Notice {
+                    text: u::note(&report, "/undo"),
+                });
+                view.undo_done(Ok(crate::app::undo::report_text(&report)));
+            }
+            Err(e) => view.undo_done(Err(e.message().to_string())),
+        },
+        undo::UndoAsk::List => match u::entries(p, session) {
+            Ok(entries) if entries.is_empty() => {
+                view.info("no checkpoint in this session yet: none of its turns wrote a file")
+            }
+            Ok(entries) => {
+                let lines: Vec<String> = entries
+                    .iter()
+                    .map(|e| crate::checkpoint::list::line(p, e))
+                    .collect();
+                view.info(&lines.join("\n"));
+            }
+            Err(e) => view.info(&format!("undo: {}", e.message())),
+        },
+    }
+}
+
 /// Watch the terminal for a hang-up on a thread of its own: when the terminal goes away with
 /// no signal reaching openmax (the shell that owned it got the SIGHUP, or ignored it), the
 /// running turn is cancelled and input ended, exactly as after a SIGHUP, so the session drains
@@ -396,6 +446,10 @@ fn draw_loop(
         }
         for req in view.take_requests() {
             carrier.carry(req, launch, view, input);
+            dirty = true;
+        }
+        for ask in view.take_undo_asks() {
+            undo_ask(launch.undo.as_ref(), ask, view, input);
             dirty = true;
         }
         for cmd in view.take_commands() {

@@ -51,6 +51,11 @@ pub const COMMANDS: &[SlashCommand] = &[
         help: "pick a session of this project to continue",
     },
     SlashCommand {
+        name: "undo",
+        args: "[N|list] [--force]",
+        help: "put the project back as it was before the last turn that wrote (or turn N)",
+    },
+    SlashCommand {
         name: "compact",
         args: "",
         help: "compact the conversation now",
@@ -225,6 +230,7 @@ impl View {
                 Level::Error,
                 "/approve needs the project file to approve: /approve <file>",
             ),
+            ("undo", _) => self.slash_undo(cmd),
             ("reload", []) => self.send(Command::Reload),
             ("help", []) => self.notice(Level::Info, &help()),
             ("quit", []) => self.quit(),

@@ -139,6 +139,10 @@ pub struct View {
     pub menu_at: usize,
     /// Modes Shift-Tab asked for whose acknowledgement has not come back yet, oldest first.
     pub(super) modes_asked: Vec<Mode>,
+    /// The `/undo` card waiting for `y` or `n`.
+    pub undo: Option<super::undo::UndoCard>,
+    /// `/undo` requests for the UI thread, in order.
+    pub(super) undo_asks: Vec<super::undo::UndoAsk>,
 }
 
 impl View {
@@ -169,6 +173,8 @@ impl View {
             requests: Vec::new(),
             menu_at: 0,
             modes_asked: Vec::new(),
+            undo: None,
+            undo_asks: Vec::new(),
         }
     }
 
@@ -190,6 +196,33 @@ impl View {
             return;
         }
         self.picker = Some(Picker { items, at: 0 });
+    }
+
+    /// `/undo` requests since the last call, for the UI thread.
+    pub fn take_undo_asks(&mut self) -> Vec<super::undo::UndoAsk> {
+        std::mem::take(&mut self.undo_asks)
+    }
+
+    /// The undo the person asked for, planned: its card (or why there is none).
+    pub fn undo_planned(&mut self, card: Result<super::undo::UndoCard, String>) {
+        match card {
+            Ok(c) => self.undo = Some(c),
+            Err(e) => self.notice(Level::Warn, &format!("undo: {e}")),
+        }
+    }
+
+    /// The undo ran (its report) or failed; the card goes.
+    pub fn undo_done(&mut self, report: Result<String, String>) {
+        self.undo = None;
+        match report {
+            Ok(r) => self.notice(Level::Info, r.trim_end()),
+            Err(e) => self.notice(Level::Error, &format!("undo: {e}")),
+        }
+    }
+
+    /// Lines the UI thread has for the person (the `/undo list`).
+    pub fn info(&mut self, text: &str) {
+        self.notice(Level::Info, text.trim_end());
     }
 
     /// The history of a continued session (the `transcript` line's messages).

@@ -450,6 +450,7 @@ fn last_hook_run(h: &H) -> u64 {
 mod admission;
 mod approvals;
 mod cancel;
+mod checkpoints;
 mod commands;
 mod context;
 mod endings;
