@@ -778,6 +778,7 @@ fn the_index_counts_turns_keeps_the_first_prompt_and_skips_unused_sessions() {
     for _ in 0..2 {
         w.append(&[Record::TurnEnd {
             stop_reason: openmax_core::wire::StopReason::Provider("end_turn".into()),
+            turn: None,
         }])
         .expect("append");
     }

@@ -168,7 +168,11 @@ impl Input {
     pub fn is_client(&self) -> bool {
         matches!(
             self,
-            Input::Line(_) | Input::Prompt { .. } | Input::Framing(_) | Input::EndOfInput | Input::Compact
+            Input::Line(_)
+                | Input::Prompt { .. }
+                | Input::Framing(_)
+                | Input::EndOfInput
+                | Input::Compact
         )
     }
 }

@@ -15,9 +15,9 @@ use std::path::Path;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use toml::Spanned;
 
-use super::{FileConfig, HookConfig, LimitsSection, PermissionsSection, ProviderSection};
 use super::checkpoints::CheckpointsSection;
 use super::web_fetch::{ToolsSection, WebFetchSection};
+use super::{FileConfig, HookConfig, LimitsSection, PermissionsSection, ProviderSection};
 use super::{SandboxSection, TrustSection};
 
 /// The field names of a `Deserialize` struct (empty for anything else).

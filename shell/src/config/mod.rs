@@ -13,8 +13,8 @@
 //!   at once with its line and the keys accepted there ([`keys`]).
 //! - The API key itself is only ever read from the environment variable `api_key_env` names.
 
-pub mod keys;
 pub mod checkpoints;
+pub mod keys;
 pub mod narrow;
 pub mod prices;
 pub mod provider;

@@ -120,7 +120,8 @@ mod tests {
         assert!(stash(
             &d,
             &Record::TurnEnd {
-                stop_reason: openmax_core::wire::StopReason::Error
+                stop_reason: openmax_core::wire::StopReason::Error,
+                turn: None,
             }
         )
         .unwrap()

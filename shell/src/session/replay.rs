@@ -266,6 +266,7 @@ mod tests {
             &mut f,
             Record::TurnEnd {
                 stop_reason: StopReason::Cancelled,
+                turn: None,
             },
         );
         drop(f);

@@ -27,8 +27,8 @@ mod read;
 mod schema;
 pub mod stop;
 
-pub mod web_fetch;
 pub(crate) mod walk;
+pub mod web_fetch;
 mod write;
 
 use std::path::PathBuf;

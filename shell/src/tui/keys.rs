@@ -262,7 +262,10 @@ impl View {
         if trimmed.is_empty() {
             return;
         }
-        if let Some(cmd) = trimmed.strip_prefix('/').filter(|c| !c.starts_with("mcp__")) {
+        if let Some(cmd) = trimmed
+            .strip_prefix('/')
+            .filter(|c| !c.starts_with("mcp__"))
+        {
             self.slash(cmd);
             return;
         }
