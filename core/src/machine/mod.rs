@@ -78,6 +78,7 @@
 //!     hooks: vec![],
 //!     changes: vec![],
 //!     notes: vec![],
+//!     trusted: None,
 //! };
 //! let mut core = Core::new(CoreConfig::new("s1", freeze));
 //! let mut events = Vec::new();

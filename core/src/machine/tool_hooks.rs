@@ -93,6 +93,8 @@ impl Core {
             "args": Value::Object(args.clone()),
         });
         let payload = self.payload(HookEvent::ToolStart, fields);
+        // A hook's process may write the project: the turn's checkpoint comes first.
+        self.before_write();
         self.eff(Effect::RunHook {
             hook_run: run,
             hook: h.name.clone(),

@@ -39,8 +39,8 @@ pub fn parse(args: &[&str]) -> Result<UndoAsk, String> {
             n if turn.is_none() && n.parse::<u64>().is_ok() => turn = Some(number(n)?),
             other => {
                 return Err(format!(
-                    "/undo: unexpected {other:?}; use /undo, /undo N (before turn N), /undo list, \
-                     and --force to restore files changed since by someone else"
+                    "usage: /undo [N|list] [--force] (unexpected {other:?}): /undo N goes back \
+                     before turn N, --force also restores files changed since by someone else"
                 ))
             }
         }
