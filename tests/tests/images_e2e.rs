@@ -111,7 +111,9 @@ fn a_file_that_is_not_an_image_or_too_big_is_refused_before_any_request() {
     env.trust();
     std::fs::write(env.project.join("notes.txt"), "hello").unwrap();
     let out = env.run(&["-p", "look", "--image", "notes.txt"]);
-    assert_eq!(out.code, Some(1));
+    // A file named on the command line that cannot be used is a usage error, as a bad
+    // --output-schema file is.
+    assert_eq!(out.code, Some(64));
     assert!(
         out.stderr
             .contains("notes.txt: not a PNG, JPEG, GIF or WebP image"),
@@ -122,7 +124,7 @@ fn a_file_that_is_not_an_image_or_too_big_is_refused_before_any_request() {
     big.resize(6 * 1024 * 1024, 0);
     std::fs::write(env.project.join("big.png"), &big).unwrap();
     let out = env.run(&["-p", "look", "--image", "big.png"]);
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(64));
     assert!(
         out.stderr
             .contains("big.png: the image is 6.0 MB, over the 5 MB"),
@@ -130,7 +132,7 @@ fn a_file_that_is_not_an_image_or_too_big_is_refused_before_any_request() {
         out.stderr
     );
     let out = env.run(&["-p", "look", "--image", "missing.png"]);
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(64));
     assert!(out.stderr.contains("missing.png"), "{}", out.stderr);
     assert!(mock.requests().is_empty());
 }

@@ -159,7 +159,11 @@ impl McpSet {
             problems.extend(skipped);
             let (catalog, listing_problem) = listed.unwrap_or_default();
             problems.extend(listing_problem);
-            if let Some(reader) = resources::reader_tool(&def.name, &catalog) {
+            // The resource reader is openmax's tool, under the server's enabled_tools and
+            // disabled_tools as the server's own are (named `read_resource` there).
+            let reader = resources::reader_tool(&def.name, &catalog)
+                .filter(|_| def.tools.allows(resources::READ_RESOURCE));
+            if let Some(reader) = reader {
                 if tools.iter().any(|t| t.name == reader.name) {
                     problems.push(format!(
                         "MCP server {}: its own tool {} stands; its resources are not offered \
@@ -515,7 +519,7 @@ fn filter(
     if let Some(wanted) = &def.tools.enabled {
         for w in wanted
             .iter()
-            .filter(|w| !tools.iter().any(|t| t.name == **w))
+            .filter(|w| *w != resources::READ_RESOURCE && !tools.iter().any(|t| t.name == **w))
         {
             problems.push(format!(
                 "{}: MCP server {}: enabled_tools names {w:?}, which the server does not offer",
