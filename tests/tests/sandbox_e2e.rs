@@ -76,8 +76,7 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
-                if p
-                    .file_name()
+                if p.file_name()
                     .is_some_and(|n| n == "sessions" || n == "checkpoints")
                 {
                     continue;

@@ -334,7 +334,10 @@ fn compact_prunes_the_old_output_and_the_next_request_carries_the_stub() {
 
 #[test]
 fn new_starts_a_fresh_session_and_the_old_one_is_kept() {
-    let (env, mock) = setup(vec![text_reply("about apples"), text_reply("a fresh reply")]);
+    let (env, mock) = setup(vec![
+        text_reply("about apples"),
+        text_reply("a fresh reply"),
+    ]);
     let pane = Pane::start(&env, &[], 100, 30);
     pane.wait_text("test-model");
     pane.type_text("tell me about apples");

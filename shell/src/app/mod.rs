@@ -816,6 +816,7 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             trusted,
             home,
             checkpoints,
+            prices,
             ..
         } = opened;
         if let Err(e) = backend.settle_session() {
@@ -839,6 +840,7 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             provider: backend.provider().clone(),
             sandbox: backend.sandbox_policy(),
             trusted,
+            prices,
             undo: checkpoints.map(|p| (p, session_id.clone())),
             attach: Some(crate::tui::attach::Attach {
                 project: backend.project().to_path_buf(),

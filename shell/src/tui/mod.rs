@@ -90,6 +90,8 @@ pub struct Launch {
     pub sandbox: Arc<crate::sandbox::Policy>,
     /// Whether the project was trusted when the session opened.
     pub trusted: bool,
+    /// The user config's `[provider]` prices (the status line and `/cost` show the cost).
+    pub prices: Option<openmax_core::usage::Prices>,
     /// Resolves a typed prompt's images, MCP mentions and MCP prompt commands.
     pub attach: Option<attach::Attach>,
     /// The project's checkpoints and this session's id, for `/undo` (`None`: checkpoints off).
@@ -351,6 +353,7 @@ fn ui_loop(
     launch: Launch,
 ) -> std::io::Result<Option<view::Next>> {
     let mut view = view::View::new(&launch.model, launch.mode, history::load(&launch.history));
+    view.status.prices = launch.prices;
     match (&launch.past, &launch.transcript) {
         (Some((items, older)), Some(_)) => view.replay(items, *older),
         (_, Some(t)) => view.transcript(&t.messages, t.truncated),

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use openmax_core::usage::{Prices, UsageTotals};
 use openmax_core::wire::{Command, Event, Mode, StopReason, TranscriptMessage};
 
 use super::blocks::{args_summary, Block, DiffView, Level, ToolCard};
@@ -29,24 +30,33 @@ pub struct RetryView {
 }
 
 /// The status line's facts.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Status {
     pub model: String,
     pub mode: Option<Mode>,
     /// `budget`: used and context tokens.
     pub budget: Option<(u64, u64)>,
     /// The session's `usage` summed so far (this opening of it).
-    pub totals: Totals,
+    pub totals: UsageTotals,
+    /// The user config's `[provider]` prices, when set: the totals' cost is shown.
+    pub prices: Option<Prices>,
 }
 
-/// Token counts summed over a session's `usage` lines.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
-    pub prompt: u64,
-    pub completion: u64,
-    pub cached: u64,
-    /// `usage` lines counted.
-    pub requests: u64,
+impl Status {
+    /// What the session's tokens cost so far, when prices are configured.
+    pub fn cost(&self) -> Option<f64> {
+        self.prices.map(|p| p.cost(&self.totals))
+    }
+}
+
+/// A cost in US dollars as the status line and `/cost` show it: cents for a dollar or more,
+/// four decimals below (a short turn costs fractions of a cent).
+pub fn usd(cost: f64) -> String {
+    if cost >= 1.0 {
+        format!("${cost:.2}")
+    } else {
+        format!("${cost:.4}")
+    }
 }
 
 /// A question the UI itself asks the person, outside the wire: whether to trust this folder,
@@ -378,11 +388,9 @@ impl View {
                 completion_tokens,
                 cached_tokens,
             } => {
-                let t = &mut self.status.totals;
-                t.prompt += prompt_tokens;
-                t.completion += completion_tokens;
-                t.cached += cached_tokens.unwrap_or(0);
-                t.requests += 1;
+                self.status
+                    .totals
+                    .add(prompt_tokens, completion_tokens, cached_tokens);
             }
             Event::ToolStart {
                 call_id,

@@ -538,8 +538,13 @@ fn status_line_facts_and_transcript() {
     // The status line shows the session's totals, not the last request's.
     let t = v.status.totals;
     assert_eq!(
-        (t.prompt, t.completion, t.cached, t.requests),
-        (12, 4, 2, 2)
+        (
+            t.prompt_tokens,
+            t.completion_tokens,
+            t.cached_tokens,
+            t.requests
+        ),
+        (12, 4, Some(2), 2)
     );
     v.transcript(
         &[
