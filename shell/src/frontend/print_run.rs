@@ -29,7 +29,7 @@ use super::tally::{declined_note, Tally};
 use super::{JsonlSink, PrintSink, Sink};
 use crate::app::cli::OutputFormat;
 use crate::app::exit;
-use crate::run::backend::InputTx;
+use crate::run::InputTx;
 
 /// Where the events go.
 enum Out<O: Write, E: Write> {

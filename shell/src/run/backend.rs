@@ -17,7 +17,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use openmax_core::conversation::ModelRequest;
@@ -41,8 +41,7 @@ use crate::sandbox::Policy;
 use crate::session::{Home, ProjectState, SessionWriter};
 use crate::tools::ToolContext;
 
-/// The channel every effect answers on.
-pub type InputTx = mpsc::UnboundedSender<Input>;
+use super::input::InputTx;
 
 /// What the plan and run jobs need of the current freeze.
 #[derive(Default)]

@@ -37,7 +37,8 @@ use openmax_core::provider::RequestId;
 use openmax_core::tool::ToolOutcome;
 use openmax_core::{Core, Millis};
 
-use super::backend::{Backend, InputTx};
+use super::backend::Backend;
+use super::input::InputTx;
 use crate::frontend::Sink;
 
 /// Events buffered past this are flushed even while inputs keep coming, so a provider faster

@@ -10,6 +10,7 @@
 
 pub mod images;
 pub mod index;
+pub mod index_write;
 pub mod line;
 pub mod list;
 pub mod lock;

@@ -25,7 +25,8 @@ use openmax_core::conversation::{Message, ToolSchema};
 use openmax_core::record::{Record, RecordLine};
 use openmax_core::wire::{Mode, Transcript};
 
-use super::index::{read_index, update_index, CompactionPoint, IndexEntry, IndexError};
+use super::index::{read_index, CompactionPoint, IndexEntry, IndexError};
+use super::index_write::update_index;
 use super::line::{parse_line, LineError};
 use super::lock::{LockError, SessionLock};
 use super::state::{now_ms, ProjectState};

@@ -24,7 +24,8 @@ use openmax_core::record::{Record, RecordLine, RECORD_VERSION};
 use openmax_core::wire::Mode;
 use serde::Serialize;
 
-use super::index::{update_index, CompactionPoint, IndexEntry};
+use super::index::{CompactionPoint, IndexEntry};
+use super::index_write::update_index;
 use super::lock::{LockError, SessionLock};
 use super::state::{now_ms, sync_dir, ProjectState};
 
