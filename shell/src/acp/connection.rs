@@ -38,10 +38,11 @@ use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use super::mcp_servers;
+use super::msg::Msg;
 use super::open::{self, OpenArgs, Opening};
 use super::prompt;
 use super::rpc::{self, Incoming, RpcError};
-use super::session::{self, Msg};
+use super::session;
 use super::translate::{self, Out, PromptEnd, Translator};
 use crate::app::cli::Cli;
 use crate::app::{Opened, Resume};

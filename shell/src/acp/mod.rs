@@ -17,6 +17,7 @@
 pub mod connection;
 pub mod files;
 pub mod mcp_servers;
+pub mod msg;
 pub mod open;
 pub mod prompt;
 pub mod rpc;

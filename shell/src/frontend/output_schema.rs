@@ -136,6 +136,17 @@ fn unfenced(reply: &str) -> &str {
     }
 }
 
+/// Where an `--output-schema` run is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// No turn ended normally yet (or the last one did not): nothing checked.
+    Unchecked,
+    /// The answer is valid: this value.
+    Valid(Value),
+    /// The answer is not valid: the validator's messages.
+    Invalid(Vec<String>),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@
 use openmax_core::usage::Prices;
 use serde_json::{json, Value};
 
-use super::print_run::Verdict;
+use super::output_schema::Verdict;
 use super::tally::Tally;
 
 /// The result object. `verdict` is `Some` for an `--output-schema` run.

@@ -21,9 +21,8 @@ use std::io::Write;
 use openmax_core::machine::Input;
 use openmax_core::usage::Prices;
 use openmax_core::wire::{Command, Event};
-use serde_json::Value;
 
-use super::output_schema::OutputSchema;
+use super::output_schema::{OutputSchema, Verdict};
 use super::print_result;
 use super::tally::{declined_note, Tally};
 use super::{JsonlSink, PrintSink, Sink};
@@ -61,17 +60,6 @@ impl<O: Write, E: Write> Out<O, E> {
             }
         }
     }
-}
-
-/// Where an `--output-schema` run is.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
-    /// No turn ended normally yet (or the last one did not): nothing checked.
-    Unchecked,
-    /// The answer is valid: this value.
-    Valid(Value),
-    /// The answer is not valid: the validator's messages.
-    Invalid(Vec<String>),
 }
 
 /// The `-p` sink.
