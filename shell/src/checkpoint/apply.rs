@@ -12,7 +12,25 @@ use std::path::Path;
 
 use super::store::{temp_name, Store};
 use super::tree::Node;
-use super::undo::Step;
+
+/// One path the undo changes: from what it is now to what it becomes (`None`: absent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub path: String,
+    pub now: Option<Node>,
+    pub to: Option<Node>,
+}
+
+impl Step {
+    /// `restored`, `recreated` or `removed`.
+    pub fn verb(&self) -> &'static str {
+        match (&self.now, &self.to) {
+            (_, None) => "removed",
+            (None, Some(_)) => "recreated",
+            (Some(_), Some(_)) => "restored",
+        }
+    }
+}
 
 /// Apply `steps` under `root`; returns the paths that failed, with the error.
 pub fn apply(root: &Path, store: &Store, steps: &[Step]) -> Vec<(String, String)> {

@@ -143,13 +143,21 @@ pub fn write(dir: &Path, m: &Manifest) -> io::Result<()> {
     super::store::replace_file(&dir.join(format!("{}.json", m.id)), &bytes)
 }
 
+/// Nanoseconds since the Unix epoch, now.
+pub fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0)
+}
+
 /// A new checkpoint id: 16 hex of sha256(time, pid, counter).
 pub fn new_id() -> String {
     use sha2::{Digest, Sha256};
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let mut h = Sha256::new();
-    h.update(super::scan::now_ns().to_le_bytes());
+    h.update(now_ns().to_le_bytes());
     h.update(std::process::id().to_le_bytes());
     h.update(N.fetch_add(1, Ordering::Relaxed).to_le_bytes());
     super::store::hex(&h.finalize()[..8])

@@ -15,7 +15,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::cache::{Cache, Stat};
-use super::manifest::Left;
+use super::manifest::{now_ns, Left};
 use super::store::Store;
 use super::tree::{join, Node, Snapshot};
 use super::Caps;
@@ -35,14 +35,6 @@ pub struct Scanned {
     pub ignored: u64,
     /// The stat cache for the next scan.
     pub cache: Cache,
-}
-
-/// Nanoseconds since the Unix epoch, now.
-pub fn now_ns() -> i128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i128)
-        .unwrap_or(0)
 }
 
 /// Scan `project` into the store. `store_size` is the store's size before; `extra` are

@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 
+use super::apply::Step;
 use super::log::{self, Entry, Kind};
 use super::manifest::Manifest;
 use super::tree::{Changes, Node, Reader};
@@ -59,25 +60,6 @@ impl UndoError {
 impl From<io::Error> for UndoError {
     fn from(e: io::Error) -> Self {
         UndoError::Failed(e.to_string())
-    }
-}
-
-/// One path the undo changes: from what it is now to what it becomes (`None`: absent).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
-    pub path: String,
-    pub now: Option<Node>,
-    pub to: Option<Node>,
-}
-
-impl Step {
-    /// `restored`, `recreated` or `removed`.
-    pub fn verb(&self) -> &'static str {
-        match (&self.now, &self.to) {
-            (_, None) => "removed",
-            (None, Some(_)) => "recreated",
-            (Some(_), Some(_)) => "restored",
-        }
     }
 }
 
