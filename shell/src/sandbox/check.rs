@@ -69,7 +69,7 @@ pub fn summary(confine: &Confine) -> String {
 
 fn lines(
     r: &Report,
-    spec: &super::confine::ConfineSpec,
+    spec: &super::spec::ConfineSpec,
     env: &EnvPolicy,
 ) -> Vec<(&'static str, String)> {
     let list = |v: &[String]| {
