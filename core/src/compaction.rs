@@ -11,6 +11,8 @@
 //! - JSON (tool-call inputs, and each frozen tool schema serialized whole as
 //!   `{"name","description","parameters"}`): `ceil(compact_json_bytes / 3)`, since JSON
 //!   tokenizes denser ([`estimate_json`]);
+//! - images: `ceil(width × height / 750)`, at most [`MAX_IMAGE_TOKENS`] (the most also when
+//!   the size is unknown) ([`estimate_image`]);
 //! - framing: every block costs [`BLOCK_OVERHEAD`] more, every message [`MESSAGE_OVERHEAD`].
 //!   Messages are counted as the request carries them: consecutive messages of one role form
 //!   one request message, and empty messages are dropped (the machine's body normalization),
@@ -79,6 +81,21 @@ pub const STUB_PREFIX: &str = "[compacted:";
 
 // ----- the estimator ----------------------------------------------------------------------------
 
+/// Tokens an image is counted as at most: what Anthropic charges for the largest image it
+/// keeps (about 1.15 megapixels after its own resize); OpenAI's high-detail count is lower.
+pub const MAX_IMAGE_TOKENS: u64 = 1600;
+
+/// Estimated tokens of an image: `ceil(width × height / 750)` (Anthropic's rule), at most
+/// [`MAX_IMAGE_TOKENS`]; an image whose size is unknown counts as the most.
+pub fn estimate_image(img: &crate::conversation::Image) -> u64 {
+    match (img.width, img.height) {
+        (Some(w), Some(h)) => (u64::from(w) * u64::from(h))
+            .div_ceil(750)
+            .clamp(1, MAX_IMAGE_TOKENS),
+        _ => MAX_IMAGE_TOKENS,
+    }
+}
+
 /// Estimated tokens of a text: characters / 4, rounded up.
 pub fn estimate_text(s: &str) -> u64 {
     (s.chars().count() as u64).div_ceil(4)
@@ -100,6 +117,7 @@ pub fn estimate_block(b: &Block) -> u64 {
             estimate_text(id) + estimate_text(name) + estimate_json(input)
         }
         Block::ToolResult { id, output, .. } => estimate_text(id) + estimate_text(output),
+        Block::Image(img) => estimate_image(img),
     }
 }
 
@@ -304,6 +322,14 @@ pub fn compact(
         }
         let mut touched = false;
         for b in &mut messages[i].content {
+            if let Block::Image(img) = b {
+                *b = Block::text(format!(
+                    "{STUB_PREFIX} an {} was cut to fit the context window]",
+                    img.describe()
+                ));
+                touched = true;
+                continue;
+            }
             if let Block::ToolResult { output, .. } = b {
                 if output.starts_with(STUB_PREFIX) {
                     continue;

@@ -68,6 +68,49 @@ pub enum Block {
         /// What the model is told.
         output: String,
     },
+    /// An image the model sees (user messages only): attached to a prompt, or read by a tool
+    /// (it then follows the tool's result).
+    Image(Image),
+}
+
+/// An image in the conversation. Every provider adapter sends it as its API's image block,
+/// base64-encoded; the session record keeps [`Image::sha256`] and [`Image::path`] and the
+/// shell stores the bytes once per session beside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    /// The type sniffed from the bytes: `image/png`, `image/jpeg`, `image/gif` or
+    /// `image/webp`.
+    pub media_type: String,
+    /// The bytes, base64 (standard alphabet, padded). Empty in a session record line.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub data: String,
+    /// sha256 of the bytes, lowercase hex.
+    pub sha256: String,
+    /// Where it came from: the file's path as given, or a label (`acp:image`).
+    pub path: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its width in pixels, when its header says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    /// Its height in pixels, when its header says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
+}
+
+impl Image {
+    /// How the image is named where a text stands for it (`image src/a.png, image/png, 1234
+    /// bytes, 64×48`).
+    pub fn describe(&self) -> String {
+        let dims = match (self.width, self.height) {
+            (Some(w), Some(h)) => format!(", {w}×{h}"),
+            _ => String::new(),
+        };
+        format!(
+            "image {}, {}, {} bytes{dims}",
+            self.path, self.media_type, self.bytes
+        )
+    }
 }
 
 /// What starts the text of a harness note in the model's transcript: a note rides in a user
@@ -222,7 +265,10 @@ fn call_ids(m: &Message) -> Vec<String> {
         .iter()
         .filter_map(|b| match b {
             Block::ToolUse { id, .. } => Some(id.clone()),
-            Block::Text { .. } | Block::Thinking { .. } | Block::ToolResult { .. } => None,
+            Block::Text { .. }
+            | Block::Thinking { .. }
+            | Block::ToolResult { .. }
+            | Block::Image(_) => None,
         })
         .collect()
 }
@@ -243,7 +289,10 @@ fn pair_results(msgs: &mut Vec<Message>) {
                 let mut seen = BTreeSet::new();
                 msgs[i].content.retain(|b| match b {
                     Block::ToolResult { id, .. } => calls.contains(id) && seen.insert(id.clone()),
-                    Block::Text { .. } | Block::Thinking { .. } | Block::ToolUse { .. } => true,
+                    Block::Text { .. }
+                    | Block::Thinking { .. }
+                    | Block::ToolUse { .. }
+                    | Block::Image(_) => true,
                 });
             }
             Role::Assistant => {
@@ -260,9 +309,10 @@ fn pair_results(msgs: &mut Vec<Message>) {
                         .iter()
                         .filter_map(|b| match b {
                             Block::ToolResult { id, .. } => Some(id.clone()),
-                            Block::Text { .. } | Block::Thinking { .. } | Block::ToolUse { .. } => {
-                                None
-                            }
+                            Block::Text { .. }
+                            | Block::Thinking { .. }
+                            | Block::ToolUse { .. }
+                            | Block::Image(_) => None,
                         })
                         .collect();
                     let missing: Vec<Block> = calls

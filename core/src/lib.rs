@@ -9,7 +9,8 @@
 //! # What goes in
 //!
 //! One [`Input`] per [`Core::handle`] call:
-//! - from the client: [`Input::Line`] (a raw stdin line; the core parses it), [`Input::Framing`]
+//! - from the client: [`Input::Line`] (a raw stdin line; the core parses it), [`Input::Prompt`]
+//!   (a prompt with images from an in-process frontend), [`Input::Framing`]
 //!   (a line the shell could not frame, a [`FramingFault`]), [`Input::EndOfInput`];
 //! - from the model: [`Input::Provider`] (one normalised [`provider::ProviderItem`] of a
 //!   stream), [`Input::RequestFailed`] (no stream: unreachable, an HTTP status, a transport
@@ -17,8 +18,9 @@
 //! - answers to effects: [`Input::ToolPlanned`] and [`Input::ToolDone`], [`Input::HookDone`]
 //!   (a [`HookOutcome`]), [`Input::Persisted`] / [`Input::PersistFailed`],
 //!   [`Input::ModeSaved`] / [`Input::ModeSaveFailed`], [`Input::SourceApproved`] /
-//!   [`Input::SourceApprovalFailed`], [`Input::Frozen`];
+//!   [`Input::SourceApprovalFailed`], [`Input::Frozen`], [`Input::Checkpointed`];
 //! - from outside a call: [`Input::Notice`] (a tool source announced a change);
+//! - from the person, not the wire: [`Input::Compact`] (compact now, the TUI's `/compact`);
 //! - from the driver itself: [`Input::Timeout`] (a deadline of [`Core::poll_timeout`] is due)
 //!   and [`Input::Crashed`] (the turn's task died).
 //!
@@ -30,8 +32,10 @@
 //! - [`Output::Effect`]: an [`Effect`] for the driver: [`Effect::SendRequest`] /
 //!   [`Effect::CancelRequest`], [`Effect::PlanTool`] / [`Effect::RunTool`] /
 //!   [`Effect::CancelTool`], [`Effect::RunHook`], [`Effect::Persist`], [`Effect::SaveMode`],
-//!   [`Effect::ApproveSource`], [`Effect::Refreeze`], [`Effect::Exit`]. Every answer comes back
-//!   as an `Input` above (`CancelRequest`, `CancelTool` and `Exit` have none).
+//!   [`Effect::ApproveSource`], [`Effect::Refreeze`], [`Effect::Checkpoint`] (the project's
+//!   files recorded for undo, before a turn's first write and as it ends: a
+//!   [`CheckpointMoment`]), [`Effect::Exit`]. Every answer comes back as an `Input` above
+//!   (`CancelRequest`, `CancelTool` and `Exit` have none).
 //!
 //! [`Core::poll_timeout`] names the one pending deadline and its [`TimerReason`]:
 //! [`TimerReason::RetryBackoff`], [`TimerReason::StreamIdle`],
@@ -72,15 +76,16 @@
 //!
 //! # The rest of the crate
 //!
-//! [`wire`] (commands, events with their [`wire::StopReason`], the handshake lines),
+//! [`arguments`] (a call's arguments checked against its tool's schema), [`wire`] (commands, events with their [`wire::StopReason`], the handshake lines),
 //! [`validate`] (the stream validator: `openmax --check --stdio`), [`conversation`] (messages
 //! and the one shaping of a request), [`compaction`] (the token estimator and pruning),
 //! [`permissions`] (allow / ask / deny rules), [`record`] (session record lines), [`provider`]
-//! (normalised provider items and failures), [`tool`] (tool plans and outcomes), [`rng`] (the
-//! seeded PRNG), [`time`].
+//! (normalised provider items and failures), [`tool`] (tool plans and outcomes), [`usage`]
+//! (usage summed over a run and its cost), [`rng`] (the seeded PRNG), [`time`].
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod arguments;
 pub mod compaction;
 pub mod conversation;
 pub mod machine;
@@ -90,6 +95,7 @@ pub mod record;
 pub mod rng;
 pub mod time;
 pub mod tool;
+pub mod usage;
 pub mod validate;
 pub mod wire;
 

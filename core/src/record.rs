@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::{Message, ToolSchema};
+use crate::machine::CheckpointMoment;
 use crate::wire::{Mode, StopReason};
 
 /// The record format version written in every line's `v`.
@@ -61,6 +62,18 @@ pub enum Record {
     TurnEnd {
         /// The `done` line's stop reason.
         stop_reason: StopReason,
+        /// The turn's number in the session (absent in records of older versions).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn: Option<u64>,
+    },
+    /// The project's files were recorded for undo before the turn's first write.
+    Checkpoint {
+        /// The turn's number in the session.
+        turn: u64,
+        /// Which checkpoint of the turn (`before`).
+        moment: CheckpointMoment,
+        /// The checkpoint's id in the store under `$OPENMAX_HOME`.
+        id: String,
     },
 }
 

@@ -28,6 +28,12 @@ pub struct ToolPlan {
     /// `shell` tool's plan says anything but [`PlanSandbox::Session`]).
     #[serde(default)]
     pub sandbox: PlanSandbox,
+    /// Set when the call reaches something new a human should allow once per session (the
+    /// host a `web_fetch` asks for when the user config does not allow it): a key naming it.
+    /// In `ask` and `readonly` modes such a call is a `gate` request unless a call with the
+    /// same key was approved earlier in the session; in `auto` it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<String>,
 }
 
 /// What a planned call can run in, or asks to run in, beside the session's sandbox. The core
@@ -103,4 +109,7 @@ pub struct ToolOutcome {
     pub output: String,
     /// The files it changed, one diff each.
     pub diffs: Vec<FileDiff>,
+    /// Images for the model (`read_file` of an image), sent after the result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::conversation::Image>,
 }

@@ -19,7 +19,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use openmax_core::tool::RunSandbox;
-use openmax_shell::sandbox::confine::{kernel_abi, Confine, Settings};
+use openmax_shell::sandbox::confine::{Confine, Settings};
+use openmax_shell::sandbox::spec::kernel_abi;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;

@@ -178,6 +178,7 @@ fn turn(rng: &mut Rng, n: u64) -> Vec<Record> {
     });
     out.push(Record::TurnEnd {
         stop_reason: "stop".into(),
+        turn: None,
     });
     out
 }

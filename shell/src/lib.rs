@@ -9,10 +9,12 @@ pub use openmax_core as core;
 
 mod acp;
 pub mod app;
+pub mod checkpoint;
 pub mod config;
 mod extensions;
 pub mod frontend;
 pub mod hooks;
+pub mod images;
 pub mod mcp;
 pub mod oneshot;
 pub mod provider;

@@ -90,6 +90,7 @@ fn child(dir: &Path) {
                 }),
                 2 if !last => batch.push(Record::TurnEnd {
                     stop_reason: "stop".into(),
+                    turn: None,
                 }),
                 3 => {
                     batch.push(Record::Compaction {
@@ -192,7 +193,7 @@ impl Model {
                     self.tools = tools;
                 }
                 Record::ModeChanged { mode } => self.mode = Some(mode),
-                Record::TurnEnd { .. } => {}
+                Record::TurnEnd { .. } | Record::Checkpoint { .. } => {}
             }
         }
         self.verified_len = len;

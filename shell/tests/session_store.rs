@@ -122,6 +122,7 @@ fn create_append_resume_round_trip() {
     records.push(msg(Message::assistant_text("done reading")));
     records.push(Record::TurnEnd {
         stop_reason: "stop".into(),
+        turn: None,
     });
     w.append(&records).expect("append");
     w.append(&[msg(Message::user_text("again"))])
@@ -777,6 +778,7 @@ fn the_index_counts_turns_keeps_the_first_prompt_and_skips_unused_sessions() {
     for _ in 0..2 {
         w.append(&[Record::TurnEnd {
             stop_reason: openmax_core::wire::StopReason::Provider("end_turn".into()),
+            turn: None,
         }])
         .expect("append");
     }

@@ -19,7 +19,8 @@ fn schemas_are_stable_and_described() {
             "grep",
             "write_file",
             "edit_file",
-            "shell"
+            "shell",
+            "web_fetch"
         ]
     );
     assert_eq!(names, BUILTIN_NAMES);

@@ -72,6 +72,7 @@ pub const WANTED: &[&str] = &[
     "fault:cancel_in_prompt_hooks",
     "fault:cancel_in_turn_end_hooks",
     "fault:quit_in_hooks",
+    "fault:cancel_in_tool_hooks",
     "fault:input_during_hook",
     // Session features.
     "feature:compaction",
@@ -87,6 +88,8 @@ pub const WANTED: &[&str] = &[
     "feature:token_cap_reached_exactly",
     "feature:unsandboxed_run",
     "feature:read_only_run",
+    "feature:tool_hook_refused",
+    "feature:tool_hook_rewrite",
 ];
 
 /// The names of [`WANTED`] (and only those) that this run exercised.
@@ -236,6 +239,16 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
                         {
                             seen.insert("fault:malformed_tool_args");
                         }
+                        Event::ToolEnd {
+                            ok: false, output, ..
+                        } if output.contains("tool_start hook") => {
+                            seen.insert("feature:tool_hook_refused");
+                        }
+                        Event::HarnessNote { text, .. }
+                            if text.starts_with("Arguments rewritten by the tool_start hook") =>
+                        {
+                            seen.insert("feature:tool_hook_rewrite");
+                        }
                         _ => {}
                     }
                 }
@@ -363,6 +376,9 @@ impl HookRuns {
                         }
                         if held_by(HookEvent::TurnEnd) {
                             seen.insert("fault:cancel_in_turn_end_hooks");
+                        }
+                        if held_by(HookEvent::ToolStart) {
+                            seen.insert("fault:cancel_in_tool_hooks");
                         }
                     }
                     Some(Command::Quit) if !self.holding.is_empty() => {

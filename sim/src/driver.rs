@@ -509,6 +509,7 @@ impl<'a> Driver<'a> {
                     ok: script.ok,
                     output: script.output.clone(),
                     diffs: script.diffs.clone(),
+                    images: Vec::new(),
                 };
                 self.schedule(
                     script.delay_ms,
@@ -527,6 +528,7 @@ impl<'a> Driver<'a> {
                         ok: false,
                         output: "killed".into(),
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     };
                     self.schedule(
                         0,
@@ -606,6 +608,18 @@ impl<'a> Driver<'a> {
                     Input::SourceApproved { approval_id }
                 };
                 self.schedule(0, Owner::Local, input);
+            }
+            Effect::Checkpoint { turn, moment, .. } => {
+                self.schedule(
+                    0,
+                    Owner::Local,
+                    Input::Checkpointed {
+                        turn,
+                        moment,
+                        id: Some(format!("cp-{turn}-{moment:?}")),
+                        note: None,
+                    },
+                );
             }
             Effect::Exit { code } => {
                 self.run.exit_code = Some(code);

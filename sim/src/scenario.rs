@@ -441,6 +441,8 @@ impl Scenario {
         cfg.trusted = c.trusted;
         cfg.agent_spawned = c.agent_spawned;
         cfg.non_interactive = c.non_interactive;
+        // As the binary runs: turns that write are checkpointed (answered by the driver).
+        cfg.checkpoints = true;
         cfg.mode = c.mode;
         cfg.permissions = Permissions {
             deny: c
@@ -496,6 +498,7 @@ impl Scenario {
                 .or_else(|| tool.and_then(|t| t.source.clone())),
             invalid,
             sandbox: script.sandbox.clone().unwrap_or_default(),
+            confirm: None,
         }
     }
 

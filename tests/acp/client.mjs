@@ -6,8 +6,9 @@
 //   {"op": "new", "mcpServers": [..]?}  session/new in cwd           → {"new": result} | {"error": e}
 //   {"op": "load", "session": id, "mcpServers": [..]?}
 //                                       session/load of id           → {"load": result}
-//   {"op": "prompt", "text": t, "cancel_after": n?}
-//                                       session/prompt; with cancel_after, session/cancel is
+//   {"op": "prompt", "text": t, "cancel_after": n?, "blocks": [..]?}
+//                                       session/prompt (the text block, then `blocks` as
+//                                       given); with cancel_after, session/cancel is
 //                                       sent after n agent_message_chunk updates
 //                                                                    → {"response": r} | {"error": e}
 //   {"op": "set_mode", "mode": m}       session/set_mode             → {"set_mode": r} | {"error": e}
@@ -30,7 +31,15 @@ const { client, ndJsonStream } = await import(pathToFileURL(sdkPath).href);
 
 const log = (o) => process.stdout.write(JSON.stringify(o) + "\n");
 
-const child = spawn(bin, ["--acp"], { cwd, stdio: ["pipe", "pipe", "inherit"] });
+// With "agent": {"command", "args", "env"} (an editor's agent_servers entry, as Zed's
+// settings.json holds it), that command is spawned, found on PATH, with env added to the
+// client's own environment, as an editor does; otherwise `<openmax binary> --acp`.
+const agent_spec = plan.agent ?? { command: bin, args: ["--acp"], env: {} };
+const child = spawn(agent_spec.command, agent_spec.args ?? [], {
+  cwd,
+  env: { ...process.env, ...(agent_spec.env ?? {}) },
+  stdio: ["pipe", "pipe", "inherit"],
+});
 const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
 const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 
@@ -102,7 +111,7 @@ try {
       try {
         const r = await agent.request("session/prompt", {
           sessionId,
-          prompt: [{ type: "text", text: step.text }],
+          prompt: [{ type: "text", text: step.text }, ...(step.blocks ?? [])],
         });
         log({ response: r });
       } catch (e) {

@@ -236,15 +236,21 @@ pub fn everything_js() -> PathBuf {
         .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
-/// server-everything in its streamable HTTP mode on a free loopback port; killed on drop.
+/// server-everything in one of its HTTP modes on a free loopback port; killed on drop.
 pub struct HttpEverything {
     child: std::process::Child,
     pub port: u16,
 }
 
 impl HttpEverything {
-    /// Start it and wait (at most 60 s) until it listens.
+    /// Start it in its streamable HTTP mode (`/mcp`) and wait (at most 60 s) until it listens.
     pub fn start() -> HttpEverything {
+        HttpEverything::start_mode("streamableHttp")
+    }
+
+    /// Start it in `mode` (`streamableHttp`, or `sse`: the older HTTP+SSE transport at `/sse`)
+    /// and wait (at most 60 s) until it listens.
+    pub fn start_mode(mode: &str) -> HttpEverything {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -252,7 +258,7 @@ impl HttpEverything {
             .port();
         let mut child = std::process::Command::new("node")
             .arg(everything_js())
-            .arg("streamableHttp")
+            .arg(mode)
             .env("PORT", port.to_string())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())

@@ -20,6 +20,7 @@ pub mod deps;
 pub mod inspect;
 pub mod runner;
 pub mod tmux;
+pub mod web;
 
 use serde_json::Value;
 

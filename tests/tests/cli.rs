@@ -191,12 +191,15 @@ fn print_mode_declines_approvals_and_says_so() {
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
     env.trust();
     let out = env.run(&["-p", "write"]);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    // The turn ended normally, but work did not happen: its own exit code.
+    assert_eq!(out.code, Some(3), "{}", out.stderr);
+    assert_eq!(out.stdout, "fine\n");
     assert!(
-        out.stderr.contains("declined: write_file"),
+        out.stderr.contains("declined: write_file") && out.stderr.contains("--mode auto"),
         "{}",
         out.stderr
     );
+    assert!(!out.stderr.contains("approval_mode"), "{}", out.stderr);
     assert!(!env.project.join("n.txt").exists());
 }
 

@@ -347,12 +347,19 @@ fn refusal(flavor: Flavor) -> Reply {
 /// re-send (no `retry` line) carrying the stubbed history, and the turn completes; with
 /// `twice`, the re-send is refused too and the turn ends `error`.
 fn context_length(flavor: Flavor, refused: Reply, twice: bool) {
-    let mut replies = vec![read_big("call_1"), text_reply("Read it."), refused.clone()];
+    // A tool output large beside the fixed part (system prompt and schemas), so that stubbing
+    // it alone reaches the re-send's target, whatever size the built-in schemas grow to.
+    let read_bigger = tool_reply("call_1", "read_file", json!({"path": "bigger.txt"}));
+    let mut replies = vec![read_bigger, text_reply("Read it."), refused.clone()];
     if twice {
         replies.push(refused);
     }
     replies.push(text_reply("Summary."));
     let (env, mock) = setup(flavor, replies, "");
+    let text: String = (0..600)
+        .map(|i| format!("fn item_{i:03}() -> u32 {{ {i} }} // padding padding padding\n"))
+        .collect();
+    std::fs::write(env.project.join("bigger.txt"), text).unwrap();
     let mut s = env.stdio(&[]);
     s.user("read big.txt");
     assert_eq!(s.turn().1, flavor.default_finish(false));

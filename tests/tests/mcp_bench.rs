@@ -170,10 +170,16 @@ fn through_openmax(name: &str, args: Value, n_servers: usize) -> Vec<f64> {
 /// `CALLS` sequential echo calls through openmax's own MCP client (`McpSet::call`, in this
 /// process: rmcp, the result mapping and the output cap, no model, no persistence).
 fn client_calls(rt: &tokio::runtime::Runtime) -> Vec<f64> {
-    use openmax_shell::mcp::{config, McpSet, StartContext};
+    use openmax_shell::mcp::{claude, config, McpSet, StartContext};
     let entry = json!({"mcpServers": {"e0": {"command": "node",
         "args": [everything_js().display().to_string(), "stdio"]}}});
-    let (mut defs, problems) = config::parse_mcp_json(entry.to_string().as_bytes());
+    let keys = Vec::new();
+    let env = |_: &str| None;
+    let lookup = config::Lookup {
+        get: &env,
+        provider_keys: &keys,
+    };
+    let (mut defs, problems) = claude::parse(entry.to_string().as_bytes(), &lookup);
     assert!(problems.is_empty(), "{problems:?}");
     for d in &mut defs {
         d.origin = openmax_shell::hooks::Origin::User;

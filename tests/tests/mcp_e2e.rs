@@ -300,7 +300,9 @@ fn server_sha(
 
 #[test]
 fn a_project_mcp_json_server_is_gated_by_its_bytes() {
-    let env = TestEnv::new();
+    let mut env = TestEnv::new();
+    // Set: as in Claude Code, a `${VAR}` with no value and no default makes the server unusable.
+    env.env.push(("PROJ_TOKEN".into(), "proj-token".into()));
     let script = format!("exec node '{}' stdio\n", everything_js().display());
     std::fs::write(env.project.join("srv.sh"), &script).unwrap();
     let entry =

@@ -63,7 +63,9 @@ fn refused(out: &str) -> bool {
     sandbox_refused(out) || out.contains("nonexistent")
 }
 
-/// Every file under `dir` except session records, with its bytes.
+/// Every file under `dir` except session records and checkpoints (openmax writes both during
+/// the turn: the agent's own attempts on the checkpoint store are attacks of their own), with
+/// its bytes.
 fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -74,7 +76,9 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
-                if p.file_name().is_some_and(|n| n == "sessions") {
+                if p.file_name()
+                    .is_some_and(|n| n == "sessions" || n == "checkpoints")
+                {
                     continue;
                 }
                 stack.push(p);
@@ -109,6 +113,9 @@ fn the_shell_cannot_write_openmax_home() {
         format!("echo '[provider]' >> {h}/config.toml"),
         format!("touch {h}/AGENTS.md"),
         format!("rm {st}/mode.json"),
+        // The checkpoint store (taken before this turn's first command ran) is openmax's.
+        format!("touch {h}/checkpoints/planted"),
+        format!("echo x >> {st}/checkpoints/lock"),
     ]);
     let results = shell_calls(&env, &mock, &attacks);
     for (cmd, (ok, out)) in attacks.iter().zip(&results) {

@@ -334,7 +334,10 @@ fn compact_prunes_the_old_output_and_the_next_request_carries_the_stub() {
 
 #[test]
 fn new_starts_a_fresh_session_and_the_old_one_is_kept() {
-    let (env, mock) = setup(vec![text_reply("about apples"), text_reply("fresh")]);
+    let (env, mock) = setup(vec![
+        text_reply("about apples"),
+        text_reply("a fresh reply"),
+    ]);
     let pane = Pane::start(&env, &[], 100, 30);
     pane.wait_text("test-model");
     pane.type_text("tell me about apples");
@@ -344,9 +347,14 @@ fn new_starts_a_fresh_session_and_the_old_one_is_kept() {
     pane.type_text("/new");
     pane.keys(&["Enter"]);
     pane.wait_text("starting a fresh session");
+    // The new session's UI is up once its status line has no session totals yet (keys typed
+    // while the old session is still closing go to the old one).
+    pane.wait_screen("the new session's status line", |s| {
+        s.lines().any(|l| l.trim_end() == "test-model · ask")
+    });
     pane.type_text("hello again");
     pane.keys(&["Enter"]);
-    pane.wait_text("fresh");
+    pane.wait_text("a fresh reply");
     pane.keys(&["C-d"]);
     assert_eq!(pane.wait_exit().0, 0);
     let body = last_body(&mock).to_string();

@@ -16,9 +16,12 @@
 //!    asking, with a harness note;
 //! 5. external code whose exact bytes are not approved → in `auto` it runs (the contract: auto
 //!    emits no approval requests); otherwise an `unapproved_source` request;
-//! 6. `ask` (or `readonly`) with an `ask` rule match, or `ask` with a mutating call → a `gate`
-//!    request;
+//! 6. `ask` (or `readonly`) with an `ask` rule match, or a plan asking to confirm something
+//!    new ([`ToolPlan::confirm`]) not yet approved in this session, or `ask` with a mutating
+//!    call → a `gate` request;
 //! 7. otherwise the call runs.
+
+use std::collections::BTreeSet;
 
 use crate::permissions::{Permissions, SHELL_TOOL};
 use crate::tool::{PlanSandbox, RunSandbox, SourceGate, ToolPlan, UNSANDBOXED_SUMMARY_PREFIX};
@@ -46,11 +49,13 @@ pub(super) enum Verdict {
 }
 
 /// Decide about one call of `name` with this plan. `human` says whether a human can answer an
-/// approval in this session (false for `-p` runs and agent-spawned sessions).
+/// approval in this session (false for `-p` runs and agent-spawned sessions); `confirmed`
+/// holds the [`ToolPlan::confirm`] keys a human approved earlier in the session.
 pub(super) fn decide(
     mode: Mode,
     perms: &Permissions,
     human: bool,
+    confirmed: &BTreeSet<String>,
     name: &str,
     plan: &ToolPlan,
 ) -> Verdict {
@@ -101,7 +106,11 @@ pub(super) fn decide(
             };
         }
     }
-    let ask_rule = perms.ask_by(name, &plan.targets).is_some();
+    let ask_rule = perms.ask_by(name, &plan.targets).is_some()
+        || plan
+            .confirm
+            .as_ref()
+            .is_some_and(|k| !confirmed.contains(k));
     let gated = match mode {
         Mode::Auto => false,
         Mode::Ask => plan.mutating || ask_rule,

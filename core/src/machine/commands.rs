@@ -5,7 +5,7 @@
 //! in flight (a `protocol_error` alone); commands after `quit` (or end of input) are ignored;
 //! the mode changes only after `ModeSaved`.
 
-use crate::conversation::{Block, Message, Role};
+use crate::conversation::{Block, Image, Message, Role};
 use crate::record::Record;
 use crate::wire::{ApprovalOutcome, Command, Event, Mode, StopReason};
 
@@ -32,7 +32,7 @@ impl Core {
             return;
         }
         match cmd {
-            Command::User { text } => self.on_user(text),
+            Command::User { text } => self.on_user(text, Vec::new()),
             Command::Approve {
                 approval_id,
                 approved,
@@ -57,7 +57,7 @@ impl Core {
         });
     }
 
-    fn on_user(&mut self, text: String) {
+    pub(super) fn on_user(&mut self, text: String, images: Vec<Image>) {
         if self.busy() {
             return self.protocol_error(
                 "a turn is already in flight; wait for its done before sending the next user \
@@ -74,11 +74,12 @@ impl Core {
             );
         }
         self.turn = Turn::default();
-        self.fire_observe(
-            HookEvent::UserPromptSubmit,
-            serde_json::json!({"prompt": text.clone()}),
-        );
-        self.start_prompt_hooks(text);
+        self.turns += 1;
+        self.turn.number = self.turns;
+        self.turn.prompt = super::checkpoint::prompt_line(&text);
+        let fields = super::hooks::prompt_fields(&text, &images);
+        self.fire_observe(HookEvent::UserPromptSubmit, None, fields);
+        self.start_prompt_hooks(text, images);
     }
 
     /// A `user` that starts no turn: `protocol_error`, then `done refused`.
@@ -92,12 +93,13 @@ impl Core {
 
     /// The prompt passed its hooks: into the conversation (after pending notes), persisted,
     /// and the first request goes out.
-    pub(super) fn admit_prompt(&mut self, text: String) {
+    pub(super) fn admit_prompt(&mut self, text: String, images: Vec<Image>) {
         let mut content: Vec<Block> = std::mem::take(&mut self.pending_notes)
             .iter()
             .map(|n| Block::note(n))
             .collect();
         content.push(Block::text(text));
+        content.extend(images.into_iter().map(Block::Image));
         self.turn.start = self.conversation.len();
         let record = self.push_message(Message {
             role: Role::User,

@@ -263,6 +263,7 @@ impl Core {
         });
         self.fire_observe(
             HookEvent::Compacted,
+            None,
             serde_json::json!({
                 "tokens_before": r.tokens_before,
                 "tokens_after": r.tokens_after,

@@ -28,7 +28,9 @@ impl Core {
         }
         records.push(Record::TurnEnd {
             stop_reason: stop_reason.clone(),
+            turn: Some(self.turn.number),
         });
+        self.after_turn();
         self.phase = Phase::Idle;
         self.turn = Turn::default();
         // Fire-and-forget: nothing waits on this ticket once the turn is over.

@@ -1,12 +1,15 @@
 //! Hooks as inputs and effects of the turn machine.
 //!
 //! - Blocking hooks: `user_prompt_submit` (before a prompt is admitted; a refusal ends the turn
-//!   `blocked` with nothing sent) and `turn_end` (after a reply with no tool calls; a refusal is
-//!   honored up to [`MAX_CONTINUATIONS`] times by appending its reason as a user message and
-//!   asking the model again). They run one at a time, in config order.
-//! - Observe-only hooks (`session_start`, `tool_start`, `tool_end`, `compacted`, and any
-//!   non-blocking hook of the two blocking events) are fire-and-forget: only a failure is
-//!   reported, as `hook_failed`.
+//!   `blocked` with nothing sent), `tool_start` (before a call starts; a refusal or a rewrite
+//!   of its arguments, see `tool_hooks`) and `turn_end` (after a reply with no tool calls; a
+//!   refusal is honored up to [`MAX_CONTINUATIONS`] times by appending its reason as a user
+//!   message and asking the model again). They run one at a time, in config order. A failed
+//!   `user_prompt_submit` or `turn_end` hook is reported and passed over; a failed
+//!   `tool_start` hook refuses its call (fail closed).
+//! - Observe-only hooks (`session_start`, `tool_end`, `compacted`, and any non-blocking hook
+//!   of the three blocking events) are fire-and-forget: only a failure is reported, as
+//!   `hook_failed`. A tool hook's `match` picks the tools it runs for.
 //! - The hook gate: a project hook (agent-writable code) runs only when a human approved its
 //!   whole definition and the exact bytes of its files ([`not_run`]); otherwise it
 //!   is never run and `hook_failed` says why and how to approve it.
@@ -15,7 +18,7 @@
 
 use std::collections::VecDeque;
 
-use crate::conversation::Message;
+use crate::conversation::{Image, Message};
 use crate::wire::{Event, StopReason};
 
 use super::phase::{AfterPersist, HookRun, HookStage, Phase};
@@ -27,7 +30,7 @@ pub(super) const MAX_CONTINUATIONS: u32 = 8;
 /// The hook gate: why `h` must not run, or `None` when it may. A project hook whose files
 /// could not be read at the freeze, or whose definition and bytes no human approved, is not
 /// run; the user's own hooks always run.
-fn not_run(h: &HookSpec) -> Option<String> {
+pub(super) fn not_run(h: &HookSpec) -> Option<String> {
     let src = h.source.as_ref()?;
     if let Some(why) = &src.unreadable {
         return Some(why.clone());
@@ -41,8 +44,35 @@ fn not_run(h: &HookSpec) -> Option<String> {
     })
 }
 
+/// A `user_prompt_submit` payload's own fields: the prompt, and the images attached to it
+/// (path, type, size and sha256; not their bytes), when there are any.
+pub(super) fn prompt_fields(prompt: &str, images: &[Image]) -> serde_json::Value {
+    let mut fields = serde_json::json!({ "prompt": prompt });
+    if !images.is_empty() {
+        fields["images"] = images
+            .iter()
+            .map(|i| {
+                serde_json::json!({
+                    "path": i.path, "media_type": i.media_type, "bytes": i.bytes,
+                    "sha256": i.sha256,
+                })
+            })
+            .collect();
+    }
+    fields
+}
+
+/// What `hook_failed` says of a `rewrite` answer from a hook that has no call to rewrite.
+fn rewrite_misplaced() -> String {
+    "the hook answered rewrite, which only a tool_start hook may; taken as a pass".to_string()
+}
+
 impl Core {
-    fn payload(&self, event: HookEvent, mut fields: serde_json::Value) -> serde_json::Value {
+    pub(super) fn payload(
+        &self,
+        event: HookEvent,
+        mut fields: serde_json::Value,
+    ) -> serde_json::Value {
         if let serde_json::Value::Object(m) = &mut fields {
             m.insert("event".into(), event.as_str().into());
             m.insert("session_id".into(), self.config.session_id.clone().into());
@@ -58,14 +88,21 @@ impl Core {
         });
     }
 
-    /// Fire every observe-only hook of `event`.
-    pub(super) fn fire_observe(&mut self, event: HookEvent, fields: serde_json::Value) {
+    /// Fire every observe-only hook of `event` (for a call of `tool`, those whose `match`
+    /// covers it).
+    pub(super) fn fire_observe(
+        &mut self,
+        event: HookEvent,
+        tool: Option<&str>,
+        fields: serde_json::Value,
+    ) {
         let hooks: Vec<HookSpec> = self
             .config
             .freeze
             .hooks
             .iter()
             .filter(|h| h.event == event && !(h.blocking && event.can_block()))
+            .filter(|h| h.applies_to(tool))
             .cloned()
             .collect();
         if hooks.is_empty() {
@@ -80,6 +117,7 @@ impl Core {
             let run = self.next_hook_run;
             self.next_hook_run += 1;
             self.observe_runs.insert(run, (h.name.clone(), event));
+            self.before_write();
             self.eff(Effect::RunHook {
                 hook_run: run,
                 hook: h.name,
@@ -115,6 +153,7 @@ impl Core {
             let run = self.next_hook_run;
             self.next_hook_run += 1;
             let payload = self.payload(event, fields.clone());
+            self.before_write();
             self.eff(Effect::RunHook {
                 hook_run: run,
                 hook: h.name.clone(),
@@ -130,28 +169,33 @@ impl Core {
         None
     }
 
-    pub(super) fn start_prompt_hooks(&mut self, prompt: String) {
+    pub(super) fn start_prompt_hooks(&mut self, prompt: String, images: Vec<Image>) {
         let rest = self.blocking_hooks(HookEvent::UserPromptSubmit);
-        self.continue_prompt_hooks(prompt, rest);
+        self.continue_prompt_hooks(prompt, images, rest);
     }
 
-    fn continue_prompt_hooks(&mut self, prompt: String, mut rest: VecDeque<HookSpec>) {
-        let fields = serde_json::json!({ "prompt": prompt });
+    fn continue_prompt_hooks(
+        &mut self,
+        prompt: String,
+        images: Vec<Image>,
+        mut rest: VecDeque<HookSpec>,
+    ) {
+        let fields = prompt_fields(&prompt, &images);
         match self.next_blocking(HookEvent::UserPromptSubmit, &mut rest, &fields) {
             Some(current) => {
                 self.phase = Phase::Hooks {
-                    stage: HookStage::Prompt { prompt },
+                    stage: HookStage::Prompt { prompt, images },
                     current,
                     rest,
                 }
             }
-            None => self.admit_prompt(prompt),
+            None => self.admit_prompt(prompt, images),
         }
     }
 
     pub(super) fn start_turn_end_hooks(&mut self, finish_reason: String) {
         let rest = self.blocking_hooks(HookEvent::TurnEnd);
-        self.fire_observe(HookEvent::TurnEnd, self.turn_end_fields());
+        self.fire_observe(HookEvent::TurnEnd, None, self.turn_end_fields());
         self.continue_turn_end_hooks(finish_reason, rest);
     }
 
@@ -192,21 +236,37 @@ impl Core {
             return;
         };
         match (stage, outcome) {
-            (HookStage::Prompt { prompt }, HookOutcome::Pass) => {
-                self.continue_prompt_hooks(prompt, rest)
+            (HookStage::Prompt { prompt, images }, HookOutcome::Pass) => {
+                self.continue_prompt_hooks(prompt, images, rest)
             }
-            (HookStage::Prompt { prompt }, HookOutcome::Failed { detail }) => {
+            (HookStage::Prompt { prompt, images }, HookOutcome::Failed { detail }) => {
                 self.hook_failed(&current.hook, current.event, detail);
-                self.continue_prompt_hooks(prompt, rest);
+                self.continue_prompt_hooks(prompt, images, rest);
             }
             (HookStage::Prompt { .. }, HookOutcome::Refuse { .. }) => {
                 self.end_turn(StopReason::Blocked)
             }
+            (HookStage::Prompt { prompt, images }, HookOutcome::Rewrite { .. }) => {
+                self.hook_failed(&current.hook, current.event, rewrite_misplaced());
+                self.continue_prompt_hooks(prompt, images, rest);
+            }
+            (
+                HookStage::ToolStart {
+                    call,
+                    args,
+                    rewritten_by,
+                },
+                outcome,
+            ) => self.on_tool_hook_done(call, args, rewritten_by, current, rest, outcome),
             (HookStage::TurnEnd { finish_reason }, HookOutcome::Pass) => {
                 self.continue_turn_end_hooks(finish_reason, rest)
             }
             (HookStage::TurnEnd { finish_reason }, HookOutcome::Failed { detail }) => {
                 self.hook_failed(&current.hook, current.event, detail);
+                self.continue_turn_end_hooks(finish_reason, rest);
+            }
+            (HookStage::TurnEnd { finish_reason }, HookOutcome::Rewrite { .. }) => {
+                self.hook_failed(&current.hook, current.event, rewrite_misplaced());
                 self.continue_turn_end_hooks(finish_reason, rest);
             }
             (HookStage::TurnEnd { .. }, HookOutcome::Refuse { reason }) => {

@@ -27,6 +27,15 @@ pub enum FramingFault {
 pub enum Input {
     /// One raw stdin line (without its newline). The core parses it.
     Line(String),
+    /// A prompt with images from an in-process frontend (the terminal UI, ACP, `-p --image`):
+    /// taken exactly like a `user` command with `text`, the images following the text in the
+    /// prompt's message. (The `openmax-stdio/6` wire carries text only.)
+    Prompt {
+        /// The prompt's text.
+        text: String,
+        /// The images attached to it, in order.
+        images: Vec<crate::conversation::Image>,
+    },
     /// A line the shell could not frame.
     Framing(FramingFault),
     /// stdin reached EOF: behaves like `quit`.
@@ -129,6 +138,18 @@ pub enum Input {
     /// turn it is refused with a `protocol_error`. Held, like a client's command, while a
     /// command's answer is awaited.
     Compact,
+    /// The project's files were recorded for undo, answering [`Effect::Checkpoint`].
+    Checkpointed {
+        /// The turn the checkpoint belongs to.
+        turn: u64,
+        /// Which checkpoint of the turn.
+        moment: CheckpointMoment,
+        /// The checkpoint's id; `None` when none could be taken (`note` says why).
+        id: Option<String>,
+        /// What the human and the model should know: why no checkpoint was taken, or what a
+        /// partial one left out.
+        note: Option<String>,
+    },
     /// The turn's task died unexpectedly (a bug or panic in the shell's effect runner):
     /// reported as `error` then `done` `error`.
     Crashed {
@@ -147,7 +168,11 @@ impl Input {
     pub fn is_client(&self) -> bool {
         matches!(
             self,
-            Input::Line(_) | Input::Framing(_) | Input::EndOfInput | Input::Compact
+            Input::Line(_)
+                | Input::Prompt { .. }
+                | Input::Framing(_)
+                | Input::EndOfInput
+                | Input::Compact
         )
     }
 }
@@ -167,6 +192,12 @@ pub enum HookOutcome {
     Failed {
         /// What went wrong.
         detail: String,
+    },
+    /// Ran and replaced the tool call's arguments (`{"decision":"rewrite","args":{…}}`), which
+    /// only a blocking `tool_start` hook may do; the core checks them against the tool's schema.
+    Rewrite {
+        /// The arguments the call is to run with instead.
+        args: serde_json::Value,
     },
 }
 
@@ -257,11 +288,35 @@ pub enum Effect {
     },
     /// Re-read tools, skills, prompt and hooks. Answer with `Frozen`.
     Refreeze,
+    /// Record the project's files for undo: before the first effect of a turn that may write
+    /// the project (`Before`, emitted just ahead of that `RunTool` or `RunHook`), and when a
+    /// turn that recorded one ends (`After`). The shell starts no later process of the turn
+    /// before a `Before` checkpoint is complete. Answer with `Checkpointed`; nothing waits on
+    /// the answer.
+    Checkpoint {
+        /// The session's turn number (1 for its first turn, counting on across `--continue`).
+        turn: u64,
+        /// Which checkpoint of the turn.
+        moment: CheckpointMoment,
+        /// The first line of the turn's prompt (at most 200 characters), for the undo list.
+        prompt: String,
+    },
     /// The session is over: flush stdout and exit with this code.
     Exit {
         /// The process exit code.
         code: i32,
     },
+}
+
+/// Which of a turn's two checkpoints an [`Effect::Checkpoint`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointMoment {
+    /// Before the turn's first write: the state undo restores.
+    Before,
+    /// When the turn ended: the state the turn left, against which undo tells a human's later
+    /// change apart from the turn's own.
+    After,
 }
 
 /// Why a timer is set. Every timeout carries one.
@@ -346,7 +401,8 @@ pub enum HookEvent {
     SessionStart,
     /// Before a prompt enters the conversation; a blocking hook can refuse it (`blocked`).
     UserPromptSubmit,
-    /// Before a tool call runs (observe only).
+    /// Before a tool call is inspected and run; a blocking hook can refuse the call or
+    /// rewrite its arguments.
     ToolStart,
     /// After a tool call ended (observe only).
     ToolEnd,
@@ -384,14 +440,22 @@ impl HookEvent {
         HookEvent::ALL.into_iter().find(|e| e.as_str() == s)
     }
 
+    /// Whether the event concerns one tool call (so a hook of it may name the tools it is for).
+    pub fn is_tool_event(self) -> bool {
+        match self {
+            HookEvent::ToolStart | HookEvent::ToolEnd => true,
+            HookEvent::SessionStart
+            | HookEvent::UserPromptSubmit
+            | HookEvent::TurnEnd
+            | HookEvent::Compacted => false,
+        }
+    }
+
     /// Whether a blocking hook of this event can refuse (and so is waited for).
     pub fn can_block(self) -> bool {
         match self {
-            HookEvent::UserPromptSubmit | HookEvent::TurnEnd => true,
-            HookEvent::SessionStart
-            | HookEvent::ToolStart
-            | HookEvent::ToolEnd
-            | HookEvent::Compacted => false,
+            HookEvent::UserPromptSubmit | HookEvent::ToolStart | HookEvent::TurnEnd => true,
+            HookEvent::SessionStart | HookEvent::ToolEnd | HookEvent::Compacted => false,
         }
     }
 }
@@ -409,6 +473,24 @@ pub struct HookSpec {
     /// user's own hook, which always runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<HookSource>,
+    /// For a `tool_start` or `tool_end` hook: the tools it runs for, globs over the tool's
+    /// name separated by `|` (`shell`, `mcp__github__*`, `write_file|edit_file`; `*` any run
+    /// of characters, `?` one). `None`: every tool.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+}
+
+impl HookSpec {
+    /// Whether the hook runs for a call of `tool` (always, for an event that is not about a
+    /// tool call).
+    pub fn applies_to(&self, tool: Option<&str>) -> bool {
+        match (&self.matcher, tool) {
+            (Some(pattern), Some(name)) => pattern
+                .split('|')
+                .any(|p| crate::permissions::glob_match(p.trim(), name)),
+            (Some(_), None) | (None, _) => true,
+        }
+    }
 }
 
 /// What the freeze found about a project hook's code. The core decides from it whether the
@@ -478,6 +560,15 @@ pub struct CoreConfig {
     pub history: Vec<Message>,
     /// `-p` mode: approval requests are declined at once (the shell prints why).
     pub non_interactive: bool,
+    /// With `non_interactive`: the driver may send more commands after the first `done` (the
+    /// one retry of `-p --output-schema`) and ends the input itself; the session does not end
+    /// at the first `done`.
+    pub driver_ends_input: bool,
+    /// Whether turns that write are checkpointed for undo ([`Effect::Checkpoint`]).
+    pub checkpoints: bool,
+    /// Turns the session ran before this process (a `--continue`): the first turn here is
+    /// numbered one more.
+    pub turns_before: u64,
 }
 
 impl CoreConfig {
@@ -496,6 +587,9 @@ impl CoreConfig {
             freeze,
             history: Vec::new(),
             non_interactive: false,
+            driver_ends_input: false,
+            checkpoints: false,
+            turns_before: 0,
         }
     }
 }

@@ -15,7 +15,8 @@
 //!
 //! A non-interactive session (`-p`) has one command: its `done` ends the input, as end of
 //! input would, so the session exits right after it (a `cancel` can still reach the turn
-//! until then).
+//! until then). With `driver_ends_input` (`-p --output-schema`, which may ask once more) the
+//! driver sends its follow-up or the end of input itself.
 //!
 //! Exit code: 1 when the last admitted turn ended `error`, else 0. A non-interactive session
 //! exits with its turn's [`StopReason::print_exit_code`] (0 for a normal end, 1 for a missing
@@ -67,7 +68,7 @@ impl Core {
         for n in self.config.freeze.notes.clone() {
             self.note(n);
         }
-        self.fire_observe(HookEvent::SessionStart, serde_json::json!({}));
+        self.fire_observe(HookEvent::SessionStart, None, serde_json::json!({}));
     }
 
     /// `quit` or end of input: decline a pending approval, let the turn in flight finish until
@@ -151,6 +152,8 @@ impl Core {
             Lifecycle::Draining { .. } => self.exit(),
             // Like end of input from the client: behind input already held, or an answer
             // still awaited.
+            // The driver ends the input itself (a follow-up command may come first).
+            Lifecycle::Open if self.config.driver_ends_input => {}
             Lifecycle::Open
                 if self.config.non_interactive
                     && (self.gate.awaiting_answer() || !self.gate.held.is_empty()) =>

@@ -78,6 +78,7 @@
 //!     hooks: vec![],
 //!     changes: vec![],
 //!     notes: vec![],
+//!     trusted: None,
 //! };
 //! let mut core = Core::new(CoreConfig::new("s1", freeze));
 //! let mut events = Vec::new();
@@ -119,6 +120,7 @@
 //! ```
 
 mod approval;
+mod checkpoint;
 mod commands;
 mod context;
 mod ending;
@@ -132,13 +134,14 @@ mod retry;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod tool_hooks;
 mod tools;
 mod turn;
 
 pub use commands::MODE_NOTE;
 pub use interface::*;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::compaction::Scale;
 use crate::conversation::{Block, Message, Role};
@@ -179,6 +182,9 @@ pub struct Core {
     next_call: u64,
     /// Every approval id issued, and whether it has settled.
     approvals: BTreeMap<String, bool>,
+    /// The [`crate::tool::ToolPlan::confirm`] keys a human approved in this session (a
+    /// `web_fetch` host): later calls with the same key are not asked about again.
+    confirmed: BTreeSet<String>,
     /// Observe-only hook runs in flight: run id → (hook, event).
     observe_runs: BTreeMap<u64, (String, HookEvent)>,
     /// The stop reason of the last admitted turn (the exit code follows it).
@@ -187,6 +193,8 @@ pub struct Core {
     scale: Option<Scale>,
     /// `schemas_over_budget` was emitted (at most once per session).
     schemas_advised: bool,
+    /// Turns admitted in the session (across `--continue`): the running turn's number.
+    turns: u64,
 }
 
 impl Core {
@@ -194,6 +202,7 @@ impl Core {
     pub fn new(config: CoreConfig) -> Core {
         Core {
             rng: SplitMix64::new(config.seed),
+            turns: config.turns_before,
             conversation: config.history.clone(),
             config,
             now: Millis::ZERO,
@@ -209,6 +218,7 @@ impl Core {
             next_approval: 1,
             next_call: 1,
             approvals: BTreeMap::new(),
+            confirmed: BTreeSet::new(),
             observe_runs: BTreeMap::new(),
             last_stop: None,
             scale: None,
@@ -281,6 +291,11 @@ impl Core {
     fn dispatch(&mut self, input: Input) {
         match input {
             Input::Line(raw) => self.on_line(&raw),
+            Input::Prompt { text, images } => {
+                if !self.lifecycle.quitting() {
+                    self.on_user(text, images)
+                }
+            }
             Input::Framing(fault) => self.on_framing(fault),
             Input::EndOfInput => self.on_quit(),
             Input::Provider {
@@ -308,6 +323,12 @@ impl Core {
             Input::Frozen { snapshot } => self.on_frozen(*snapshot),
             Input::Notice { text } => self.note(text),
             Input::Compact => self.on_compact(),
+            Input::Checkpointed {
+                turn,
+                moment,
+                id,
+                note,
+            } => self.on_checkpointed(turn, moment, id, note),
             Input::Crashed { message } => self.on_crashed(message),
             Input::Timeout => self.on_timeout(),
         }

@@ -30,7 +30,8 @@ pub(super) enum Phase {
     /// No turn is running.
     Idle,
     /// Blocking hooks run one at a time: `user_prompt_submit` before the prompt is admitted,
-    /// or `turn_end` after a reply with no tool calls.
+    /// `tool_start` before a tool call is started, or `turn_end` after a reply with no tool
+    /// calls.
     Hooks {
         stage: HookStage,
         current: HookRun,
@@ -58,6 +59,8 @@ pub(super) enum Phase {
         /// The sandbox the call runs in if approved.
         sandbox: RunSandbox,
         recording: bool,
+        /// The plan's [`crate::tool::ToolPlan::confirm`] key, remembered once approved.
+        confirm: Option<String>,
     },
     /// Call `call` runs; `cancelling` once a `CancelTool` went out.
     RunningTool { call: usize, cancelling: bool },
@@ -66,8 +69,19 @@ pub(super) enum Phase {
 /// Which blocking hooks a [`Phase::Hooks`] runs, and what follows them.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum HookStage {
-    /// `user_prompt_submit`: the prompt is admitted once every hook passed.
-    Prompt { prompt: String },
+    /// `user_prompt_submit`: the prompt (and its images) is admitted once every hook passed.
+    Prompt {
+        prompt: String,
+        images: Vec<crate::conversation::Image>,
+    },
+    /// `tool_start`: call `call` of the round starts, with `args` (the model's, or as the
+    /// hooks so far rewrote them), once every hook matching it passed or rewrote it.
+    ToolStart {
+        call: usize,
+        args: serde_json::Map<String, serde_json::Value>,
+        /// The hooks that rewrote the arguments, in order.
+        rewritten_by: Vec<String>,
+    },
     /// `turn_end`: the turn ends with the reply's finish reason once every hook passed.
     TurnEnd { finish_reason: String },
 }
@@ -206,7 +220,7 @@ impl Phase {
     pub(super) fn take_pending_approval(
         &mut self,
         approval_id: &str,
-    ) -> Option<(usize, Option<SourceGate>, RunSandbox)> {
+    ) -> Option<(usize, Option<SourceGate>, RunSandbox, Option<String>)> {
         match std::mem::replace(self, Phase::Idle) {
             Phase::Approving {
                 call,
@@ -214,8 +228,9 @@ impl Phase {
                 source,
                 sandbox,
                 recording: false,
+                confirm,
                 ..
-            } if id == approval_id => Some((call, source, sandbox)),
+            } if id == approval_id => Some((call, source, sandbox, confirm)),
             other => {
                 *self = other;
                 None

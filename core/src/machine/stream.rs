@@ -395,6 +395,8 @@ impl Core {
                 name: pc.name,
                 args,
                 resolved: false,
+                rewrite: None,
+                writes: false,
             });
         }
         let spent = match a.usage {

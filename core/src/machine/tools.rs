@@ -1,6 +1,6 @@
-//! The tool round: for each call of a completed reply, in order: `tool_start`, plan, policy,
-//! approval, run, `diff`s, persist the result, then `tool_end`; after the last call the next
-//! model request (or `max_iterations`).
+//! The tool round: for each call of a completed reply, in order: the blocking `tool_start`
+//! hooks (`tool_hooks`), `tool_start`, plan, policy, approval, run, `diff`s, persist the
+//! result, then `tool_end`; after the last call the next model request (or `max_iterations`).
 //!
 //! Invariants: every `tool_start` is followed by exactly one `tool_end` of the same call before
 //! the turn's `done`; every approval issued settles exactly once; `tool_end` of a call that ran
@@ -24,7 +24,7 @@ impl Core {
             .unwrap_or_default()
     }
 
-    fn call_name(&self, call: usize) -> String {
+    pub(super) fn call_name(&self, call: usize) -> String {
         self.turn
             .round
             .get(call)
@@ -32,33 +32,56 @@ impl Core {
             .unwrap_or_default()
     }
 
-    /// Start the next call of the round, or finish the round.
+    /// Start the next call of the round (after its blocking `tool_start` hooks), or finish
+    /// the round.
     pub(super) fn next_call(&mut self) {
         let i = self.turn.next_call;
         let Some(call) = self.turn.round.get(i).cloned() else {
             return self.round_complete();
         };
-        let args = call.args.clone().unwrap_or_default();
+        match call.args {
+            Err(message) => {
+                self.announce_call(i, &serde_json::Map::new());
+                self.finish_call(i, false, message, None);
+            }
+            Ok(args) => self.gate_call(i, args),
+        }
+    }
+
+    /// `tool_start` for call `call` with the arguments it runs with, and the observing
+    /// `tool_start` hooks.
+    pub(super) fn announce_call(
+        &mut self,
+        call: usize,
+        args: &serde_json::Map<String, serde_json::Value>,
+    ) {
+        let (id, name) = (self.call_id(call), self.call_name(call));
         self.ev(Event::ToolStart {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
+            call_id: id.clone(),
+            name: name.clone(),
             args: args.clone(),
         });
+        let args = serde_json::Value::Object(args.clone());
         self.fire_observe(
             HookEvent::ToolStart,
-            serde_json::json!({"call_id": call.id, "name": call.name, "args": args}),
+            Some(&name),
+            serde_json::json!({"call_id": id, "name": name, "args": args}),
         );
-        match call.args {
-            Err(message) => self.finish_call(i, false, message, None),
-            Ok(args) => {
-                self.eff(Effect::PlanTool {
-                    call_id: call.id,
-                    name: call.name,
-                    args: serde_json::Value::Object(args),
-                });
-                self.phase = Phase::Planning { call: i };
-            }
-        }
+    }
+
+    /// The call passed its hooks: `tool_start`, then the shell inspects it.
+    pub(super) fn start_call(
+        &mut self,
+        call: usize,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) {
+        self.announce_call(call, &args);
+        self.eff(Effect::PlanTool {
+            call_id: self.call_id(call),
+            name: self.call_name(call),
+            args: serde_json::Value::Object(args),
+        });
+        self.phase = Phase::Planning { call };
     }
 
     fn round_complete(&mut self) {
@@ -86,11 +109,15 @@ impl Core {
             return;
         };
         let name = self.call_name(call);
+        if let Some(c) = self.turn.round.get_mut(call) {
+            c.writes = super::checkpoint::plan_writes(&plan);
+        }
         let human = !self.config.non_interactive && !self.config.agent_spawned;
         match approval::decide(
             self.config.mode,
             &self.config.permissions,
             human,
+            &self.confirmed,
             &name,
             &plan,
         ) {
@@ -113,12 +140,16 @@ impl Core {
         source: Option<SourceGate>,
         sandbox: RunSandbox,
     ) {
-        let (summary, detail) = match &plan.sandbox {
+        let (summary, mut detail) = match &plan.sandbox {
             PlanSandbox::Escalate { justification } => {
                 approval::escalation_card(&plan, justification)
             }
             PlanSandbox::Session | PlanSandbox::ReadOnlyCapable => (plan.summary, plan.detail),
         };
+        if let Some(rewrite) = self.turn.round.get(call).and_then(|c| c.rewrite.clone()) {
+            detail = format!("{rewrite}\n\n{detail}");
+        }
+        let confirm = plan.confirm.clone();
         let approval_id = format!("a{}", self.next_approval);
         self.next_approval += 1;
         self.approvals.insert(approval_id.clone(), false);
@@ -158,6 +189,7 @@ impl Core {
             source,
             sandbox,
             recording: false,
+            confirm,
         };
     }
 
@@ -185,12 +217,16 @@ impl Core {
             }
             Some(false) => {}
         }
-        let Some((call, source, sandbox)) = self.phase.take_pending_approval(approval_id) else {
+        let Some((call, source, sandbox, confirm)) = self.phase.take_pending_approval(approval_id)
+        else {
             // An unsettled id is always the current approval; say so rather than panic.
             return self
                 .protocol_error(format!("approve: approval {approval_id:?} is not pending"));
         };
         if approved {
+            if let Some(key) = confirm {
+                self.confirmed.insert(key);
+            }
             match source {
                 // External code: its bytes' approval is recorded first; `approval_settled`
                 // and the run follow the answer.
@@ -235,6 +271,7 @@ impl Core {
             source: Some(g),
             sandbox,
             recording: true,
+            confirm: None,
         };
     }
 
@@ -271,6 +308,7 @@ impl Core {
         let Some(c) = self.turn.round.get(call).cloned() else {
             return;
         };
+        self.before_call(c.writes, sandbox);
         self.eff(Effect::RunTool {
             call_id: c.id,
             name: c.name,
@@ -308,7 +346,7 @@ impl Core {
             }
             self.finish_call(call, false, output, None);
         } else {
-            self.finish_call(call, outcome.ok, outcome.output, None);
+            self.finish_call_with(call, outcome.ok, outcome.output, None, outcome.images);
         }
     }
 
@@ -321,7 +359,23 @@ impl Core {
         output: String,
         note: Option<String>,
     ) {
+        self.finish_call_with(call, ok, output, note, Vec::new());
+    }
+
+    /// [`Core::finish_call`] with the images the call produced, sent after its result.
+    fn finish_call_with(
+        &mut self,
+        call: usize,
+        ok: bool,
+        output: String,
+        note: Option<String>,
+        images: Vec<crate::conversation::Image>,
+    ) {
         let id = self.call_id(call);
+        let note = match (self.rewrite_note(call), note) {
+            (Some(r), Some(n)) => Some(format!("{r} {n}")),
+            (r, n) => r.or(n),
+        };
         if let Some(c) = self.turn.round.get_mut(call) {
             c.resolved = true;
         }
@@ -330,6 +384,7 @@ impl Core {
             ok,
             output: output.clone(),
         }];
+        content.extend(images.into_iter().map(Block::Image));
         if let Some(n) = &note {
             content.push(Block::note(n));
         }
@@ -368,9 +423,11 @@ impl Core {
                 text,
             });
         }
+        let name = self.call_name(call);
         self.fire_observe(
             HookEvent::ToolEnd,
-            serde_json::json!({"call_id": call_id, "ok": ok, "output": output}),
+            Some(&name),
+            serde_json::json!({"call_id": call_id, "name": name, "ok": ok, "output": output}),
         );
         if let Some(stop) = self.turn.ending.clone() {
             self.end_turn(stop);

@@ -81,6 +81,11 @@ pub(super) struct Call {
     pub args: Result<serde_json::Map<String, serde_json::Value>, String>,
     /// A tool result for it is in the conversation.
     pub resolved: bool,
+    /// Blocking `tool_start` hooks rewrote its arguments (`args` holds what runs): the
+    /// harness note riding its result and the line on its approval card say so.
+    pub rewrite: Option<String>,
+    /// Its plan says running it may write the project (known once planned).
+    pub writes: bool,
 }
 
 /// What a running turn accumulates across its requests.
@@ -120,4 +125,10 @@ pub(super) struct Turn {
     pub context_retried: bool,
     /// Persistence tickets of this turn nobody waits on; a failure of one fails the turn.
     pub background: BTreeSet<u64>,
+    /// The turn's number in the session; 0 outside a turn.
+    pub number: u64,
+    /// The first line of the turn's prompt (for its checkpoint).
+    pub prompt: String,
+    /// The turn's `Before` checkpoint was asked for.
+    pub checkpointed: bool,
 }

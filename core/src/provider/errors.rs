@@ -11,6 +11,9 @@ use super::FailureKind;
 
 /// The longest server message kept (characters), in errors and `retry` reasons.
 pub const MESSAGE_CHARS: usize = 500;
+/// The longest text kept of a body that is not a JSON error (an HTML error page, a proxy's
+/// plain text): it is unstructured, so one short line is all a person needs to see.
+pub const BODY_TEXT_CHARS: usize = 200;
 
 /// Where a [`ContextPattern`] looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,8 +218,8 @@ pub fn http_error(status: u16, reason_phrase: &str, body: &[u8]) -> (FailureKind
                 .or_else(|| err.as_str())
                 .or_else(|| v.get("message").and_then(Value::as_str))
                 .or_else(|| v.get("detail").and_then(Value::as_str))
-                .map(|m| snippet(m, MESSAGE_CHARS))
-                .unwrap_or_else(|| snippet(text.trim(), MESSAGE_CHARS));
+                .map(|m| snippet(&collapse_whitespace(m), MESSAGE_CHARS))
+                .unwrap_or_else(|| body_text(&text, BODY_TEXT_CHARS));
             let kind = if err.is_object() {
                 classify_error_object(err, &message)
             } else if v.is_object() && v.get("message").is_some() {
@@ -228,7 +231,7 @@ pub fn http_error(status: u16, reason_phrase: &str, body: &[u8]) -> (FailureKind
             (kind, message)
         }
         Err(_) => {
-            let m = snippet(text.trim(), MESSAGE_CHARS);
+            let m = body_text(&text, BODY_TEXT_CHARS);
             (FailureKind::classify("", &m), m)
         }
     };
@@ -244,6 +247,86 @@ pub fn http_error(status: u16, reason_phrase: &str, body: &[u8]) -> (FailureKind
         message
     };
     (kind, message)
+}
+
+/// A response body as one short line of text: an HTML page's tags, scripts, styles and
+/// comments removed and its common entities decoded, every run of whitespace (newlines
+/// included) one space, at most `max` characters. A 501 page from a proxy becomes
+/// `501 Not Implemented nginx` instead of a screenful of markup.
+pub fn body_text(body: &str, max: usize) -> String {
+    let text = if looks_like_html(body) {
+        strip_html(body)
+    } else {
+        body.to_string()
+    };
+    snippet(&collapse_whitespace(&text), max)
+}
+
+/// Every run of whitespace as one space, trimmed.
+pub fn collapse_whitespace(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn looks_like_html(body: &str) -> bool {
+    let head: String = body.trim_start().chars().take(512).collect();
+    let head = head.to_ascii_lowercase();
+    head.starts_with("<!doctype")
+        || head.starts_with("<html")
+        || head.starts_with("<head")
+        || head.starts_with("<body")
+        || head.starts_with("<?xml")
+        || head.contains("<html")
+        || (head.starts_with('<') && head.contains("</"))
+}
+
+/// The text of an HTML document: elements whose content is not text (`script`, `style`,
+/// comments) dropped, every other tag a space, entities decoded.
+fn strip_html(html: &str) -> String {
+    let mut out = String::with_capacity(html.len() / 2);
+    let lower = html.to_ascii_lowercase();
+    let mut i = 0;
+    while i < html.len() {
+        let rest = &lower[i..];
+        if rest.starts_with("<!--") {
+            i += rest.find("-->").map(|e| e + 3).unwrap_or(rest.len());
+            continue;
+        }
+        if let Some(tag) = ["<script", "<style"].iter().find(|t| rest.starts_with(**t)) {
+            let close = format!("</{}", &tag[1..]);
+            i += match rest.find(&close) {
+                Some(e) => e + rest[e..].find('>').map(|g| g + 1).unwrap_or(rest.len() - e),
+                None => rest.len(),
+            };
+            continue;
+        }
+        if rest.starts_with('<') {
+            i += rest.find('>').map(|e| e + 1).unwrap_or(rest.len());
+            out.push(' ');
+            continue;
+        }
+        // Safe slicing: `i` only ever moves by whole ASCII tokens or whole chars.
+        let ch = html[i..].chars().next().unwrap_or(' ');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    decode_entities(&out)
+}
+
+fn decode_entities(s: &str) -> String {
+    const NAMED: [(&str, &str); 7] = [
+        ("&nbsp;", " "),
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&quot;", "\""),
+        ("&#39;", "'"),
+        ("&apos;", "'"),
+        ("&amp;", "&"),
+    ];
+    let mut out = s.to_string();
+    for (from, to) in NAMED {
+        out = out.replace(from, to);
+    }
+    out
 }
 
 /// At most `max` characters of `s` (on a char boundary), with `…` when cut.
@@ -336,7 +419,41 @@ mod tests {
         );
         assert_eq!(
             http_error(503, "", b"<html>busy</html>"),
-            (FailureKind::Server, "<html>busy</html>".into())
+            (FailureKind::Server, "busy".into())
         );
+    }
+
+    #[test]
+    fn an_html_error_page_is_one_short_line() {
+        let page = format!(
+            "<!DOCTYPE html>\n<html>\n<head><title>501 Not Implemented</title>\n\
+             <style>body {{ font: 12px sans }}</style><script>var x = '<b>';</script></head>\n\
+             <body>\n<!-- a comment -->\n<center><h1>501 Not Implemented</h1></center>\n\
+             <hr><center>nginx &amp; friends</center>\n<p>{}</p>\n</body>\n</html>\n",
+            "lorem ipsum ".repeat(100)
+        );
+        let (kind, m) = http_error(501, "Not Implemented", page.as_bytes());
+        assert_eq!(kind, FailureKind::Server);
+        assert!(
+            !m.contains('<') && !m.contains('\n') && !m.contains("font"),
+            "{m}"
+        );
+        assert!(
+            m.starts_with("501 Not Implemented 501 Not Implemented nginx & friends lorem"),
+            "{m}"
+        );
+        assert_eq!(m.chars().count(), BODY_TEXT_CHARS + 1, "{m}");
+        // Plain text: whitespace collapsed, nothing stripped.
+        assert_eq!(
+            http_error(502, "", b"upstream  a < b\n\n  failed").1,
+            "upstream a < b failed"
+        );
+        // A JSON message keeps its angle brackets but not its newlines.
+        let (_, m) = http_error(
+            400,
+            "",
+            br#"{"error":{"message":"prompt is too long: 208310 tokens > 200000\nmaximum"}}"#,
+        );
+        assert_eq!(m, "prompt is too long: 208310 tokens > 200000 maximum");
     }
 }

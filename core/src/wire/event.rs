@@ -94,7 +94,8 @@ pub enum Event {
         call_id: String,
         /// The tool's name.
         name: String,
-        /// The model's arguments.
+        /// The arguments the call runs with: the model's, or as a blocking `tool_start` hook
+        /// rewrote them.
         args: serde_json::Map<String, serde_json::Value>,
     },
     /// A tool call ended; its result is persisted.

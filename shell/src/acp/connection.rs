@@ -38,10 +38,11 @@ use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use super::mcp_servers;
+use super::msg::Msg;
 use super::open::{self, OpenArgs, Opening};
 use super::prompt;
 use super::rpc::{self, Incoming, RpcError};
-use super::session::{self, Msg};
+use super::session;
 use super::translate::{self, Out, PromptEnd, Translator};
 use crate::app::cli::Cli;
 use crate::app::{Opened, Resume};
@@ -57,6 +58,8 @@ struct Live {
     modes: VecDeque<Value>,
     /// Pending approvals and the id of the permission request that asks for each.
     approvals: BTreeMap<String, u64>,
+    /// The project's checkpoints, for `/undo` (`None`: checkpoints are off).
+    undo: Option<crate::checkpoint::Project>,
 }
 
 impl Live {
@@ -451,7 +454,7 @@ impl Connection {
         self.client_fs = (fs.read_text_file, fs.write_text_file);
         let caps = AgentCapabilities::new()
             .load_session(true)
-            .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+            .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
             .mcp_capabilities(McpCapabilities::new().http(true));
         let resp = InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(caps)
@@ -463,6 +466,7 @@ impl Connection {
         let sid = opened.session_id.clone();
         let mode = opened.mode;
         let tr = Translator::new(&sid, PathBuf::from(&opened.project));
+        let undo = opened.checkpoints.clone();
         let input = session::spawn(opened, self.tx.clone(), self.gone.clone());
         self.sessions.insert(
             sid.clone(),
@@ -472,6 +476,7 @@ impl Connection {
                 prompt: None,
                 modes: VecDeque::new(),
                 approvals: BTreeMap::new(),
+                undo,
             },
         );
         (sid, mode)
@@ -547,6 +552,7 @@ impl Connection {
             serde_json::to_value(NewSessionResponse::new(sid.clone()).modes(session::modes(mode)))
         };
         self.answer(&o.id, resp.map_err(|e| internal(e.to_string())));
+        self.notify(super::undo::commands(&sid));
         if self.eof {
             // The input ended while it opened: it ends as the others did.
             if let Some(live) = self.sessions.get(&sid) {
@@ -620,7 +626,7 @@ impl Connection {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
-        let text = match prompt::text_of(&req.prompt) {
+        let (text, images) = match prompt::prompt_of(&req.prompt) {
             Ok(t) => t,
             Err(m) => {
                 return Some(Err(RpcError::new(
@@ -639,9 +645,26 @@ impl Connection {
                 "a prompt is already running in this session; wait for its answer or cancel it",
             )));
         }
+        if let Some(args) = super::undo::args(&text) {
+            let (reply, note) = super::undo::run(live.undo.as_ref(), &req.session_id.0, &args);
+            if let Some(text) = note {
+                let _ = live.input.send(Input::Notice { text });
+            }
+            let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(reply)));
+            self.notify(SessionNotification::new(
+                req.session_id.clone(),
+                SessionUpdate::AgentMessageChunk(chunk),
+            ));
+            let done = PromptResponse::new(agent_client_protocol_schema::v1::StopReason::EndTurn);
+            return Some(serde_json::to_value(done).map_err(|e| internal(e.to_string())));
+        }
         live.tr.prompt_started();
         live.prompt = Some(id.clone());
-        live.send(Command::User { text });
+        if images.is_empty() {
+            live.send(Command::User { text });
+        } else {
+            let _ = live.input.send(Input::Prompt { text, images });
+        }
         None
     }
 }

@@ -20,20 +20,12 @@ use agent_client_protocol_schema::v1::{
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::session::Msg;
+use super::msg::{FsCall, Msg};
 use crate::tools::client_files::{ClientError, ClientFiles};
 use crate::tools::stop::Stop;
 
 /// How often a file tool waiting for the client's answer looks at its call's stop flag.
 pub const POLL: Duration = Duration::from_millis(20);
-
-/// A file request for the connection to send: the method, its params, where the answer goes.
-#[derive(Debug)]
-pub struct FsCall {
-    pub method: &'static str,
-    pub params: Value,
-    pub reply: mpsc::Sender<Result<Value, String>>,
-}
 
 /// One session's view of the client's files.
 pub struct AcpFiles {

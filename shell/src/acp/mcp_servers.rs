@@ -18,10 +18,7 @@ use agent_client_protocol_schema::v1::McpServer;
 
 use super::rpc::{self, RpcError};
 use crate::hooks::Origin;
-use crate::mcp::config::{
-    check_name, check_url, valid_env_name, EnvValue, ServerDef, Transport,
-    DEFAULT_STARTUP_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S,
-};
+use crate::mcp::config::{check_name, check_url, valid_env_name, EnvValue, ServerDef, Transport};
 
 /// What a client server's definition file is called in notes and `mcp list`.
 pub const CLIENT_FILE: &str = "the ACP client";
@@ -79,6 +76,7 @@ pub fn defs(servers: &[McpServer]) -> Result<Vec<ServerDef>, RpcError> {
                     url: s.url.clone(),
                     bearer_token_env: None,
                     headers,
+                    env_headers: Vec::new(),
                 };
                 (&s.name, t, BTreeMap::new())
             }
@@ -100,16 +98,15 @@ pub fn defs(servers: &[McpServer]) -> Result<Vec<ServerDef>, RpcError> {
         if !names.insert(name.clone()) {
             return Err(invalid(name, "the name is given twice"));
         }
-        out.push(ServerDef {
-            name: name.clone(),
+        let mut def = ServerDef::new(
+            name,
             transport,
-            env,
-            startup_timeout_ms: (DEFAULT_STARTUP_TIMEOUT_S * 1000.0) as u64,
-            tool_timeout_ms: (DEFAULT_TOOL_TIMEOUT_S * 1000.0) as u64,
-            origin: Origin::User,
-            file: CLIENT_FILE.into(),
-            definition: serde_json::to_string(s).unwrap_or_default(),
-        });
+            Origin::User,
+            CLIENT_FILE,
+            serde_json::to_string(s).unwrap_or_default(),
+        );
+        def.env = env;
+        out.push(def);
     }
     Ok(out)
 }

@@ -11,17 +11,20 @@
 //! - [`translate`]: a session's core events as ACP updates, permission requests and answers.
 //! - [`toolcall`]: how a tool call looks in ACP (kind, title, locations, diff blocks).
 //! - [`session`]: one openmax session behind the connection, and its sink.
+//! - [`undo`]: the `/undo` command.
 //! - [`connection`]: the loop that dispatches requests and writes the answers.
 
 pub mod connection;
 pub mod files;
 pub mod mcp_servers;
+pub mod msg;
 pub mod open;
 pub mod prompt;
 pub mod rpc;
 pub mod session;
 pub mod toolcall;
 pub mod translate;
+pub mod undo;
 
 #[cfg(test)]
 mod stop_tests;

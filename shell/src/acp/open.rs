@@ -15,8 +15,8 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::files::AcpFiles;
+use super::msg::Msg;
 use super::rpc::{self, RpcError};
-use super::session::Msg;
 use crate::app::cli::Cli;
 use crate::app::{Opened, Resume};
 use crate::mcp::ServerDef;

@@ -1,15 +1,34 @@
-//! An ACP prompt (content blocks) as the text of one `user` command.
+//! An ACP prompt (content blocks) as the text and images of one prompt.
 //!
 //! Invariants: text blocks are kept verbatim and joined in order; an embedded text resource
 //! (the editor's context: a file or selection, possibly unsaved) is included whole, fenced by
 //! its URI, so the model sees exactly what the user attached; a resource link is named by its
-//! URI for the model to read with its tools. Images and audio are not advertised in the
-//! prompt capabilities, so a prompt carrying them is refused (the caller answers -32602)
-//! rather than silently losing part of what the user said; so is an embedded binary resource.
+//! URI for the model to read with its tools; an image block (advertised: `image: true`) is
+//! checked like any image (its type sniffed from the bytes, not taken from `mimeType`; the
+//! size cap) and follows the text. Audio is not advertised, so a prompt carrying it is
+//! refused (the caller answers -32602) rather than silently losing part of what the user
+//! said; so is an embedded binary resource, and an image that is not one.
 
 use agent_client_protocol_schema::v1::{ContentBlock, EmbeddedResourceResource};
+use openmax_core::conversation::Image;
 
-/// The user text for `blocks`, or why the prompt cannot be taken.
+/// The user text and images for `blocks`, or why the prompt cannot be taken.
+pub fn prompt_of(blocks: &[ContentBlock]) -> Result<(String, Vec<Image>), String> {
+    let mut images = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        if let ContentBlock::Image(img) = block {
+            let label = img
+                .uri
+                .clone()
+                .unwrap_or_else(|| format!("image #{}", i + 1));
+            let bytes = crate::images::decode(&img.data).map_err(|e| format!("{label}: {e}"))?;
+            images.push(crate::images::from_bytes(&label, &bytes)?);
+        }
+    }
+    Ok((text_of(blocks)?, images))
+}
+
+/// The user text for `blocks` (images left out), or why the prompt cannot be taken.
 pub fn text_of(blocks: &[ContentBlock]) -> Result<String, String> {
     let mut parts: Vec<String> = Vec::new();
     for block in blocks {
@@ -37,9 +56,7 @@ pub fn text_of(blocks: &[ContentBlock]) -> Result<String, String> {
                 }
                 _ => return Err("the prompt embeds a resource of an unknown kind".into()),
             },
-            ContentBlock::Image(_) => {
-                return Err("the prompt carries an image; openmax takes text only".into())
-            }
+            ContentBlock::Image(_) => {}
             ContentBlock::Audio(_) => {
                 return Err("the prompt carries audio; openmax takes text only".into())
             }
@@ -73,9 +90,28 @@ mod tests {
     }
 
     #[test]
-    fn images_audio_and_blobs_are_refused() {
+    fn an_image_block_is_checked_and_follows_the_text() {
+        use base64::Engine;
+        let png = crate::images::tiny_png(3, 2);
+        let data = base64::engine::general_purpose::STANDARD.encode(&png);
+        let b = blocks(json!([
+            {"type": "text", "text": "what is this"},
+            {"type": "image", "data": data, "mimeType": "image/jpeg"}
+        ]));
+        let (text, images) = prompt_of(&b).unwrap();
+        assert_eq!(text, "what is this");
+        assert_eq!(
+            images[0].media_type, "image/png",
+            "sniffed, not taken from mimeType"
+        );
+        assert_eq!(images[0].path, "image #2");
+        assert_eq!((images[0].width, images[0].height), (Some(3), Some(2)));
+    }
+
+    #[test]
+    fn bad_images_audio_and_blobs_are_refused() {
         let img = blocks(json!([{"type": "image", "data": "AA==", "mimeType": "image/png"}]));
-        assert!(text_of(&img).unwrap_err().contains("image"));
+        assert!(prompt_of(&img).unwrap_err().contains("not a PNG"));
         let audio = blocks(json!([{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]));
         assert!(text_of(&audio).unwrap_err().contains("audio"));
         let blob = blocks(json!([

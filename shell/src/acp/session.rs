@@ -10,29 +10,12 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use agent_client_protocol_schema::v1::{SessionMode, SessionModeState};
-use openmax_core::machine::Input;
 use openmax_core::wire::{Event, Mode};
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::msg::Msg;
 use crate::frontend::Sink;
 use crate::run::{InputTx, Runtime};
-
-/// What reaches the connection loop.
-#[derive(Debug)]
-pub enum Msg {
-    /// A framed stdin input (a line, a framing fault, or end of input).
-    Stdin(Input),
-    /// An event of session `0`.
-    Event(String, Event),
-    /// Session `0`'s core went quiet.
-    Quiet(String),
-    /// Session `0`'s runtime ended.
-    Exited(String),
-    /// A file tool's request for the client (`fs/read_text_file`, `fs/write_text_file`).
-    Fs(super::files::FsCall),
-    /// SIGINT or SIGTERM reached the process.
-    Signal,
-}
 
 /// The sink of one session: forwards to the connection.
 pub struct AcpSink {

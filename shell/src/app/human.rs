@@ -38,8 +38,8 @@ pub fn check(flag: &str) -> Result<(), String> {
     if unsafe { libc::isatty(0) } != 1 {
         return Err(format!(
             "{flag} refused: stdin is not a terminal; a human must run it from a terminal \
-             (for unattended setups, list the project under [trust] projects in \
-             $OPENMAX_HOME/config.toml)"
+             (for unattended setups, list the project under [trust] projects in {})",
+            crate::session::shown("config.toml")
         ));
     }
     if let Some((pid, what)) = openmax_ancestor() {

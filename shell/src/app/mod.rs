@@ -16,19 +16,22 @@
 
 pub mod cli;
 pub mod demo;
+pub mod exit;
 pub mod human;
+pub mod print;
 pub mod project;
+pub mod undo;
 
 use std::path::{Path, PathBuf};
 
-use openmax_core::machine::{CoreConfig, Input};
+use openmax_core::machine::CoreConfig;
 use openmax_core::record::Record;
-use openmax_core::wire::{Command, Hello, Mode};
+use openmax_core::wire::{Hello, Mode};
 use openmax_core::Core;
 use sha2::{Digest, Sha256};
 
 use crate::config::{self, Overrides, Settings};
-use crate::frontend::{JsonlSink, PrintSink};
+use crate::frontend::JsonlSink;
 use crate::mcp::StartContext;
 use crate::run::backend::{self, Backend};
 use crate::run::{Runtime, SignalPolicy};
@@ -42,8 +45,8 @@ pub fn run(cli: Cli) -> i32 {
     let action = match cli.action() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("openmax: {e}");
-            return 2;
+            eprintln!("openmax: {e} (see openmax --help)");
+            return exit::USAGE;
         }
     };
     match action {
@@ -54,10 +57,11 @@ pub fn run(cli: Cli) -> i32 {
         Action::Trust => trust(&cli),
         Action::McpList => mcp_list(&cli),
         Action::SandboxCheck => sandbox_check(&cli),
+        Action::Undo(args) => undo::run(&cli, args),
         Action::Approve { path } => approve(&cli, &path),
         Action::Stdio { pick } => session(&cli, Front::Stdio, pick),
         Action::Acp => crate::acp::run(cli),
-        Action::Print { prompt, pick } => session(&cli, Front::Print(prompt), pick),
+        Action::Print { prompt, pick, opts } => print::run(&cli, &prompt, pick, &opts),
         Action::Sessions { json, all } => sessions_list(&cli, json, all),
         Action::SessionsRepair => sessions_repair(&cli),
         Action::Tui { pick } => {
@@ -73,10 +77,9 @@ pub fn run(cli: Cli) -> i32 {
     }
 }
 
-/// Which frontend a session runs under.
+/// Which frontend a session runs under (`-p` runs in [`print`]).
 enum Front {
     Stdio,
-    Print(String),
     Tui,
 }
 
@@ -91,11 +94,15 @@ fn fail(msg: impl std::fmt::Display) -> i32 {
 }
 
 fn project_of(cli: &Cli) -> Result<PathBuf, String> {
-    let start = match &cli.project {
-        Some(p) => p.clone(),
-        None => std::env::current_dir().map_err(|e| format!("working directory: {e}"))?,
-    };
-    project::discover(&start).map_err(|e| e.to_string())
+    project::discover(&start_of(cli)?).map_err(|e| e.to_string())
+}
+
+/// Where the session starts: `--project DIR`, else the working directory.
+fn start_of(cli: &Cli) -> Result<PathBuf, String> {
+    match &cli.project {
+        Some(p) => Ok(p.clone()),
+        None => std::env::current_dir().map_err(|e| format!("working directory: {e}")),
+    }
 }
 
 /// The project's state for a command only a human may run (`--trust`, `--approve`): refused
@@ -258,6 +265,8 @@ fn approve(cli: &Cli, path: &Path) -> i32 {
 struct Setup {
     home: Home,
     project: PathBuf,
+    /// The directory the session was started in (canonical), inside `project`.
+    start: PathBuf,
     settings: Settings,
     /// A scratch demo project: trusted, mode given.
     demo: Option<Mode>,
@@ -282,14 +291,22 @@ fn setup(cli: &Cli, print: bool) -> Result<Setup, String> {
     };
     let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
     let settings = config::resolve(layers, &env_over, &flags, &env).map_err(|e| e.0)?;
+    for n in &settings.notices {
+        eprintln!("openmax: {n}");
+    }
     if demo.is_some() {
         ProjectState::open(&home, &project)
             .set_trusted()
             .map_err(|e| format!("could not trust the demo project: {e}"))?;
     }
+    let start = match demo {
+        Some(_) => project.clone(),
+        None => std::fs::canonicalize(start_of(cli)?).unwrap_or_else(|_| project.clone()),
+    };
     Ok(Setup {
         home,
         project,
+        start,
         settings,
         demo,
     })
@@ -309,8 +326,12 @@ fn setup_at(cli: &Cli, dir: &Path) -> Result<Setup, String> {
     let project = project::discover(dir).map_err(|e| e.to_string())?;
     let layers = config::load_layers(home.root(), &project).map_err(|e| e.0)?;
     let settings = config::resolve(layers, &env_over, &flags, &env).map_err(|e| e.0)?;
+    for n in &settings.notices {
+        eprintln!("openmax: {n}");
+    }
     Ok(Setup {
         home,
+        start: std::fs::canonicalize(dir).unwrap_or_else(|_| project.clone()),
         project,
         settings,
         demo: None,
@@ -415,6 +436,8 @@ pub(crate) struct Opened {
     pub mode: Mode,
     /// The model's name (the terminal UI shows it).
     pub model: String,
+    /// The user's prices, when set (the cost of a run is known).
+    pub prices: Option<openmax_core::usage::Prices>,
     /// The project's prompt history file (the terminal UI's Up and Down).
     pub prompt_history: PathBuf,
     /// Notices of the MCP servers' start and life, for [`Runtime::forward_notices`].
@@ -425,6 +448,9 @@ pub(crate) struct Opened {
     pub trusted: bool,
     /// `$OPENMAX_HOME`.
     pub home: PathBuf,
+    /// The project's checkpoints when this session takes them (the terminal UI's `/undo`,
+    /// ACP's).
+    pub checkpoints: Option<crate::checkpoint::Project>,
 }
 
 /// Why a start-up failed: the stderr message and the exit code.
@@ -445,6 +471,15 @@ impl OpenError {
     }
 }
 
+/// What a `-p` run asks of its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct PrintOpen {
+    /// `--mode`: this run's mode, never saved (an agent-spawned run may only tighten it).
+    pub mode: Option<Mode>,
+    /// The driver ends the input itself (`--output-schema` may ask once more).
+    pub driver_ends_input: bool,
+}
+
 /// How a frontend opens a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Opener {
@@ -454,7 +489,7 @@ pub(crate) enum Opener {
     /// The terminal UI: as `--stdio`; it shows the freeze's notes itself.
     Tui,
     /// `-p`: a non-interactive turn; it shows the freeze's notes itself.
-    Print,
+    Print(PrintOpen),
     /// ACP's `session/new` and `session/load`: an untrusted project is refused before anything
     /// is started or written, so a refused request leaves no session behind.
     Acp,
@@ -472,7 +507,7 @@ pub(crate) async fn open(
     opener: Opener,
     client_mcp: Vec<crate::mcp::ServerDef>,
 ) -> Result<Opened, OpenError> {
-    let print = opener == Opener::Print;
+    let print = matches!(opener, Opener::Print(_));
     // The freeze's problems also go to stderr where the client is a program.
     let echo_notes = matches!(opener, Opener::Stdio | Opener::Acp);
     let setup = match project {
@@ -567,6 +602,17 @@ pub(crate) async fn open(
         .or(resumed.as_ref().and_then(|r| r.mode))
         .or(forked.as_ref().and_then(|c| c.mode))
         .unwrap_or(Mode::Ask);
+    // `-p --mode`: this run only; the saved mode is left as it is.
+    let mode = match opener {
+        Opener::Print(PrintOpen {
+            mode: Some(wanted), ..
+        }) => Mode::for_one_run(mode, wanted, agent_spawned()).map_err(|message| OpenError {
+            code: exit::NOPERM,
+            message,
+            untrusted: false,
+        })?,
+        _ => mode,
+    };
     // MCP servers start concurrently before the freeze; their notices reach the core once the
     // runtime loop runs.
     let (notice_tx, notices) = tokio::sync::mpsc::unbounded_channel::<String>();
@@ -588,11 +634,13 @@ pub(crate) async fn open(
     let (frozen, hooks) = backend::freeze_now(
         setup.home.root(),
         state.project(),
+        &setup.start,
         &state,
         &hook_configs,
         &mcp,
         echo_notes,
     );
+    let turns_before = resumed.as_ref().map(|r| r.turns).unwrap_or(0);
     let (writer, freeze, history, transcript) = match (resumed, forked) {
         (Some(r), _) => {
             let mut freeze = frozen.freeze.clone();
@@ -626,6 +674,10 @@ pub(crate) async fn open(
         }
     };
     let opened_state = state.clone();
+    let caps = setup.settings.checkpoints;
+    let checkpoints = caps
+        .enabled
+        .then(|| crate::checkpoint::Project::new(setup.home.root(), &state, caps));
     let mut backend = Backend::new(
         setup.home.clone(),
         state,
@@ -640,9 +692,24 @@ pub(crate) async fn open(
     )
     .map_err(OpenError::new)?;
     backend.set_sandbox(sandbox);
+    backend.set_working_dir(setup.start.clone());
     backend.set_client_mcp(client_mcp);
     backend.set_echo_notes(echo_notes);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);
+    backend.set_web_policy(setup.settings.web.clone());
+    let mut turns_before = turns_before;
+    if let Some(p) = &checkpoints {
+        backend.set_checkpoints(p.clone()).map_err(OpenError::new)?;
+        // Turns numbered on from the last one the record or the checkpoint log knows.
+        if let Ok(entries) = crate::checkpoint::undo::entries(p, &session_id) {
+            let logged = entries.iter().map(|e| e.turn()).max().unwrap_or(0);
+            turns_before = turns_before.max(logged);
+        }
+        let home = setup.home.root().to_path_buf();
+        let _ = std::thread::Builder::new()
+            .name("checkpoint-gc".into())
+            .spawn(move || crate::checkpoint::gc::auto(&home, caps.max_age_ms));
+    }
     let mut cfg = CoreConfig::new(&session_id, freeze);
     cfg.seed = seed_of(&session_id);
     cfg.trusted = trusted;
@@ -654,6 +721,9 @@ pub(crate) async fn open(
     cfg.context_tokens = setup.settings.context_tokens;
     cfg.history = history;
     cfg.non_interactive = print;
+    cfg.driver_ends_input = matches!(opener, Opener::Print(p) if p.driver_ends_input);
+    cfg.checkpoints = checkpoints.is_some();
+    cfg.turns_before = turns_before;
     Ok(Opened {
         core: Core::new(cfg),
         backend,
@@ -662,11 +732,13 @@ pub(crate) async fn open(
         transcript,
         mode,
         model: setup.settings.provider.model.clone(),
+        prices: setup.settings.provider.prices,
         prompt_history,
         notices,
         state: opened_state,
         trusted,
         home: setup.home.root().to_path_buf(),
+        checkpoints,
     })
 }
 
@@ -743,6 +815,8 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             state,
             trusted,
             home,
+            checkpoints,
+            prices,
             ..
         } = opened;
         if let Err(e) = backend.settle_session() {
@@ -766,6 +840,13 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             provider: backend.provider().clone(),
             sandbox: backend.sandbox_policy(),
             trusted,
+            prices,
+            undo: checkpoints.map(|p| (p, session_id.clone())),
+            attach: Some(crate::tui::attach::Attach {
+                project: backend.project().to_path_buf(),
+                mcp: backend.mcp_view(),
+                runtime: rt.handle().clone(),
+            }),
         };
         let ended = crate::tui::run(rt, core, backend, launch, early);
         crate::sandbox::reaper::sweep();
@@ -788,7 +869,6 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
 
 fn session(cli: &Cli, front: Front, pick: cli::Pick) -> i32 {
     let opener = match front {
-        Front::Print(_) => Opener::Print,
         Front::Tui => Opener::Tui,
         Front::Stdio => Opener::Stdio,
     };
@@ -829,23 +909,6 @@ fn session(cli: &Cli, front: Front, pick: cli::Pick) -> i32 {
 
     match front {
         Front::Tui => unreachable!("the terminal UI runs in tui_session"),
-        Front::Print(prompt) => {
-            if let Err(e) = backend.settle_session() {
-                return fail(format!("could not start a session: {e}"));
-            }
-            let sink = PrintSink::new(std::io::stdout(), std::io::stderr());
-            let mut runtime = Runtime::new(core, backend, sink);
-            runtime.forward_notices(notices);
-            runtime.handle_signals(SignalPolicy::CancelTurn);
-            // The core is non-interactive: it ends the session after this command's done,
-            // with the one-shot exit code.
-            runtime.push_input(Input::Line(Command::User { text: prompt }.to_line()));
-            let (code, _sink) = rt.block_on(runtime.run());
-            // Do not wait for leftover blocking work (a plan job) after the session is over.
-            rt.shutdown_background();
-            crate::sandbox::reaper::sweep();
-            code
-        }
         Front::Stdio => {
             let mut sink = JsonlSink::new(&session_id, std::io::stdout());
             let hello = Hello::new(

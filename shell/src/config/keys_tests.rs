@@ -3,13 +3,11 @@
 //! project: a limit may be lowered by a project, never raised, and never set to its "none"
 //! value; what only the user may set is refused in a project file with the documented error;
 //! a list a project may extend is extended, never emptied. The key list is read from the config
-//! structs themselves, so a key added without a row fails
-//! `every_config_key_has_a_row`.
+//! structs themselves ([`super::keys::fields_of`], every section and `[tools.web_fetch]`), so a
+//! key added without a row fails `every_config_key_has_a_row`.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-
-use serde::de::{self, Visitor};
 
 use super::*;
 
@@ -239,70 +237,111 @@ fn rows() -> Vec<Row> {
             allowed: None,
         }),
         row("sandbox", "unix_sockets", Class::Subset),
+        row("provider", "price_in", Class::UserOnly {
+            refused: "3.0",
+            allowed: None,
+        }),
+        row("provider", "price_out", Class::UserOnly {
+            refused: "15.0",
+            allowed: None,
+        }),
+        row("provider", "price_cached_in", Class::UserOnly {
+            refused: "0.3",
+            allowed: None,
+        }),
+        row("tools.web_fetch", "allow", Class::UserOnly {
+            refused: "[\"evil.example\"]",
+            allowed: None,
+        }),
+        row("tools.web_fetch", "allow_private", Class::UserOnly {
+            refused: "[\"10.0.0.1\"]",
+            allowed: None,
+        }),
+        row("tools.web_fetch", "deny", Class::Append {
+            user: "[\"a.example\"]",
+            project: "[\"b.example\"]",
+            read: |s| s.web.deny.clone(),
+        }),
+        row(
+            "tools.web_fetch",
+            "max_bytes",
+            limit("1000", "500", "2000", Some("5000001"), None, false, |s| {
+                s.web.max_bytes as f64
+            }),
+        ),
+        row(
+            "tools.web_fetch",
+            "timeout_s",
+            limit("10", "5", "20", Some("31"), None, false, |s| {
+                s.web.timeout_ms as f64 / 1000.0
+            }),
+        ),
+        row(
+            "tools.web_fetch",
+            "max_redirects",
+            limit("3", "1", "4", Some("6"), None, true, |s| s.web.max_redirects as f64),
+        ),
+        // The record behind undo: a project may neither turn it off nor shrink it.
+        row("checkpoints", "enabled", Class::UserOnly {
+            refused: "false",
+            allowed: None,
+        }),
+        row("checkpoints", "max_store_mb", Class::UserOnly {
+            refused: "1",
+            allowed: None,
+        }),
+        row("checkpoints", "max_file_mb", Class::UserOnly {
+            refused: "1",
+            allowed: None,
+        }),
+        row("checkpoints", "max_ignored_entries", Class::UserOnly {
+            refused: "0",
+            allowed: None,
+        }),
+        row("checkpoints", "max_age_days", Class::UserOnly {
+            refused: "0.5",
+            allowed: None,
+        }),
     ]
 }
 
 // ---- the keys the parser accepts, read from the structs ---------------------------------------
 
-/// A deserializer that answers only `deserialize_struct`, with the struct's field names, as an
-/// error: how serde's derive tells which keys a struct accepts.
-struct FieldNames;
-
-impl<'de> de::Deserializer<'de> for FieldNames {
-    type Error = de::value::Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-        Err(de::Error::custom("not a struct"))
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        fields: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Self::Error> {
-        Err(de::Error::custom(format!("fields:{}", fields.join(","))))
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
-        ignored_any
-    }
-}
-
-/// The keys `T` accepts (serde's own list, renames applied).
-pub(crate) fn fields_of<'de, T: Deserialize<'de>>() -> Vec<&'static str> {
-    let e = T::deserialize(FieldNames).err().map(|e| e.to_string());
-    let list = e
-        .as_deref()
-        .and_then(|m| m.strip_prefix("fields:"))
-        .unwrap_or_else(|| panic!("not a struct: {e:?}"));
-    // The names are `&'static` in serde's derive; leak the copy the error made.
-    list.split(',')
-        .map(|s| &*Box::leak(s.to_string().into_boxed_str()))
-        .collect()
-}
-
-/// Every key a config file may set: `section.key`, or `section` for `[[hooks]]` and
-/// `[mcp_servers]`.
+/// Every key a config file may set: `section.key` (`tools.web_fetch.key` for the nested
+/// table), or `section` for `[[hooks]]` and `[mcp_servers]`.
 fn parser_keys() -> BTreeSet<String> {
+    use super::checkpoints::CheckpointsSection;
+    use super::keys::fields_of;
+    use super::web_fetch::{ToolsSection, WebFetchSection};
     let mut keys = BTreeSet::new();
-    for section in fields_of::<FileConfig>() {
-        let fields = match section {
-            "provider" => fields_of::<ProviderSection>(),
-            "limits" => fields_of::<LimitsSection>(),
-            "permissions" => fields_of::<PermissionsSection>(),
-            "trust" => fields_of::<TrustSection>(),
-            "sandbox" => fields_of::<SandboxSection>(),
-            // Whole sections whose entries are definitions (each approved as a whole).
+    let add = |keys: &mut BTreeSet<String>, section: &str, fields: &[&str]| {
+        keys.extend(fields.iter().map(|k| format!("{section}.{k}")));
+    };
+    for &section in fields_of::<FileConfig>() {
+        match section {
+            "provider" => add(&mut keys, section, fields_of::<ProviderSection>()),
+            "limits" => add(&mut keys, section, fields_of::<LimitsSection>()),
+            "permissions" => add(&mut keys, section, fields_of::<PermissionsSection>()),
+            "trust" => add(&mut keys, section, fields_of::<TrustSection>()),
+            "sandbox" => add(&mut keys, section, fields_of::<SandboxSection>()),
+            "checkpoints" => add(&mut keys, section, fields_of::<CheckpointsSection>()),
+            "tools" => {
+                for &tool in fields_of::<ToolsSection>() {
+                    match tool {
+                        "web_fetch" => {
+                            add(&mut keys, "tools.web_fetch", fields_of::<WebFetchSection>())
+                        }
+                        other => panic!("a new tool section [tools.{other}]: add it here and rows"),
+                    }
+                }
+            }
+            // Whole sections whose entries are definitions (each approved as a whole; their
+            // fields: the approval-hash tests).
             "hooks" | "mcp_servers" => {
                 keys.insert(section.to_string());
-                continue;
             }
             other => panic!("a new config section [{other}]: add it to parser_keys and rows"),
-        };
-        keys.extend(fields.into_iter().map(|k| format!("{section}.{k}")));
+        }
     }
     keys
 }
@@ -382,12 +421,15 @@ fn file(entries: &[(&str, &str, &str)], user: bool) -> String {
         t.insert("provider".into(), p.into());
     }
     for (section, key, literal) in entries {
-        let s = t
-            .entry(section.to_string())
-            .or_insert_with(|| toml::Table::new().into());
-        s.as_table_mut()
-            .unwrap()
-            .insert(key.to_string(), value(literal));
+        let mut table = &mut t;
+        for part in section.split('.') {
+            table = table
+                .entry(part.to_string())
+                .or_insert_with(|| toml::Table::new().into())
+                .as_table_mut()
+                .unwrap();
+        }
+        table.insert(key.to_string(), value(literal));
     }
     toml::to_string(&t).unwrap()
 }
@@ -501,7 +543,10 @@ fn a_project_file_may_only_narrow_each_key() {
                 match load(&[], &[(s, k, refused)]) {
                     Ok(_) => bad.push(format!("[{s}] {k} = {refused} accepted in a project file")),
                     Err(e) => {
-                        let key_named = e.contains(k) || (s == "trust" && e.contains("[trust]"));
+                        // [trust] and [checkpoints] are refused as whole sections.
+                        let key_named = e.contains(k)
+                            || (matches!(s, "trust" | "checkpoints")
+                                && e.contains(&format!("[{s}]")));
                         if !(e.contains(PROJECT_FILE) && key_named) {
                             bad.push(format!(
                                 "[{s}] {k}: the refusal does not name the file and the key: {e}"
@@ -594,7 +639,7 @@ fn project_definitions_are_tagged_as_the_projects() {
     let mcp: Vec<(Origin, Vec<String>)> = l
         .mcp
         .iter()
-        .map(|(_, o, t)| (*o, t.keys().cloned().collect()))
+        .map(|m| (m.origin, m.table.keys().cloned().collect()))
         .collect();
     assert_eq!(
         mcp,
@@ -609,7 +654,7 @@ fn project_definitions_are_tagged_as_the_projects() {
 /// `$OPENMAX_HOME` or inside it.
 #[test]
 fn no_writable_directory_reaches_openmax_home() {
-    use crate::sandbox::confine::ConfineSpec;
+    use crate::sandbox::spec::ConfineSpec;
     let d = dirs();
     let tmp = d.root.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();

@@ -9,10 +9,16 @@
 //! - A project file (agent-writable) can never set `base_url`, `api_key_env` or any key
 //!   material: a project must not redirect credentials. It can only narrow the rest
 //!   ([`narrow`]): no `provider.name`, limits only lowered, the sandbox never widened.
-//! - Unknown keys are errors (a typo is never silently ignored).
+//! - Unknown keys are errors (a typo is never silently ignored), every one of a file reported
+//!   at once with its line and the keys accepted there ([`keys`]).
 //! - The API key itself is only ever read from the environment variable `api_key_env` names.
 
+pub mod checkpoints;
+pub mod keys;
 pub mod narrow;
+pub mod prices;
+pub mod provider;
+pub mod web_fetch;
 
 #[cfg(test)]
 mod keys_tests;
@@ -24,6 +30,7 @@ use serde::Deserialize;
 use openmax_core::machine::{Limits, RetrySettings};
 use openmax_core::permissions::{Permissions, Rule};
 
+use crate::mcp::config::McpSource;
 use crate::provider::ProviderKind;
 
 /// The provider names `[provider] name` accepts.
@@ -49,6 +56,10 @@ pub struct FileConfig {
     pub mcp_servers: toml::Table,
     #[serde(default)]
     pub sandbox: SandboxSection,
+    #[serde(default)]
+    pub tools: web_fetch::ToolsSection,
+    #[serde(default)]
+    pub checkpoints: checkpoints::CheckpointsSection,
 }
 
 /// `[sandbox]`: what processes started for the agent may see and do.
@@ -100,6 +111,12 @@ pub struct ProviderSection {
     /// Seconds; fractional values are allowed (`0.2`).
     pub stream_idle_timeout_s: Option<f64>,
     pub max_output_tokens: Option<u64>,
+    /// USD per million prompt tokens (user config only; [`prices`]).
+    pub price_in: Option<f64>,
+    /// USD per million completion tokens (user config only).
+    pub price_out: Option<f64>,
+    /// USD per million cached prompt tokens (user config only; default `price_in`).
+    pub price_cached_in: Option<f64>,
 }
 
 /// `[limits]`.
@@ -168,12 +185,17 @@ pub struct ProviderSettings {
     pub api_key_env: Option<String>,
     pub api_key: Option<String>,
     pub max_output_tokens: u64,
+    /// `price_in`/`price_out`/`price_cached_in`, when set: the cost of a run is known.
+    pub prices: Option<openmax_core::usage::Prices>,
 }
 
 /// Everything the session runs with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub provider: ProviderSettings,
+    /// What the user should know about how the settings were chosen, one line each, for
+    /// stderr before the session starts (no wire change).
+    pub notices: Vec<String>,
     pub context_tokens: u64,
     pub retry: RetrySettings,
     pub limits: Limits,
@@ -183,13 +205,17 @@ pub struct Settings {
     /// The files that were read, in layer order.
     pub files: Vec<PathBuf>,
     /// `[mcp_servers]` tables by file (see [`Layers::mcp`]).
-    pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
+    pub mcp: Vec<McpSource>,
     /// `[trust] projects` from the user config, canonicalized where they exist.
     pub trusted_projects: Vec<PathBuf>,
     /// `[sandbox]` as merged.
     pub sandbox: SandboxSection,
     /// The built-in tools' time limits.
     pub tool_timeouts: ToolTimeouts,
+    /// `[tools.web_fetch]` as merged.
+    pub web: crate::tools::web_fetch::policy::WebPolicy,
+    /// `[checkpoints]`: the caps of the store behind undo.
+    pub checkpoints: crate::checkpoint::Caps,
 }
 
 /// `[limits] tool_timeout_s` and `shell_timeout_s`, in ms.
@@ -237,7 +263,7 @@ pub struct Layers {
     /// `[[hooks]]` by origin, user first (`merged.hooks` holds the same tables without it).
     pub hooks: Vec<(HookConfig, Origin)>,
     /// `[mcp_servers]` of each file that has one, user first, with the file and its origin.
-    pub mcp: Vec<(PathBuf, Origin, toml::Table)>,
+    pub mcp: Vec<McpSource>,
     /// The project file's `[provider] max_output_tokens` when the user config does not set it:
     /// [`resolve`] checks it against the default of the provider in use.
     pub project_output_cap: Option<(PathBuf, u64)>,
@@ -267,9 +293,12 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::User)));
         if !cfg.mcp_servers.is_empty() {
-            layers
-                .mcp
-                .push((user.clone(), Origin::User, cfg.mcp_servers.clone()));
+            layers.mcp.push(McpSource {
+                path: user.clone(),
+                origin: Origin::User,
+                table: cfg.mcp_servers.clone(),
+                lines: keys::Lines::of(&text),
+            });
         }
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(user);
@@ -281,13 +310,17 @@ pub fn load_layers(home: &Path, project: &Path) -> Result<Layers, ConfigError> {
         if user_cfg.provider.max_output_tokens.is_none() {
             layers.project_output_cap = cfg.provider.max_output_tokens.map(|v| (proj.clone(), v));
         }
+        web_fetch::narrow(&proj, &user_cfg.tools.web_fetch, &cfg.tools.web_fetch)?;
         layers
             .hooks
             .extend(cfg.hooks.iter().map(|h| (h.clone(), Origin::Project)));
         if !cfg.mcp_servers.is_empty() {
-            layers
-                .mcp
-                .push((proj.clone(), Origin::Project, cfg.mcp_servers.clone()));
+            layers.mcp.push(McpSource {
+                path: proj.clone(),
+                origin: Origin::Project,
+                table: cfg.mcp_servers.clone(),
+                lines: keys::Lines::of(&text),
+            });
         }
         layers.merged = merge(layers.merged, cfg);
         layers.files.push(proj);
@@ -304,67 +337,14 @@ pub fn resolve(
 ) -> Result<Settings, ConfigError> {
     let trusted_projects = layers.trusted_projects();
     let p = layers.merged.provider;
-    let name = flags
-        .provider
-        .clone()
-        .or_else(|| env_over.provider.clone())
-        .or(p.name.clone())
-        .ok_or_else(|| {
-            ConfigError(format!(
-                "no provider configured: set [provider] name in $OPENMAX_HOME/config.toml, or \
-                 OPENMAX_PROVIDER, or pass --provider ({}; `--provider demo` needs no key)",
-                PROVIDER_NAMES.join(", ")
-            ))
-        })?;
-    let kind = ProviderKind::parse(&name).ok_or_else(|| {
-        ConfigError(format!(
-            "unknown provider {name:?}: legal providers are {}",
-            PROVIDER_NAMES.join(", ")
-        ))
-    })?;
+    let chosen = provider::choose(&p, env_over, flags, env)?;
     if let Some((file, value)) = &layers.project_output_cap {
         narrow::output_cap(
             file,
             *value,
-            &name,
-            u64::from(kind.default_max_output_tokens()),
+            &chosen.name,
+            u64::from(chosen.kind.default_max_output_tokens()),
         )?;
-    }
-    let model = flags
-        .model
-        .clone()
-        .or_else(|| env_over.model.clone())
-        .or(p.model.clone())
-        .unwrap_or_else(|| kind.default_model().to_string());
-    let base_url = flags
-        .base_url
-        .clone()
-        .or_else(|| env_over.base_url.clone())
-        .or(p.base_url.clone());
-    let api_key_env = p
-        .api_key_env
-        .clone()
-        .or_else(|| kind.default_api_key_env().map(str::to_string));
-    let api_key = match &api_key_env {
-        None => None,
-        Some(var) => match env(var).filter(|v| !v.is_empty()) {
-            Some(k) => Some(k),
-            None if kind.key_required() => {
-                return Err(ConfigError(format!(
-                    "provider {name} needs an API key: set the environment variable {var} \
-                     (or point [provider] api_key_env in $OPENMAX_HOME/config.toml at the \
-                     variable that holds it)"
-                )))
-            }
-            None => None,
-        },
-    };
-    if let Some(url) = &base_url {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ConfigError(format!(
-                "base_url {url:?} must start with http:// or https://"
-            )));
-        }
     }
     let defaults = RetrySettings::default();
     let retry = RetrySettings {
@@ -426,18 +406,29 @@ pub fn resolve(
             .ask
             .push(Rule::parse(r).map_err(|e| ConfigError(format!("[permissions] ask: {e}")))?);
     }
+    let provider::Chosen {
+        name,
+        kind,
+        model,
+        base_url,
+        api_key_env,
+        api_key,
+        notice,
+    } = chosen;
     Ok(Settings {
         provider: ProviderSettings {
             name: name.clone(),
             kind,
             model,
             base_url,
-            api_key_env: if api_key.is_some() { api_key_env } else { None },
+            api_key_env,
             api_key,
             max_output_tokens: p
                 .max_output_tokens
                 .unwrap_or(u64::from(kind.default_max_output_tokens())),
+            prices: prices::resolve(&p)?,
         },
+        notices: notice.into_iter().collect(),
         context_tokens: p
             .context_tokens
             .unwrap_or_else(|| default_context_tokens(&name)),
@@ -448,6 +439,8 @@ pub fn resolve(
         mcp: layers.mcp,
         trusted_projects,
         files: layers.files,
+        web: web_fetch::resolve(&layers.merged.tools.web_fetch)?,
+        checkpoints: layers.merged.checkpoints.caps()?,
         sandbox: layers.merged.sandbox,
         tool_timeouts,
     })
@@ -502,7 +495,16 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
         if value.contains_key("trust") {
             return Err(ConfigError(format!(
                 "{}: [trust] is not allowed in a project config (a project cannot trust itself); \
-                 set it in $OPENMAX_HOME/config.toml or run `openmax --trust` in the project",
+                 set it in {} or run `openmax --trust` in the project",
+                path.display(),
+                crate::session::shown("config.toml")
+            )));
+        }
+        if value.contains_key("checkpoints") {
+            return Err(ConfigError(format!(
+                "{}: [checkpoints] is not allowed in a project config (a project must not turn \
+                 off or shrink the record of what its agent changes); set it in \
+                 $OPENMAX_HOME/config.toml",
                 path.display()
             )));
         }
@@ -511,12 +513,24 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
                 if key == "base_url" || key.contains("api_key") || key == "key" {
                     return Err(ConfigError(format!(
                         "{}: [provider] {key} is not allowed in a project config (a project \
-                         must not redirect credentials); set it in $OPENMAX_HOME/config.toml",
-                        path.display()
+                         must not redirect credentials); set it in {}",
+                        path.display(),
+                        crate::session::shown("config.toml")
                     )));
                 }
             }
         }
+    }
+    let unknown = keys::unknown(path, text);
+    if !unknown.is_empty() {
+        return Err(ConfigError(format!(
+            "{}: {} unknown key{} (a typo is never ignored; each is listed with the keys \
+             accepted where it stands):\n  {}",
+            path.display(),
+            unknown.len(),
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown.join("\n  ")
+        )));
     }
     let cfg = toml::from_str::<FileConfig>(text)
         .map_err(|e| ConfigError(format!("{}: {}", at(&e), e.message().trim())))?;
@@ -527,7 +541,7 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
     Ok(cfg)
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let upto = &text.as_bytes()[..offset.min(text.len())];
     let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
     let col = upto.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
@@ -543,7 +557,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
     ask.extend(over.permissions.ask);
     let mut hooks = base.hooks;
     hooks.extend(over.hooks);
+    let tools = web_fetch::merge(base.tools, over.tools);
     FileConfig {
+        tools,
         provider: ProviderSection {
             name: o.name.or(b.name),
             model: o.model.or(b.model),
@@ -554,6 +570,9 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
             retry_base_ms: o.retry_base_ms.or(b.retry_base_ms),
             stream_idle_timeout_s: o.stream_idle_timeout_s.or(b.stream_idle_timeout_s),
             max_output_tokens: o.max_output_tokens.or(b.max_output_tokens),
+            price_in: o.price_in.or(b.price_in),
+            price_out: o.price_out.or(b.price_out),
+            price_cached_in: o.price_cached_in.or(b.price_cached_in),
         },
         limits: LimitsSection {
             max_iterations: ol.max_iterations.or(bl.max_iterations),
@@ -577,6 +596,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         },
         // Kept per file in `Layers::mcp` (origin matters for the gate), not merged here.
         mcp_servers: toml::Table::new(),
+        checkpoints: checkpoints::CheckpointsSection::merge(base.checkpoints, over.checkpoints),
         sandbox: {
             let (b, o) = (base.sandbox, over.sandbox);
             let mut env_allow = b.env_allow;
@@ -717,8 +737,24 @@ mod tests {
         );
         let e = layered("", "[provider]\napi_key_env = \"X\"\n").unwrap_err();
         assert!(e.0.contains("api_key_env"), "{e}");
+        let e = layered("", "[checkpoints]\nenabled = false\n").unwrap_err();
+        assert!(e.0.contains("[checkpoints] is not allowed"), "{e}");
         let e = layered("", "[trust]\nprojects = [\"/\"]\n").unwrap_err();
         assert!(e.0.contains("[trust] is not allowed"), "{e}");
+        // Prices are the user's: a project naming one is refused, the user's are resolved.
+        let e = layered("", "[provider]\nprice_in = 0.0\n").unwrap_err();
+        assert!(
+            e.0.contains(".openmax/config.toml") && e.0.contains("price_in is not allowed"),
+            "{e}"
+        );
+        let l = layered(
+            "[provider]\nname = \"demo\"\nprice_in = 3\nprice_out = 15.5\n",
+            "[provider]\nmodel = \"m\"\n",
+        )
+        .unwrap();
+        let s = resolve(l, &Overrides::default(), &Overrides::default(), &no_env).unwrap();
+        let p = s.provider.prices.expect("prices");
+        assert_eq!((p.input, p.output, p.cached_input), (3.0, 15.5, None));
         let l = layered(
             "[provider]\nname = \"demo\"\n[trust]\nprojects = [\"/\"]\n",
             "",

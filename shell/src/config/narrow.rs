@@ -1,6 +1,7 @@
 //! A project config (agent-writable, or pulled with a repository) can only narrow what the
-//! user config set: it cannot choose the provider (which decides where the user's key is sent),
-//! cannot widen the sandbox, and can only lower limits.
+//! user config set: it cannot choose the provider (which decides where the user's key is sent)
+//! nor name its prices (the user's own account), cannot widen the sandbox, and can only lower
+//! limits.
 //!
 //! Invariant: every refusal names the project file, the key and the user's value (or the
 //! default when the user config does not set it), and happens before the handshake.
@@ -40,13 +41,21 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
     if project.provider.name.is_some() {
         return Err(ConfigError(format!(
             "{file}: [provider] name is not allowed in a project config (the provider decides \
-             where your key is sent); the user's value is {}; set it in \
-             $OPENMAX_HOME/config.toml or pass --provider",
+             where your key is sent); the user's value is {}; set it in {} or pass \
+             --provider",
             user.provider
                 .name
                 .as_deref()
                 .map(|n| format!("{n:?}"))
-                .unwrap_or_else(|| "unset".to_string())
+                .unwrap_or_else(|| "unset".to_string()),
+            crate::session::shown("config.toml")
+        )));
+    }
+    if let Some(key) = super::prices::named_by(&project.provider) {
+        return Err(ConfigError(format!(
+            "{file}: [provider] {key} is not allowed in a project config (prices describe your \
+             account with the provider, which only your config chooses); set it in \
+             $OPENMAX_HOME/config.toml"
         )));
     }
     let s = &project.sandbox;
@@ -59,7 +68,8 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
         return Err(ConfigError(format!(
             "{file}: [sandbox] may only be narrowed in a project config (network = false, \
              env_deny, a subset of unix_sockets); mode, network = true, env_allow, writable \
-             and protected belong in $OPENMAX_HOME/config.toml"
+             and protected belong in {}",
+            crate::session::shown("config.toml")
         )));
     }
     if let Some(sockets) = &s.unix_sockets {
@@ -67,8 +77,8 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
         if let Some(extra) = sockets.iter().find(|p| !user_list.contains(p)) {
             return Err(ConfigError(format!(
                 "{file}: [sandbox] unix_sockets may only remove entries in a project config: \
-                 {extra:?} is not in the user's list ({user_list:?}); add it in \
-                 $OPENMAX_HOME/config.toml"
+                 {extra:?} is not in the user's list ({user_list:?}); add it in {}",
+                crate::session::shown("config.toml")
             )));
         }
     }
@@ -164,10 +174,11 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
         if widens(l.key, proj, user_value) {
             return Err(ConfigError(format!(
                 "{file}: {} = {} would raise {whose} {} (a project config can only lower \
-                 limits; raise it in $OPENMAX_HOME/config.toml)",
+                 limits; raise it in {})",
                 l.key,
                 show(proj),
-                show(user_value)
+                show(user_value),
+                crate::session::shown("config.toml")
             )));
         }
     }

@@ -66,8 +66,8 @@ fn hook(toml_text: &str) -> HookConfig {
     toml::from_str(toml_text).unwrap_or_else(|e| panic!("{toml_text}: {e}"))
 }
 
-const HOOK: &str = "event = \"turn_end\"\ncommand = [\"sh\", \"hooks/check.sh\"]\n\
-                    blocking = true\ntimeout_s = 30\n";
+const HOOK: &str = "event = \"tool_start\"\ncommand = [\"sh\", \"hooks/check.sh\"]\n\
+                    blocking = true\ntimeout_s = 30\nmatch = \"shell\"\n";
 
 /// The hook frozen in `p`, approved when `approved` holds its (key, sha).
 fn frozen(p: &Project, h: &HookConfig, approved: &Option<(String, String)>) -> FrozenHook {
@@ -99,37 +99,30 @@ fn every_field_of_a_project_hook_is_covered_by_its_approval() {
         "the approval covers it"
     );
 
-    // One changed definition per field of [[hooks]].
-    let changed: Vec<(&str, &str)> = vec![
-        (
-            "event",
-            "event = \"user_prompt_submit\"\ncommand = [\"sh\", \"hooks/check.sh\"]\nblocking = true\ntimeout_s = 30\n",
-        ),
+    // One changed definition per field of [[hooks]]: (field, from, to) over HOOK.
+    let edits: Vec<(&str, &str, &str)> = vec![
+        ("event", "\"tool_start\"", "\"tool_end\""),
         (
             "command",
-            "event = \"turn_end\"\ncommand = [\"sh\", \"-c\", \"touch x\", \"hooks/check.sh\"]\nblocking = true\ntimeout_s = 30\n",
+            "[\"sh\", \"hooks/check.sh\"]",
+            "[\"sh\", \"-c\", \"touch x\", \"hooks/check.sh\"]",
         ),
-        (
-            "command",
-            "event = \"turn_end\"\ncommand = [\"sh\", \"hooks/other.sh\"]\nblocking = true\ntimeout_s = 30\n",
-        ),
-        (
-            "command",
-            "event = \"turn_end\"\ncommand = [\"bash\", \"hooks/check.sh\"]\nblocking = true\ntimeout_s = 30\n",
-        ),
-        (
-            "blocking",
-            "event = \"turn_end\"\ncommand = [\"sh\", \"hooks/check.sh\"]\nblocking = false\ntimeout_s = 30\n",
-        ),
-        (
-            "timeout_s",
-            "event = \"turn_end\"\ncommand = [\"sh\", \"hooks/check.sh\"]\nblocking = true\ntimeout_s = 31\n",
-        ),
-        (
-            "timeout_s",
-            "event = \"turn_end\"\ncommand = [\"sh\", \"hooks/check.sh\"]\nblocking = true\n",
-        ),
+        ("command", "hooks/check.sh", "hooks/other.sh"),
+        ("command", "[\"sh\",", "[\"bash\","),
+        ("blocking", "blocking = true", "blocking = false"),
+        ("timeout_s", "timeout_s = 30", "timeout_s = 31"),
+        ("timeout_s", "timeout_s = 30\n", ""),
+        ("match", "match = \"shell\"", "match = \"shell|write_file\""),
+        ("match", "match = \"shell\"\n", ""),
     ];
+    let changed: Vec<(&str, String)> = edits
+        .iter()
+        .map(|(field, from, to)| {
+            let text = HOOK.replacen(from, to, 1);
+            assert_ne!(text, HOOK, "{field}: the change applies");
+            (*field, text)
+        })
+        .collect();
     let fields = expected_fields(
         &toml::from_str::<HookConfig>("nope = 1\n")
             .unwrap_err()
@@ -182,6 +175,7 @@ fn a_hook_names_its_project_files_relative_dotted_or_absolute() {
             command: argv.clone(),
             blocking: false,
             timeout_s: None,
+            matcher: None,
         };
         let base = frozen(&p, &h, &None);
         assert!(

@@ -116,38 +116,15 @@ pub fn run<W: Write>(
     0
 }
 
-/// The approvals of the MCP servers `rel` (`.mcp.json` or `.openmax/config.toml`) defines.
+/// The approvals of the MCP servers `rel` (`.mcp.json` or `.openmax/config.toml`) defines. A
+/// definition that cannot be read is said on stderr and not approved.
 fn mcp_servers_in(project: &Path, rel: &str) -> Vec<Approval> {
-    let defs = if rel == crate::mcp::config::MCP_JSON {
-        std::fs::read(project.join(rel))
-            .map(|b| crate::mcp::config::parse_mcp_json(&b).0)
-            .unwrap_or_default()
-    } else if rel == ".openmax/config.toml" {
-        let path = project.join(rel);
-        match std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
-        {
-            Some(t) => match t.get("mcp_servers").and_then(|v| v.as_table()) {
-                Some(servers) => servers
-                    .iter()
-                    .filter_map(|(name, v)| {
-                        crate::mcp::config::parse_toml_entry(
-                            rel,
-                            crate::hooks::Origin::Project,
-                            name,
-                            v,
-                        )
-                        .ok()
-                    })
-                    .collect(),
-                None => Vec::new(),
-            },
-            None => Vec::new(),
-        }
-    } else {
-        Vec::new()
-    };
+    let keys = crate::sandbox::scrub::names();
+    let (defs, problems) =
+        crate::mcp::config::defined_in(project, rel, &crate::mcp::config::Lookup::process(&keys));
+    for p in problems {
+        eprintln!("openmax: not approved: {p}");
+    }
     defs.iter()
         .filter_map(|d| {
             let sha = crate::mcp::gate::source_sha256(d, project).ok()?;
@@ -215,9 +192,13 @@ fn approve_hooks(
         let Some((key, sha)) = &h.approval else {
             continue;
         };
+        let matcher = match &h.config.matcher {
+            Some(m) => format!(", match {m:?}"),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms",
+            "approving project hook {} (sha {}): event {}, command {:?}, blocking {}, timeout {} ms{matcher}",
             h.name,
             short(sha),
             h.config.event.as_str(),

@@ -34,6 +34,7 @@ pub fn plan(
         source: None,
         invalid: None,
         sandbox: Default::default(),
+        confirm: None,
     };
     if let Some(problem) = check_args(tool, args) {
         plan.invalid = Some(problem);
@@ -115,6 +116,7 @@ pub async fn run(
         ok,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 
@@ -123,6 +125,7 @@ fn failed(output: String) -> ToolOutcome {
         ok: false,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 

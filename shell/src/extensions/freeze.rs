@@ -13,6 +13,8 @@ use openmax_core::conversation::ToolSchema;
 use openmax_core::machine::Freeze;
 use openmax_core::wire::event::FreezeChange;
 
+use super::environment::Environment;
+use super::instructions;
 use super::manifest::{self, ExternalTool};
 use super::skills::{self, Skill};
 use super::source::sha256_hex;
@@ -22,6 +24,11 @@ pub struct FreezeInputs<'a> {
     pub project: &'a Path,
     /// `$OPENMAX_HOME` (for its AGENTS.md).
     pub home: &'a Path,
+    /// The working directory (instruction files are read from the root down to it).
+    pub cwd: &'a Path,
+    /// The prompt's environment section: project, working directory, OS, today's date (the
+    /// caller reads the clock, so a freeze is a function of its inputs and the files).
+    pub environment: &'a Environment,
     pub builtin_prompt: &'a str,
     pub builtin_tools: Vec<ToolSchema>,
     pub is_builtin: &'a dyn Fn(&str) -> bool,
@@ -60,33 +67,20 @@ pub fn freeze(inputs: &FreezeInputs<'_>) -> Frozen {
     let mut snapshot = Snapshot::default();
     let mut system = inputs.builtin_prompt.trim_end().to_string();
 
-    let user_agents = inputs.home.join("AGENTS.md");
-    let project_agents = project.join("AGENTS.md");
-    for (label, name, path, key) in [
-        (
-            "User instructions ($OPENMAX_HOME/AGENTS.md)",
-            "user AGENTS.md",
-            &user_agents,
-            user_agents.to_string_lossy().into_owned(),
-        ),
-        (
-            "Project instructions (AGENTS.md)",
-            "project AGENTS.md",
-            &project_agents,
-            "AGENTS.md".to_string(),
-        ),
-    ] {
-        if let Ok(text) = std::fs::read_to_string(path) {
+    system.push_str("\n\n");
+    system.push_str(&inputs.environment.section());
+    for file in instructions::files(inputs.home, project, inputs.cwd) {
+        if let Ok(text) = std::fs::read_to_string(&file.path) {
             snapshot.files.insert(
-                key,
+                file.key.clone(),
                 Entry {
                     kind: "prompt",
-                    name: name.to_string(),
+                    name: file.name.clone(),
                     sha256: sha256_hex(text.as_bytes()),
                 },
             );
             if !text.trim().is_empty() {
-                system.push_str(&format!("\n\n# {label}\n\n{}", text.trim_end()));
+                system.push_str(&format!("\n\n# {}\n\n{}", file.heading, text.trim_end()));
             }
         }
     }
@@ -242,15 +236,19 @@ mod tests {
         );
         write(&p, "t.sh", "echo\n");
         let builtin = |n: &str| n == "read_file";
+        let environment = Environment::new(&p, &p, "Linux (x86_64)".into(), "2031-02-03".into());
         let inputs = FreezeInputs {
             project: &p,
             home: &home,
+            cwd: &p,
+            environment: &environment,
             builtin_prompt: "You are openmax.",
             builtin_tools: vec![],
             is_builtin: &builtin,
         };
         let one = freeze(&inputs);
         assert!(one.freeze.system.contains("be nice") && one.freeze.system.contains("use tabs"));
+        assert!(one.freeze.system.contains("Today's date: 2031-02-03"));
         assert!(one.freeze.system.contains("- rel: Release"));
         let names: Vec<&str> = one.freeze.tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, vec!["skill", "t"]);

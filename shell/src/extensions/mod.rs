@@ -1,5 +1,6 @@
 //! Project extensions and the freeze: external tools (`.openmax/tools/<name>.json`), skills
-//! (`.openmax/skills/<name>/SKILL.md`), the prompt files (`AGENTS.md`), and the snapshot of their
+//! (`.openmax/skills/<name>/SKILL.md`), the prompt files (`AGENTS.md`, `CLAUDE.md`) and the
+//! prompt's environment section, and the snapshot of their
 //! exact bytes that a session is frozen on.
 //!
 //! Invariants: everything here reads the project, which is agent-writable, so nothing read here
@@ -9,8 +10,10 @@
 //! becomes a note for the model and a line on stderr.
 
 pub mod approve;
+pub mod environment;
 pub mod external;
 pub mod freeze;
+pub mod instructions;
 pub mod manifest;
 pub mod pending;
 pub mod process;

@@ -44,7 +44,9 @@ pub fn list(
     let mut out = Vec::new();
     let layers = crate::config::load_layers(home, project).ok();
     let tables = layers.as_ref().map(|l| l.mcp.clone()).unwrap_or_default();
-    let (defs, _) = crate::mcp::config::load(&tables, project);
+    let keys = crate::sandbox::scrub::names();
+    let lookup = crate::mcp::config::Lookup::process(&keys);
+    let (defs, _) = crate::mcp::config::load(&tables, project, &lookup);
     for d in defs.iter().filter(|d| d.origin == Origin::Project) {
         let Ok(sha) = crate::mcp::gate::source_sha256(d, project) else {
             continue;
@@ -55,6 +57,7 @@ pub fn list(
         let command = match &d.transport {
             Transport::Stdio { command, args } => argv_line(std::iter::once(command).chain(args)),
             Transport::Http { url, .. } => url.clone(),
+            Transport::Sse { url, .. } => format!("{url} (HTTP+SSE)"),
         };
         let mut covers = vec![format!("{}#{}", d.file, d.name)];
         covers.extend(crate::mcp::gate::argv_files(d, project));
@@ -105,9 +108,14 @@ pub fn list(
             kind: "hook",
             name: h.name.clone(),
             command: format!(
-                "{} (on {}, {})",
+                "{} (on {}{}, {})",
                 argv_line(h.config.command.iter()),
                 h.config.event.as_str(),
+                h.config
+                    .matcher
+                    .as_ref()
+                    .map(|m| format!(" matching {m:?}"))
+                    .unwrap_or_default(),
                 if h.config.blocking {
                     "blocking"
                 } else {

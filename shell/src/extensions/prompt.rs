@@ -1,5 +1,6 @@
-//! The built-in system prompt. The full prompt (this text, then `$OPENMAX_HOME/AGENTS.md`, then
-//! the project's `AGENTS.md`, then the skills list) is assembled by
+//! The built-in system prompt. The full prompt (this text, then the environment section, then
+//! `$OPENMAX_HOME/AGENTS.md`, then the project's `AGENTS.md` or `CLAUDE.md` of each directory
+//! from the root down to the working directory, then the skills list) is assembled by
 //! [`crate::extensions::freeze`], which also hashes every file behind it for `reload` receipts.
 //!
 //! Invariant: the prompt is read once per freeze (session start and `reload`); nothing is

@@ -4,11 +4,17 @@
 //!
 //! - [`framing`]: stdin bytes to core inputs (the `--stdio` command reader).
 //! - [`jsonl`]: the `--stdio` event writer.
-//! - [`print`]: the `-p` renderer (reply on stdout, notices on stderr).
+//! - [`print`]: the `-p` text renderer (reply on stdout, notices on stderr).
+//! - [`print_run`]: the `-p` sink: the output format, the [`tally`] of the run, the
+//!   `--output-schema` retry ([`output_schema`]) and the `json` result ([`print_result`]).
 
 pub mod framing;
 pub mod jsonl;
+pub mod output_schema;
 pub mod print;
+pub mod print_result;
+pub mod print_run;
+pub mod tally;
 
 pub use jsonl::JsonlSink;
 pub use print::PrintSink;

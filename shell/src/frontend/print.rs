@@ -8,13 +8,15 @@
 //! normally ended.
 //!
 //! Invariant: stdout carries only the model's reply text, so `openmax -p … > file` captures
-//! exactly the answer.
+//! exactly the answer; with [`PrintSink::hide_reply`] (`--output-format json`, or an
+//! `--output-schema` run, which print their own stdout at the end) it carries nothing.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use openmax_core::wire::{ApprovalOutcome, ApprovalReason, Event};
+use openmax_core::wire::{ApprovalOutcome, Event};
 
+use super::tally::{declined_note, Declined};
 use super::Sink;
 
 /// The `-p` renderer.
@@ -25,7 +27,9 @@ pub struct PrintSink<O: Write, E: Write> {
     /// The last byte written to stdout was a newline (or nothing was written).
     out_at_line_start: bool,
     thinking_open: bool,
-    pending: BTreeMap<String, (String, String, ApprovalReason, String)>,
+    pending: BTreeMap<String, Declined>,
+    /// Reply text goes to stdout (else it is dropped: the caller prints its own result).
+    show_reply: bool,
 }
 
 impl<O: Write, E: Write> PrintSink<O, E> {
@@ -37,7 +41,14 @@ impl<O: Write, E: Write> PrintSink<O, E> {
             out_at_line_start: true,
             thinking_open: false,
             pending: BTreeMap::new(),
+            show_reply: true,
         }
+    }
+
+    /// Write no reply text to stdout; notices still go to stderr.
+    pub fn hide_reply(mut self) -> PrintSink<O, E> {
+        self.show_reply = false;
+        self
     }
 
     /// The writers (tests).
@@ -45,7 +56,8 @@ impl<O: Write, E: Write> PrintSink<O, E> {
         (self.out, self.err)
     }
 
-    fn note(&mut self, line: &str) {
+    /// One notice line on stderr, after the reply text so far.
+    pub fn note(&mut self, line: &str) {
         self.end_thinking();
         // Keep stdout and stderr in a readable order on a shared terminal.
         self.flush_out();
@@ -82,6 +94,7 @@ fn one_line(s: &str, max: usize) -> String {
 impl<O: Write, E: Write> Sink for PrintSink<O, E> {
     fn event(&mut self, event: Event) {
         match event {
+            Event::Token { .. } | Event::MessageDone { .. } if !self.show_reply => {}
             Event::Token { text } => {
                 self.end_thinking();
                 if let Some(&last) = text.as_bytes().last() {
@@ -149,30 +162,23 @@ impl<O: Write, E: Write> Sink for PrintSink<O, E> {
                 source_path,
                 ..
             } => {
-                self.pending
-                    .insert(approval_id, (name, summary, reason, source_path));
+                self.pending.insert(
+                    approval_id,
+                    Declined {
+                        name,
+                        summary,
+                        reason,
+                        source_path,
+                    },
+                );
             }
             Event::ApprovalSettled {
                 approval_id,
                 outcome,
             } => {
-                if let Some((name, summary, reason, source_path)) =
-                    self.pending.remove(&approval_id)
-                {
+                if let Some(d) = self.pending.remove(&approval_id) {
                     if outcome != ApprovalOutcome::Approved {
-                        let what = if summary.is_empty() { name } else { summary };
-                        let line = match reason {
-                            ApprovalReason::UnapprovedSource => format!(
-                                "declined: {what} (its source {source_path} has no human \
-                                 approval; to approve it, run: openmax --approve {source_path})"
-                            ),
-                            ApprovalReason::Gate => format!(
-                                "declined: {what} (-p cannot ask for approval; set the \
-                                 project's mode to auto over --stdio with approval_mode to \
-                                 let such calls run)"
-                            ),
-                        };
-                        self.note(&line);
+                        self.note(&declined_note(&d));
                     }
                 }
             }
@@ -229,6 +235,7 @@ impl<O: Write, E: Write> Sink for PrintSink<O, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use openmax_core::wire::ApprovalReason;
 
     #[test]
     fn reply_on_stdout_notices_on_stderr() {

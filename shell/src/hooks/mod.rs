@@ -2,9 +2,12 @@
 //! they run, and run with a JSON payload on stdin.
 //!
 //! A hook refuses by exiting 2 (stderr is the reason) or by printing
-//! `{"decision":"refuse","reason":"…"}` on stdout; exit 0 otherwise passes; anything else (a
-//! crash, a timeout, a start failure) is a failure the core reports as `hook_failed`. Only
-//! `user_prompt_submit` and `turn_end` may block.
+//! `{"decision":"refuse","reason":"…"}` on stdout; a blocking `tool_start` hook may instead
+//! print `{"decision":"rewrite","args":{…}}`; exit 0 otherwise passes; anything else (a crash,
+//! a timeout, a start failure) is a failure the core reports as `hook_failed` (and which
+//! refuses the call of a blocking `tool_start` hook). Only `user_prompt_submit`, `tool_start`
+//! and `turn_end` may block; `match` picks the tools a `tool_start` or `tool_end` hook runs
+//! for.
 //!
 //! Project hooks are agent-writable code: a hook defined in `<project>/.openmax/config.toml` runs
 //! only when a human approved (`openmax --approve PATH`, PATH one of the files its command names,
@@ -46,6 +49,9 @@ pub struct HookConfig {
     /// Seconds (fractions allowed); default [`DEFAULT_TIMEOUT_S`].
     #[serde(default)]
     pub timeout_s: Option<f64>,
+    /// `tool_start` / `tool_end` only: globs over the tool name, separated by `|`.
+    #[serde(default, rename = "match")]
+    pub matcher: Option<String>,
 }
 
 impl HookConfig {
@@ -112,6 +118,7 @@ impl FrozenHook {
             event: self.config.event,
             blocking: self.config.blocking,
             source: self.source.clone(),
+            matcher: self.config.matcher.clone(),
         }
     }
 }
@@ -136,6 +143,20 @@ pub fn validate(h: &HookConfig) -> Result<(), String> {
     if let Some(t) = h.timeout_s {
         if !t.is_finite() || t <= 0.0 {
             return Err("hook timeout_s must be a positive number of seconds".to_string());
+        }
+    }
+    if let Some(m) = &h.matcher {
+        if !h.event.is_tool_event() {
+            return Err(format!(
+                "match names tools, so only a tool_start or tool_end hook may have it, not a \
+                 {} hook",
+                h.event.as_str()
+            ));
+        }
+        if m.split('|').any(|p| p.trim().is_empty()) {
+            return Err(format!(
+                "match {m:?} has an empty pattern; write tool names or globs separated by |"
+            ));
         }
     }
     Ok(())
@@ -167,6 +188,11 @@ pub fn definition_sha(config: &HookConfig, files: &BTreeMap<String, String>) -> 
         b"observing"
     });
     put(&config.timeout_ms().to_le_bytes());
+    // Only a hook with a `match` frames one, so the approvals of hooks without it stand.
+    if let Some(m) = &config.matcher {
+        put(b"match");
+        put(m.as_bytes());
+    }
     for (path, sha) in files {
         put(path.as_bytes());
         put(sha.as_bytes());
@@ -296,10 +322,7 @@ pub async fn run(
 /// Turn a finished process into a hook outcome.
 pub fn outcome(status: &Status, stdout: &str, stderr: &str, timeout_ms: u64) -> HookOutcome {
     match status {
-        Status::Exited(0) => match decision(stdout) {
-            Some(reason) => HookOutcome::Refuse { reason },
-            None => HookOutcome::Pass,
-        },
+        Status::Exited(0) => decision(stdout),
         Status::Exited(2) => {
             let reason = stderr.trim();
             HookOutcome::Refuse {
@@ -329,21 +352,30 @@ pub fn outcome(status: &Status, stdout: &str, stderr: &str, timeout_ms: u64) -> 
     }
 }
 
-/// `{"decision":"refuse","reason":"…"}` on stdout (the last JSON line that parses).
-fn decision(stdout: &str) -> Option<String> {
+/// The decision printed on stdout: the last line that parses as JSON, when it is an object
+/// with a `decision` (`refuse`, with `block` and `deny` taken as it; `rewrite` with `args`;
+/// `pass`, with `allow` and `approve` taken as it). Anything else passes. A `rewrite` whose
+/// `args` is missing goes to the core as `null`, which refuses it as not an object.
+fn decision(stdout: &str) -> HookOutcome {
     for line in stdout.lines().rev() {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line.trim()) {
-            if v.get("decision").and_then(|d| d.as_str()) == Some("refuse") {
-                let reason = v
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line.trim()) else {
+            continue;
+        };
+        return match v.get("decision").and_then(|d| d.as_str()) {
+            Some("refuse" | "block" | "deny") => HookOutcome::Refuse {
+                reason: v
                     .get("reason")
                     .and_then(|r| r.as_str())
-                    .unwrap_or("the hook refused without a reason");
-                return Some(reason.to_string());
-            }
-            return None;
-        }
+                    .unwrap_or("the hook refused without a reason")
+                    .to_string(),
+            },
+            Some("rewrite") => HookOutcome::Rewrite {
+                args: v.get("args").cloned().unwrap_or(serde_json::Value::Null),
+            },
+            Some(_) | None => HookOutcome::Pass,
+        };
     }
-    None
+    HookOutcome::Pass
 }
 
 #[cfg(test)]
@@ -356,6 +388,7 @@ mod tests {
             command: cmd.iter().map(|s| s.to_string()).collect(),
             blocking,
             timeout_s: Some(5.0),
+            matcher: None,
         }
     }
 
@@ -370,6 +403,38 @@ mod tests {
             .to_string();
         assert!(err.contains("hook event \"nope\" is not one of"), "{err}");
         assert!(validate(&cfg("turn_end", &[], false)).is_err());
+        assert!(validate(&cfg("tool_start", &["x"], true)).is_ok());
+        let mut m = cfg("tool_start", &["x"], true);
+        m.matcher = Some("shell|mcp__github__*".into());
+        assert!(validate(&m).is_ok());
+        m.matcher = Some("shell|".into());
+        assert!(validate(&m).unwrap_err().contains("empty pattern"));
+        let mut m = cfg("turn_end", &["x"], true);
+        m.matcher = Some("shell".into());
+        assert!(validate(&m)
+            .unwrap_err()
+            .contains("only a tool_start or tool_end"));
+        let t: HookConfig =
+            toml::from_str("event = \"tool_start\"\ncommand = \"x\"\nmatch = \"shell\"").unwrap();
+        assert_eq!(t.matcher.as_deref(), Some("shell"));
+    }
+
+    #[test]
+    fn a_match_is_part_of_what_an_approval_covers_and_its_absence_changes_nothing() {
+        let plain = cfg("tool_start", &["x"], true);
+        let files = BTreeMap::new();
+        let mut matched = plain.clone();
+        matched.matcher = Some("shell".into());
+        assert_ne!(
+            definition_sha(&plain, &files),
+            definition_sha(&matched, &files)
+        );
+        let mut other = plain.clone();
+        other.matcher = Some("write_file".into());
+        assert_ne!(
+            definition_sha(&matched, &files),
+            definition_sha(&other, &files)
+        );
     }
 
     #[test]
@@ -391,6 +456,31 @@ mod tests {
             HookOutcome::Refuse {
                 reason: "no".into()
             }
+        );
+        assert_eq!(
+            outcome(
+                &Status::Exited(0),
+                "{\"decision\":\"rewrite\",\"args\":{\"path\":\"b\"}}\ntrailing words\n",
+                "",
+                1
+            ),
+            HookOutcome::Rewrite {
+                args: serde_json::json!({"path": "b"})
+            }
+        );
+        assert_eq!(
+            outcome(&Status::Exited(0), "{\"decision\":\"rewrite\"}", "", 1),
+            HookOutcome::Rewrite {
+                args: serde_json::Value::Null
+            }
+        );
+        assert_eq!(
+            outcome(&Status::Exited(0), "{\"decision\":\"pass\"}", "", 1),
+            HookOutcome::Pass
+        );
+        assert_eq!(
+            outcome(&Status::Exited(0), "[1]\n", "", 1),
+            HookOutcome::Pass
         );
         assert!(
             matches!(outcome(&Status::Exited(1), "", "boom", 1), HookOutcome::Failed { detail } if detail.contains("boom"))

@@ -1,18 +1,26 @@
-//! MCP server definitions: `[mcp_servers.<name>]` in the user and the project config (the shape
-//! Codex uses) and a project's `.mcp.json` (Claude Code's `mcpServers`).
+//! MCP server definitions: what a server is ([`ServerDef`]) and where definitions come from,
+//! in order: `[mcp_servers.<name>]` of the user config, then of the project config (Codex's
+//! shape, read by [`super::codex`]), then the project's `.mcp.json` (Claude Code's shape, read
+//! by [`super::claude`]). A Codex `config.toml` block or a Claude Code `.mcp.json` works
+//! unchanged.
 //!
 //! Invariants:
-//! - Each entry is checked on its own: a bad one is one problem line naming the file, the server
-//!   and the key, and every other server still loads.
+//! - Each entry is checked on its own: a bad one is a problem line per fault (every unknown key
+//!   of it at once) naming the file, the line, the server and the key, and every other server
+//!   still loads.
 //! - A server defined by the project (its `.openmax/config.toml` or `.mcp.json`) is external
-//!   code: [`ServerDef::origin`] says so and the gate in [`super::gate`] applies.
+//!   code: [`ServerDef::origin`] says so and the gate in [`super::gate`] applies. Its
+//!   definition may not name a provider key's variable anywhere ([`Lookup::check`]): such a
+//!   definition is refused, never expanded.
 //! - A project cannot redefine a server of the user's config (the user's stands); within the
 //!   project, `.openmax/config.toml` wins over `.mcp.json`, and the loser is reported.
 //! - A server's environment is only what its definition names: [`ServerDef::env`].
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use super::template;
+use crate::config::keys::Lines;
 use crate::hooks::Origin;
 
 /// The project file Claude Code reads server definitions from.
@@ -25,10 +33,14 @@ pub const MAX_TIMEOUT_S: f64 = 3600.0;
 /// How a variable of the server's environment gets its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnvValue {
-    /// Forwarded from openmax's own environment variable of this name (a credential grant).
+    /// Forwarded from openmax's own environment variable of this name (a credential grant);
+    /// left unset when openmax's is.
     Forward(String),
     /// Written in the definition.
     Literal(String),
+    /// Written with `${VAR}` / `${VAR:-default}` ([`super::template`]), expanded when the
+    /// server starts.
+    Template(String),
 }
 
 /// How openmax talks to the server.
@@ -36,12 +48,39 @@ pub enum EnvValue {
 pub enum Transport {
     /// A child process speaking JSON-RPC lines on stdin/stdout.
     Stdio { command: String, args: Vec<String> },
-    /// Streamable HTTP. Header values may hold `${VAR}` (forwarded variables).
+    /// Streamable HTTP. Header values are templates (`${VAR}` forwards a variable).
     Http {
         url: String,
         bearer_token_env: Option<String>,
         headers: Vec<(String, String)>,
+        /// Header → the variable whose value it carries (Codex's `env_http_headers`); a header
+        /// whose variable is unset or empty is not sent.
+        env_headers: Vec<(String, String)>,
     },
+    /// The older HTTP+SSE transport (Claude Code's `"type": "sse"`): a GET event stream that
+    /// names the URL messages are POSTed to ([`super::sse`]).
+    Sse {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// Which of a server's tools are offered: Codex's `enabled_tools` (an allow-list) then
+/// `disabled_tools` (a deny-list applied after it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    pub enabled: Option<Vec<String>>,
+    pub disabled: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether the server's tool `tool` is offered.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.enabled
+            .as_ref()
+            .is_none_or(|e| e.iter().any(|t| t == tool))
+            && !self.disabled.iter().any(|t| t == tool)
+    }
 }
 
 /// One configured MCP server.
@@ -59,51 +98,147 @@ pub struct ServerDef {
     /// The definition as JSON (key order as written for `.mcp.json`, sorted for TOML): the bytes
     /// the approval of a project server covers, with the project files its argv names.
     pub definition: String,
+    /// `enabled = false`: listed, never started.
+    pub enabled: bool,
+    /// Which of its tools are offered.
+    pub tools: ToolFilter,
+    /// The directory a stdio server runs in (absolute); `None`: the project root.
+    pub cwd: Option<PathBuf>,
+    /// Variables whose values were written into the command, arguments or URL when the
+    /// definition was read (`.mcp.json`'s `${VAR}`): part of the env grant.
+    pub expanded: Vec<String>,
 }
 
 impl ServerDef {
+    /// A definition with the defaults for everything but its transport and where it is from.
+    pub fn new(
+        name: &str,
+        transport: Transport,
+        origin: Origin,
+        file: &str,
+        definition: String,
+    ) -> ServerDef {
+        ServerDef {
+            name: name.to_string(),
+            transport,
+            env: BTreeMap::new(),
+            startup_timeout_ms: (DEFAULT_STARTUP_TIMEOUT_S * 1000.0) as u64,
+            tool_timeout_ms: (DEFAULT_TOOL_TIMEOUT_S * 1000.0) as u64,
+            origin,
+            file: file.to_string(),
+            definition,
+            enabled: true,
+            tools: ToolFilter::default(),
+            cwd: None,
+            expanded: Vec::new(),
+        }
+    }
+
     /// The variables of openmax's environment this server receives (the credential grant an
     /// approval card shows), sorted, each once.
     pub fn env_grant(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .env
-            .values()
-            .filter_map(|v| match v {
-                EnvValue::Forward(n) => Some(n.clone()),
-                EnvValue::Literal(_) => None,
-            })
-            .collect();
-        if let Transport::Http {
-            bearer_token_env,
-            headers,
-            ..
-        } = &self.transport
-        {
-            out.extend(bearer_token_env.iter().cloned());
-            for (_, v) in headers {
-                out.extend(template_vars(v));
+        let mut out: Vec<String> = self.expanded.clone();
+        for v in self.env.values() {
+            match v {
+                EnvValue::Forward(n) => out.push(n.clone()),
+                EnvValue::Template(t) => out.extend(template::vars(t)),
+                EnvValue::Literal(_) => {}
             }
+        }
+        match &self.transport {
+            Transport::Http {
+                bearer_token_env,
+                headers,
+                env_headers,
+                ..
+            } => {
+                out.extend(bearer_token_env.iter().cloned());
+                for (_, v) in headers {
+                    out.extend(template::vars(v));
+                }
+                out.extend(env_headers.iter().map(|(_, var)| var.clone()));
+            }
+            Transport::Sse { headers, .. } => {
+                for (_, v) in headers {
+                    out.extend(template::vars(v));
+                }
+            }
+            Transport::Stdio { .. } => {}
         }
         out.sort();
         out.dedup();
         out
     }
 
-    /// `stdio` or `http`.
+    /// `stdio`, `http` or `sse`.
     pub fn transport_name(&self) -> &'static str {
         match self.transport {
             Transport::Stdio { .. } => "stdio",
             Transport::Http { .. } => "http",
+            Transport::Sse { .. } => "sse",
         }
+    }
+}
+
+/// The `[mcp_servers]` table of one config file, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpSource {
+    pub path: PathBuf,
+    pub origin: Origin,
+    pub table: toml::Table,
+    /// The line of every key of the file, for problem lines.
+    pub lines: Lines,
+}
+
+/// How definitions read variables: `get` looks one up in openmax's environment;
+/// `provider_keys` are the variables that may hold the provider's key.
+pub struct Lookup<'a> {
+    pub get: &'a dyn Fn(&str) -> Option<String>,
+    pub provider_keys: &'a [String],
+}
+
+impl Lookup<'_> {
+    /// The lookup of the running process: its environment (the provider key included, for
+    /// the user's own servers) and the key variables of [`crate::sandbox::scrub::names`].
+    pub fn process(keys: &[String]) -> Lookup<'_> {
+        Lookup {
+            get: &crate::sandbox::scrub::var,
+            provider_keys: keys,
+        }
+    }
+
+    /// Refuse a project definition naming a provider key's variable (`names`: every variable
+    /// it would read, anywhere in it). The user's own definitions may name one.
+    pub fn check(&self, origin: Origin, names: &[String]) -> Result<(), String> {
+        if origin == Origin::User {
+            return Ok(());
+        }
+        match names.iter().find(|n| self.provider_keys.contains(n)) {
+            Some(n) => Err(format!(
+                "names {n}, the provider key's variable: a project's server never receives \
+                 it; give the server a key of its own, or define it in {}",
+                crate::session::shown("config.toml")
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// A variable's value, never a provider key's for a project's definition.
+    pub fn var(&self, origin: Origin, name: &str) -> Option<String> {
+        if origin == Origin::Project && self.provider_keys.iter().any(|k| k == name) {
+            return None;
+        }
+        (self.get)(name)
     }
 }
 
 /// Every configured server: the `[mcp_servers]` tables of the config files (user first, as in
 /// [`crate::config::Layers::mcp`]), then the project's `.mcp.json`. Returns the valid ones and
-/// one problem line per bad entry.
+/// one problem line per fault.
 pub fn load(
-    tables: &[(std::path::PathBuf, Origin, toml::Table)],
+    sources: &[McpSource],
     project: &Path,
+    lookup: &Lookup,
 ) -> (Vec<ServerDef>, Vec<String>) {
     let mut defs: Vec<ServerDef> = Vec::new();
     let mut problems = Vec::new();
@@ -117,21 +252,28 @@ pub fn load(
         )),
         None => defs.push(def),
     };
-    for (path, origin, table) in tables {
-        let file = match origin {
-            Origin::User => path.display().to_string(),
-            Origin::Project => crate::extensions::manifest::relative(project, path),
+    for src in sources {
+        let file = match src.origin {
+            Origin::User => src.path.display().to_string(),
+            Origin::Project => crate::extensions::manifest::relative(project, &src.path),
         };
-        for (name, value) in table {
-            match parse_toml_entry(&file, *origin, name, value) {
+        for (name, value) in &src.table {
+            let entry = super::codex::Entry {
+                file: &file,
+                origin: src.origin,
+                name,
+                lines: &src.lines,
+                project,
+            };
+            match super::codex::parse(&entry, value, lookup) {
                 Ok(def) => add(def, &mut defs, &mut problems),
-                Err(e) => problems.push(e),
+                Err(e) => problems.extend(e),
             }
         }
     }
     match std::fs::read(project.join(MCP_JSON)) {
         Ok(bytes) => {
-            let (found, bad) = parse_mcp_json(&bytes);
+            let (found, bad) = super::claude::parse(&bytes, lookup);
             problems.extend(bad);
             for def in found {
                 add(def, &mut defs, &mut problems);
@@ -143,313 +285,48 @@ pub fn load(
     (defs, problems)
 }
 
-/// One `[mcp_servers.<name>]` table.
-pub fn parse_toml_entry(
-    file: &str,
-    origin: Origin,
-    name: &str,
-    value: &toml::Value,
-) -> Result<ServerDef, String> {
-    let at = |key: &str, what: &str| format!("{file}: [mcp_servers.{name}] {key}: {what}");
-    check_name(name).map_err(|e| format!("{file}: [mcp_servers.{name}]: {e}"))?;
-    let Some(t) = value.as_table() else {
-        return Err(format!(
-            "{file}: mcp_servers.{name} must be a table ([mcp_servers.{name}])"
-        ));
-    };
-    const KEYS: [&str; 9] = [
-        "command",
-        "args",
-        "env",
-        "env_allow",
-        "startup_timeout_s",
-        "tool_timeout_s",
-        "url",
-        "bearer_token_env",
-        "http_headers",
-    ];
-    if let Some(k) = t.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(at(
-            k,
-            &format!("unknown key (the keys are {})", KEYS.join(", ")),
-        ));
-    }
-    let string = |key: &str| -> Result<Option<String>, String> {
-        match t.get(key) {
-            None => Ok(None),
-            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(at(key, "must be a string")),
-        }
-    };
-    let strings = |key: &str| -> Result<Vec<String>, String> {
-        match t.get(key) {
-            None => Ok(Vec::new()),
-            Some(toml::Value::Array(a)) => a
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| at(key, "must be an array of strings"))
-                })
-                .collect(),
-            Some(_) => Err(at(key, "must be an array of strings")),
-        }
-    };
-    let string_map = |key: &str| -> Result<Vec<(String, String)>, String> {
-        match t.get(key) {
-            None => Ok(Vec::new()),
-            Some(toml::Value::Table(m)) => m
-                .iter()
-                .map(|(k, v)| {
-                    v.as_str()
-                        .map(|s| (k.clone(), s.to_string()))
-                        .ok_or_else(|| at(key, "values must be strings"))
-                })
-                .collect(),
-            Some(_) => Err(at(key, "must be a table of strings")),
-        }
-    };
-    let seconds = |key: &str, default: f64| -> Result<u64, String> {
-        let s = match t.get(key) {
-            None => default,
-            Some(toml::Value::Integer(i)) => *i as f64,
-            Some(toml::Value::Float(f)) => *f,
-            Some(_) => return Err(at(key, "must be a number of seconds")),
+/// The servers the project file `rel` (`.mcp.json` or `.openmax/config.toml`) defines, for
+/// `openmax --approve`, with a problem line for each it cannot read.
+pub fn defined_in(project: &Path, rel: &str, lookup: &Lookup) -> (Vec<ServerDef>, Vec<String>) {
+    if rel == MCP_JSON {
+        return match std::fs::read(project.join(rel)) {
+            Ok(b) => super::claude::parse(&b, lookup),
+            Err(e) => (Vec::new(), vec![format!("{rel}: cannot read: {e}")]),
         };
-        timeout_ms(s).map_err(|e| at(key, &e))
-    };
-    let command = string("command")?;
-    let url = string("url")?;
-    let transport = match (command, url) {
-        (Some(_), Some(_)) => return Err(at("url", "set either command (stdio) or url (http)")),
-        (None, None) => return Err(at("command", "missing: set command (stdio) or url (http)")),
-        (Some(command), None) => {
-            if command.is_empty() {
-                return Err(at("command", "is empty"));
-            }
-            for k in ["bearer_token_env", "http_headers"] {
-                if t.contains_key(k) {
-                    return Err(at(k, "only applies to a url (http) server"));
-                }
-            }
-            Transport::Stdio {
-                command,
-                args: strings("args")?,
-            }
-        }
-        (None, Some(url)) => {
-            check_url(&url).map_err(|e| at("url", &e))?;
-            for k in ["args", "env", "env_allow"] {
-                if t.contains_key(k) {
-                    return Err(at(k, "only applies to a command (stdio) server"));
-                }
-            }
-            let bearer = string("bearer_token_env")?;
-            if let Some(b) = &bearer {
-                if !valid_env_name(b) {
-                    return Err(at("bearer_token_env", "is not a variable name"));
-                }
-            }
-            Transport::Http {
-                url,
-                bearer_token_env: bearer,
-                headers: string_map("http_headers")?,
-            }
-        }
-    };
-    let mut env = BTreeMap::new();
-    for n in strings("env_allow")? {
-        if !valid_env_name(&n) {
-            return Err(at("env_allow", &format!("{n:?} is not a variable name")));
-        }
-        env.insert(n.clone(), EnvValue::Forward(n));
     }
-    for (k, v) in string_map("env")? {
-        if !valid_env_name(&k) {
-            return Err(at("env", &format!("{k:?} is not a variable name")));
-        }
-        env.insert(k, env_value(&v));
+    if rel != ".openmax/config.toml" {
+        return (Vec::new(), Vec::new());
     }
-    let definition = serde_json::to_string(&toml_to_json(value)).unwrap_or_default();
-    Ok(ServerDef {
-        name: name.to_string(),
-        transport,
-        env,
-        startup_timeout_ms: seconds("startup_timeout_s", DEFAULT_STARTUP_TIMEOUT_S)?,
-        tool_timeout_ms: seconds("tool_timeout_s", DEFAULT_TOOL_TIMEOUT_S)?,
-        origin,
-        file: file.to_string(),
-        definition,
-    })
-}
-
-/// A project's `.mcp.json`: `{"mcpServers": {"<name>": {"command", "args", "env"} or
-/// {"type": "http", "url", "headers"}}}`. An env or header value `${VAR}` forwards VAR.
-pub fn parse_mcp_json(bytes: &[u8]) -> (Vec<ServerDef>, Vec<String>) {
-    let file = MCP_JSON;
-    let root: serde_json::Value = match serde_json::from_slice(bytes) {
-        Ok(v) => v,
-        Err(e) => return (Vec::new(), vec![format!("{file}: invalid JSON: {e}")]),
+    let Ok(text) = std::fs::read_to_string(project.join(rel)) else {
+        return (Vec::new(), Vec::new());
     };
-    let Some(servers) = root.get("mcpServers") else {
-        return (
-            Vec::new(),
-            vec![format!("{file}: no \"mcpServers\" object")],
-        );
+    let Some(table) = toml::from_str::<toml::Table>(&text)
+        .ok()
+        .and_then(|t| t.get("mcp_servers").and_then(|v| v.as_table()).cloned())
+    else {
+        return (Vec::new(), Vec::new());
     };
-    let Some(servers) = servers.as_object() else {
-        return (
-            Vec::new(),
-            vec![format!("{file}: \"mcpServers\" must be an object")],
-        );
-    };
+    let lines = Lines::of(&text);
     let mut defs = Vec::new();
     let mut problems = Vec::new();
-    for (name, entry) in servers {
-        match parse_json_entry(name, entry) {
+    for (name, value) in &table {
+        let entry = super::codex::Entry {
+            file: rel,
+            origin: Origin::Project,
+            name,
+            lines: &lines,
+            project,
+        };
+        match super::codex::parse(&entry, value, lookup) {
             Ok(d) => defs.push(d),
-            Err(e) => problems.push(e),
+            Err(e) => problems.extend(e),
         }
     }
     (defs, problems)
 }
 
-fn parse_json_entry(name: &str, entry: &serde_json::Value) -> Result<ServerDef, String> {
-    let file = MCP_JSON;
-    let at = |key: &str, what: &str| format!("{file}: mcpServers.{name}.{key}: {what}");
-    check_name(name).map_err(|e| format!("{file}: mcpServers.{name}: {e}"))?;
-    let Some(o) = entry.as_object() else {
-        return Err(format!("{file}: mcpServers.{name} must be an object"));
-    };
-    const KEYS: [&str; 6] = ["type", "command", "args", "env", "url", "headers"];
-    if let Some(k) = o.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(at(
-            k,
-            &format!("unknown key (the keys are {})", KEYS.join(", ")),
-        ));
-    }
-    let string = |key: &str| -> Result<Option<String>, String> {
-        match o.get(key) {
-            None => Ok(None),
-            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(at(key, "must be a string")),
-        }
-    };
-    let string_map = |key: &str| -> Result<Vec<(String, String)>, String> {
-        match o.get(key) {
-            None => Ok(Vec::new()),
-            Some(serde_json::Value::Object(m)) => m
-                .iter()
-                .map(|(k, v)| {
-                    v.as_str()
-                        .map(|s| (k.clone(), s.to_string()))
-                        .ok_or_else(|| at(key, "values must be strings"))
-                })
-                .collect(),
-            Some(_) => Err(at(key, "must be an object of strings")),
-        }
-    };
-    let kind = string("type")?;
-    let http = match kind.as_deref() {
-        None => o.contains_key("url") && !o.contains_key("command"),
-        Some("stdio") => false,
-        Some("http") | Some("streamable-http") => true,
-        Some(other) => {
-            return Err(at(
-                "type",
-                &format!("{other:?} is not supported (use \"stdio\" or \"http\")"),
-            ))
-        }
-    };
-    let mut env = BTreeMap::new();
-    let transport = if http {
-        let url = string("url")?.ok_or_else(|| at("url", "missing"))?;
-        check_url(&url).map_err(|e| at("url", &e))?;
-        for k in ["command", "args", "env"] {
-            if o.contains_key(k) {
-                return Err(at(k, "only applies to a stdio server"));
-            }
-        }
-        Transport::Http {
-            url,
-            bearer_token_env: None,
-            headers: string_map("headers")?,
-        }
-    } else {
-        let command = string("command")?.ok_or_else(|| at("command", "missing"))?;
-        if command.is_empty() {
-            return Err(at("command", "is empty"));
-        }
-        if o.contains_key("headers") || o.contains_key("url") {
-            return Err(at("url", "only applies to an http server"));
-        }
-        let args = match o.get("args") {
-            None => Vec::new(),
-            Some(serde_json::Value::Array(a)) => a
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| at("args", "must be an array of strings"))
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(at("args", "must be an array of strings")),
-        };
-        for (k, v) in string_map("env")? {
-            if !valid_env_name(&k) {
-                return Err(at("env", &format!("{k:?} is not a variable name")));
-            }
-            env.insert(k, env_value(&v));
-        }
-        Transport::Stdio { command, args }
-    };
-    Ok(ServerDef {
-        name: name.to_string(),
-        transport,
-        env,
-        startup_timeout_ms: timeout_ms(DEFAULT_STARTUP_TIMEOUT_S).unwrap_or(10_000),
-        tool_timeout_ms: timeout_ms(DEFAULT_TOOL_TIMEOUT_S).unwrap_or(120_000),
-        origin: Origin::Project,
-        file: file.to_string(),
-        definition: serde_json::to_string(entry).unwrap_or_default(),
-    })
-}
-
-/// `${VAR}` alone forwards VAR; anything else is a literal.
-fn env_value(v: &str) -> EnvValue {
-    match v.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
-        Some(n) if valid_env_name(n) => EnvValue::Forward(n.to_string()),
-        _ => EnvValue::Literal(v.to_string()),
-    }
-}
-
-/// The variables a `${VAR}` template names.
-pub fn template_vars(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some(i) = rest.find("${") {
-        let after = &rest[i + 2..];
-        match after.find('}') {
-            Some(j) if valid_env_name(&after[..j]) => {
-                out.push(after[..j].to_string());
-                rest = &after[j + 1..];
-            }
-            _ => break,
-        }
-    }
-    out
-}
-
-/// Expand `${VAR}` with `get`; an unset variable becomes empty.
-pub fn expand(s: &str, get: &dyn Fn(&str) -> Option<String>) -> String {
-    let mut out = s.to_string();
-    for v in template_vars(s) {
-        out = out.replace(&format!("${{{v}}}"), &get(&v).unwrap_or_default());
-    }
-    out
-}
-
-fn timeout_ms(s: f64) -> Result<u64, String> {
+/// A timeout in seconds as milliseconds: more than 0, at most [`MAX_TIMEOUT_S`].
+pub fn timeout_ms(s: f64) -> Result<u64, String> {
     if !s.is_finite() || s <= 0.0 || s > MAX_TIMEOUT_S {
         return Err(format!(
             "must be more than 0 and at most {MAX_TIMEOUT_S} seconds"
@@ -489,129 +366,75 @@ pub fn valid_env_name(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn toml_to_json(v: &toml::Value) -> serde_json::Value {
-    match v {
-        toml::Value::String(s) => s.clone().into(),
-        toml::Value::Integer(i) => (*i).into(),
-        toml::Value::Float(f) => serde_json::Number::from_f64(*f)
-            .map(serde_json::Value::Number)
-            .unwrap_or(serde_json::Value::Null),
-        toml::Value::Boolean(b) => (*b).into(),
-        toml::Value::Datetime(d) => d.to_string().into(),
-        toml::Value::Array(a) => a.iter().map(toml_to_json).collect(),
-        toml::Value::Table(t) => t
-            .iter()
-            .map(|(k, v)| (k.clone(), toml_to_json(v)))
-            .collect::<serde_json::Map<_, _>>()
-            .into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn table(text: &str) -> toml::Table {
-        toml::from_str::<toml::Table>(text).unwrap()["mcp_servers"]
-            .as_table()
-            .unwrap()
-            .clone()
+    fn no_env(_: &str) -> Option<String> {
+        None
     }
 
-    #[test]
-    fn toml_entries_each_checked_alone() {
-        let t = table(
-            r#"
-[mcp_servers.everything]
-command = "npx"
-args = ["-y", "@modelcontextprotocol/server-everything"]
-env_allow = ["GITHUB_TOKEN"]
-startup_timeout_s = 5
-tool_timeout_s = 0.5
-
-[mcp_servers.remote]
-url = "https://example.invalid/mcp"
-bearer_token_env = "REMOTE_TOKEN"
-
-[mcp_servers.typo]
-command = "x"
-tool_timeout = 3
-
-[mcp_servers.both]
-command = "x"
-url = "http://a"
-
-[mcp_servers."bad__name"]
-command = "x"
-"#,
-        );
-        let path = std::path::PathBuf::from("/home/u/.openmax/config.toml");
-        let (defs, problems) = load(&[(path, Origin::User, t)], Path::new("/nonexistent"));
-        let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, vec!["everything", "remote"], "{problems:?}");
-        assert_eq!(defs[0].tool_timeout_ms, 500);
-        assert_eq!(defs[0].startup_timeout_ms, 5000);
-        assert_eq!(defs[0].env_grant(), vec!["GITHUB_TOKEN".to_string()]);
-        assert_eq!(defs[1].env_grant(), vec!["REMOTE_TOKEN".to_string()]);
-        assert_eq!(problems.len(), 3, "{problems:?}");
-        assert!(problems
-            .iter()
-            .any(|p| p.contains("/home/u/.openmax/config.toml")
-                && p.contains("[mcp_servers.typo] tool_timeout")
-                && p.contains("unknown key")));
-        assert!(problems
-            .iter()
-            .any(|p| p.contains("[mcp_servers.both] url")));
-        assert!(problems.iter().any(|p| p.contains("invalid server name")));
-    }
-
-    #[test]
-    fn mcp_json_in_claude_code_format() {
-        let (defs, problems) = parse_mcp_json(
-            br#"{"mcpServers": {
-                "fs": {"command": "npx", "args": ["-y", "srv", "."], "env": {"TOKEN": "${MY_TOKEN}", "MODE": "ro"}},
-                "web": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}},
-                "bad": {"command": 3},
-                "odd": {"type": "sse", "url": "http://x"}
-            }}"#,
-        );
-        assert_eq!(defs.len(), 2, "{problems:?}");
-        assert_eq!(defs[0].env_grant(), vec!["MY_TOKEN".to_string()]);
-        assert_eq!(
-            defs[0].env.get("MODE"),
-            Some(&EnvValue::Literal("ro".into()))
-        );
-        assert_eq!(defs[0].origin, Origin::Project);
-        assert_eq!(
-            defs[0].definition,
-            r#"{"command":"npx","args":["-y","srv","."],"env":{"TOKEN":"${MY_TOKEN}","MODE":"ro"}}"#
-        );
-        assert_eq!(defs[1].env_grant(), vec!["WEB_TOKEN".to_string()]);
-        assert!(problems
-            .iter()
-            .any(|p| p.contains("mcpServers.bad.command") && p.contains("string")));
-        assert!(problems.iter().any(|p| p.contains("mcpServers.odd.type")));
-        let (none, p) = parse_mcp_json(b"{not json");
-        assert!(none.is_empty() && p[0].contains(".mcp.json: invalid JSON"));
-        assert_eq!(
-            expand("Bearer ${T}", &|k| (k == "T").then(|| "x".to_string())),
-            "Bearer x"
-        );
+    fn source(path: &str, origin: Origin, text: &str) -> McpSource {
+        McpSource {
+            path: path.into(),
+            origin,
+            table: toml::from_str::<toml::Table>(text).unwrap()["mcp_servers"]
+                .as_table()
+                .unwrap()
+                .clone(),
+            lines: Lines::of(text),
+        }
     }
 
     #[test]
     fn project_cannot_redefine_a_user_server() {
-        let user = table("[mcp_servers.a]\ncommand = \"user-a\"\n");
-        let proj = table("[mcp_servers.a]\ncommand = \"project-a\"\n");
+        let keys = Vec::new();
+        let lookup = Lookup {
+            get: &no_env,
+            provider_keys: &keys,
+        };
         let (defs, problems) = load(
             &[
-                ("/h/config.toml".into(), Origin::User, user),
-                ("/p/.openmax/config.toml".into(), Origin::Project, proj),
+                source(
+                    "/h/config.toml",
+                    Origin::User,
+                    "[mcp_servers.a]\ncommand = \"user-a\"\n",
+                ),
+                source(
+                    "/p/.openmax/config.toml",
+                    Origin::Project,
+                    "[mcp_servers.a]\ncommand = \"project-a\"\n",
+                ),
             ],
             Path::new("/p"),
+            &lookup,
         );
         assert_eq!(defs.len(), 1);
         assert_eq!(defs[0].origin, Origin::User);
         assert!(problems[0].contains(".openmax/config.toml") && problems[0].contains("already"));
+    }
+
+    #[test]
+    fn filters_and_grants() {
+        let f = ToolFilter {
+            enabled: Some(vec!["a".into(), "b".into()]),
+            disabled: vec!["b".into()],
+        };
+        assert!(f.allows("a") && !f.allows("b") && !f.allows("c"));
+        assert!(ToolFilter::default().allows("anything"));
+        let mut d = ServerDef::new(
+            "s",
+            Transport::Http {
+                url: "http://x".into(),
+                bearer_token_env: Some("T".into()),
+                headers: vec![("X".into(), "${H:-d}".into())],
+                env_headers: vec![("Y".into(), "E".into())],
+            },
+            Origin::User,
+            "f",
+            String::new(),
+        );
+        d.expanded = vec!["U".into()];
+        assert_eq!(d.env_grant(), vec!["E", "H", "T", "U"]);
     }
 }

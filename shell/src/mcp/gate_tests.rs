@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::config::{parse_mcp_json, parse_toml_entry};
+use super::config::{Lookup, ServerDef};
 use super::*;
+use crate::config::keys::Lines;
 
 struct Project {
     root: PathBuf,
@@ -37,15 +38,41 @@ fn project() -> Project {
     Project { root }
 }
 
-fn toml_def(text: &str) -> ServerDef {
+/// The provider key's variable in these tests.
+const KEY_VAR: &str = "ANTHROPIC_API_KEY";
+
+fn get(name: &str) -> Option<String> {
+    Some(format!("value-of-{name}"))
+}
+
+fn lookup() -> Lookup<'static> {
+    static KEYS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    Lookup {
+        get: &get,
+        provider_keys: KEYS.get_or_init(|| vec![KEY_VAR.to_string()]),
+    }
+}
+
+fn toml_entry(root: &std::path::Path, text: &str) -> Result<ServerDef, Vec<String>> {
     let v: toml::Value = toml::from_str::<toml::Table>(text).unwrap().into();
-    parse_toml_entry(".openmax/config.toml", Origin::Project, "srv", &v)
-        .unwrap_or_else(|e| panic!("{text}: {e}"))
+    let lines = Lines::default();
+    let entry = super::codex::Entry {
+        file: ".openmax/config.toml",
+        origin: Origin::Project,
+        name: "srv",
+        lines: &lines,
+        project: root,
+    };
+    super::codex::parse(&entry, &v, &lookup())
+}
+
+fn toml_def(root: &std::path::Path, text: &str) -> ServerDef {
+    toml_entry(root, text).unwrap_or_else(|e| panic!("{text}: {e:?}"))
 }
 
 fn json_entry(v: &serde_json::Value) -> Result<ServerDef, String> {
     let file = json!({"mcpServers": {"srv": v}}).to_string();
-    let (mut defs, problems) = parse_mcp_json(file.as_bytes());
+    let (mut defs, problems) = super::claude::parse(file.as_bytes(), &lookup());
     defs.pop().ok_or_else(|| problems.join("; "))
 }
 
@@ -53,44 +80,44 @@ fn json_def(v: serde_json::Value) -> ServerDef {
     json_entry(&v).unwrap_or_else(|e| panic!("{v}: {e}"))
 }
 
-fn keys_in(message: &str) -> Vec<String> {
-    let list = message
-        .split("the keys are ")
-        .nth(1)
-        .and_then(|t| t.split(')').next())
-        .unwrap_or_else(|| panic!("no key list in {message:?}"));
-    list.split(", ").map(str::to_string).collect()
-}
-
 const STDIO: &str = "command = \"sh\"\nargs = [\"srv/server.sh\", \"--port\", \"0\"]\n\
                      env = { MODE = \"ro\", TOKEN = \"${MY_TOKEN}\" }\nenv_allow = [\"GH_TOKEN\"]\n\
-                     startup_timeout_s = 5\ntool_timeout_s = 30\n";
+                     cwd = \"srv\"\nstartup_timeout_s = 5\ntool_timeout_s = 30\nenabled = true\n\
+                     enabled_tools = [\"echo\"]\ndisabled_tools = [\"rm\"]\n";
 const HTTP: &str = "url = \"http://127.0.0.1:9/mcp\"\nbearer_token_env = \"WEB_TOKEN\"\n\
                     http_headers = { X-Team = \"a\", Authorization = \"Bearer ${WEB_TOKEN}\" }\n\
+                    env_http_headers = { X-Key = \"TEAM_KEY\" }\n\
                     startup_timeout_s = 5\ntool_timeout_s = 30\n";
+
+/// `text` with openmax's spelling of each key that has a Codex one replaced by Codex's.
+fn codex_spelling(text: &str) -> String {
+    let mut out = text.to_string();
+    for (ours, codex) in super::codex::KEYS {
+        if let Some(c) = codex {
+            out = out.replace(&format!("\n{ours} ="), &format!("\n{c} ="));
+        }
+    }
+    out
+}
 
 #[test]
 fn every_key_of_a_toml_server_is_covered_by_its_approval() {
     let p = project();
     let sha = |d: &ServerDef| gate::source_sha256(d, &p.root).unwrap();
-    let (stdio, http) = (sha(&toml_def(STDIO)), sha(&toml_def(HTTP)));
+    // (key, base, from, to): one change per key.
     let changes: Vec<(&str, &str, &str, &str)> = vec![
         ("command", STDIO, "command = \"sh\"", "command = \"bash\""),
         ("args", STDIO, "\"--port\", \"0\"", "\"--port\", \"1\""),
-        (
-            "args",
-            STDIO,
-            "\"--port\", \"0\"]",
-            "\"--port\", \"0\", \"--eval\"]",
-        ),
+        ("args", STDIO, "\"0\"]", "\"0\", \"--eval\"]"),
         ("env", STDIO, "MODE = \"ro\"", "MODE = \"rw\""),
-        ("env", STDIO, "${MY_TOKEN}", "${ANTHROPIC_API_KEY}"),
+        ("env", STDIO, "${MY_TOKEN}", "${OTHER_TOKEN}"),
         (
             "env_allow",
             STDIO,
             "[\"GH_TOKEN\"]",
             "[\"GH_TOKEN\", \"AWS_SECRET_ACCESS_KEY\"]",
         ),
+        ("cwd", STDIO, "cwd = \"srv\"", "cwd = \".\""),
         (
             "startup_timeout_s",
             STDIO,
@@ -103,6 +130,14 @@ fn every_key_of_a_toml_server_is_covered_by_its_approval() {
             "tool_timeout_s = 30",
             "tool_timeout_s = 31",
         ),
+        ("enabled", STDIO, "enabled = true", "enabled = false"),
+        (
+            "enabled_tools",
+            STDIO,
+            "[\"echo\"]",
+            "[\"echo\", \"write\"]",
+        ),
+        ("disabled_tools", STDIO, "[\"rm\"]", "[]"),
         ("url", HTTP, "127.0.0.1:9", "127.0.0.1:10"),
         (
             "bearer_token_env",
@@ -117,6 +152,7 @@ fn every_key_of_a_toml_server_is_covered_by_its_approval() {
             "Bearer ${WEB_TOKEN}",
             "Bearer ${OTHER_TOKEN}",
         ),
+        ("env_http_headers", HTTP, "\"TEAM_KEY\"", "\"OTHER_KEY\""),
         (
             "startup_timeout_s",
             HTTP,
@@ -130,29 +166,30 @@ fn every_key_of_a_toml_server_is_covered_by_its_approval() {
             "tool_timeout_s = 31",
         ),
     ];
-    let err = parse_toml_entry(
-        "f",
-        Origin::Project,
-        "srv",
-        &toml::from_str::<toml::Table>("nope = 1").unwrap().into(),
-    )
-    .unwrap_err();
-    for k in keys_in(&err) {
+    for (key, _) in super::codex::KEYS {
         assert!(
-            changes.iter().any(|(f, ..)| *f == k),
-            "[mcp_servers] key {k} has no change here"
+            changes.iter().any(|(k, ..)| *k == key),
+            "[mcp_servers] key {key} has no change here"
         );
     }
-    for (key, base, from, to) in changes {
-        let text = base.replacen(from, to, 1);
-        assert_ne!(text, base, "{key}: the change applies");
-        let before = if base == STDIO { &stdio } else { &http };
-        assert_ne!(
-            &sha(&toml_def(&text)),
-            before,
-            "changing {key} kept the sha"
-        );
+    // Each change, in openmax's spelling and in Codex's.
+    for spell in [|t: &str| t.to_string(), |t: &str| codex_spelling(t)] {
+        for (key, base, from, to) in &changes {
+            let text = base.replacen(from, to, 1);
+            assert_ne!(&text, base, "{key}: the change applies");
+            let (before, after) = (
+                toml_def(&p.root, &spell(base)),
+                toml_def(&p.root, &spell(&text)),
+            );
+            assert_ne!(
+                sha(&after),
+                sha(&before),
+                "changing {key} kept the sha: {}",
+                spell(&text)
+            );
+        }
     }
+    assert_ne!(codex_spelling(STDIO), STDIO, "the Codex spellings apply");
 }
 
 #[test]
@@ -172,6 +209,7 @@ fn every_key_of_a_json_server_is_covered_by_its_approval() {
     untyped.as_object_mut().unwrap().remove("type");
     let changes = vec![
         ("type", untyped, &stdio),
+        ("type", changed(&http, "type", json!("sse")), &http),
         ("command", changed(&stdio, "command", json!("bash")), &stdio),
         (
             "args",
@@ -199,11 +237,10 @@ fn every_key_of_a_json_server_is_covered_by_its_approval() {
             &http,
         ),
     ];
-    let err = json_entry(&json!({"nope": 1})).unwrap_err();
-    for k in keys_in(&err) {
+    for key in super::claude::KEYS {
         assert!(
-            changes.iter().any(|(f, ..)| *f == k),
-            ".mcp.json key {k} has no change here"
+            changes.iter().any(|(k, ..)| *k == key),
+            ".mcp.json key {key} has no change here"
         );
     }
     for (key, def, base) in changes {
@@ -212,6 +249,79 @@ fn every_key_of_a_json_server_is_covered_by_its_approval() {
             sha(&json_def(base.clone())),
             "changing {key} kept the sha: {def}"
         );
+    }
+}
+
+/// The provider key can never be granted to a project's server by name, in any key that
+/// forwards a variable, in either file; a user's own server may name it.
+#[test]
+fn a_project_server_can_never_be_granted_the_provider_key() {
+    let p = project();
+    for (what, text) in [
+        (
+            "env_allow",
+            STDIO.replace("\"GH_TOKEN\"", &format!("\"{KEY_VAR}\"")),
+        ),
+        (
+            "env_vars",
+            codex_spelling(&STDIO.replace("\"GH_TOKEN\"", &format!("\"{KEY_VAR}\""))),
+        ),
+        (
+            "env ${…}",
+            STDIO.replace("${MY_TOKEN}", &format!("${{{KEY_VAR}}}")),
+        ),
+        (
+            "env template",
+            STDIO.replace("${MY_TOKEN}", &format!("x-${{{KEY_VAR}:-none}}")),
+        ),
+        (
+            "bearer_token_env",
+            HTTP.replace("\"WEB_TOKEN\"\n", &format!("\"{KEY_VAR}\"\n")),
+        ),
+        (
+            "http_headers",
+            HTTP.replace("Bearer ${WEB_TOKEN}", &format!("Bearer ${{{KEY_VAR}}}")),
+        ),
+        (
+            "env_http_headers",
+            HTTP.replace("\"TEAM_KEY\"", &format!("\"{KEY_VAR}\"")),
+        ),
+    ] {
+        match toml_entry(&p.root, &text) {
+            Ok(def) => panic!("{what}: a project server granted {:?}", def.env_grant()),
+            Err(problems) => assert!(
+                problems.iter().any(|m| m.contains(KEY_VAR)),
+                "{what}: {problems:?}"
+            ),
+        }
+    }
+    for (what, entry) in [
+        (
+            "env",
+            json!({"command":"sh","env":{"K": format!("${{{KEY_VAR}}}")}}),
+        ),
+        (
+            "args",
+            json!({"command":"sh","args":[format!("--key=${{{KEY_VAR}}}")]}),
+        ),
+        ("command", json!({"command": format!("${{{KEY_VAR}}}")})),
+        (
+            "url",
+            json!({"type":"http","url": format!("http://127.0.0.1:9/${{{KEY_VAR}}}")}),
+        ),
+        (
+            "headers",
+            json!({"type":"http","url":"http://127.0.0.1:9/mcp",
+            "headers":{"Authorization": format!("Bearer ${{{KEY_VAR}}}")}}),
+        ),
+    ] {
+        match json_entry(&entry) {
+            Ok(def) => panic!(
+                ".mcp.json {what}: a project server granted {:?}",
+                def.env_grant()
+            ),
+            Err(problems) => assert!(problems.contains(KEY_VAR), ".mcp.json {what}: {problems}"),
+        }
     }
 }
 
@@ -266,6 +376,7 @@ fn set(def: ServerDef, state: State, tools: Vec<McpTool>) -> McpSet {
             def,
             state,
             tools,
+            catalog: Default::default(),
             conn: tokio::sync::Mutex::new(Slot {
                 conn: None,
                 restarted: false,
@@ -280,7 +391,7 @@ fn set(def: ServerDef, state: State, tools: Vec<McpTool>) -> McpSet {
 #[test]
 fn the_gate_asks_again_when_the_definition_or_a_file_changes() {
     let p = project();
-    let def = toml_def(STDIO);
+    let def = toml_def(&p.root, STDIO);
     let stored = (
         def.file.clone(),
         gate::source_sha256(&def, &p.root).unwrap(),
@@ -303,7 +414,10 @@ fn the_gate_asks_again_when_the_definition_or_a_file_changes() {
         gate.approved
     };
     assert!(approved(def.clone()));
-    assert!(!approved(toml_def(&STDIO.replacen("\"0\"", "\"1\"", 1))));
+    assert!(!approved(toml_def(
+        &p.root,
+        &STDIO.replacen("\"0\"", "\"1\"", 1)
+    )));
     std::fs::write(p.root.join("srv/server.sh"), "exec node srv/evil.js\n").unwrap();
     assert!(!approved(def.clone()), "an edited script");
     std::fs::write(p.root.join("srv/server.sh"), "exec node srv/main.js\n").unwrap();
@@ -324,7 +438,7 @@ fn listed(annotations: Option<serde_json::Value>) -> Vec<McpTool> {
 #[test]
 fn a_call_is_read_only_only_when_the_server_says_so() {
     let p = project();
-    let def = toml_def("command = \"srv\"\n");
+    let def = toml_def(&p.root, "command = \"srv\"\n");
     let mutating = |state: State, tools: Vec<McpTool>| {
         let plan =
             set(def.clone(), state, tools).plan("mcp__srv__t", &json!({}), &p.root, &|_, _| false);

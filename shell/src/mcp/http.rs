@@ -5,7 +5,7 @@
 //! and bodies.
 //!
 //! Invariants: a JSON response body is read up to [`MAX_JSON_BODY`]; an error body is cut at
-//! [`MAX_ERROR_BODY`]; SSE is parsed by `sse-stream` (the parser `rmcp` itself uses).
+//! [`MAX_ERROR_BODY`] and shown as one short line of text (HTML stripped); SSE is parsed by `sse-stream` (the parser `rmcp` itself uses).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -162,7 +162,10 @@ impl StreamableHttpClient for HyperClient {
             {
                 return Ok(StreamableHttpPostResponse::Json(m, new_session));
             }
-            let text = String::from_utf8_lossy(&body[..body.len().min(MAX_ERROR_BODY)]);
+            let text = openmax_core::provider::errors::body_text(
+                &String::from_utf8_lossy(&body[..body.len().min(MAX_ERROR_BODY)]),
+                openmax_core::provider::errors::BODY_TEXT_CHARS,
+            );
             return Err(StreamableHttpError::UnexpectedServerResponse(
                 format!("HTTP {status}: {text}").into(),
             ));

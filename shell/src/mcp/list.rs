@@ -1,11 +1,54 @@
-//! `openmax mcp list`: every configured MCP server, its transport, where it is defined, its
-//! state (started, failed with why, awaiting approval) and its tools. Servers are started
-//! exactly as a session would start them (project servers only when approved, or in `auto`),
-//! then stopped. Exit 1 when any server failed.
+//! `openmax mcp list`: every configured MCP server, how its definition was read (command or
+//! URL as written, working directory, timeouts, tool filters), its transport, where it is
+//! defined, its state (started, failed with why, awaiting approval, disabled) and its tools.
+//! Servers are started exactly as a session would start them (project servers only when
+//! approved, or in `auto`), then stopped. Exit 1 when any server failed.
+//!
+//! Invariant: the command, arguments and URL are shown as written in the file (before any
+//! `${VAR}` expansion), so no variable's value is printed.
 
 use std::io::Write;
 
+use super::config::ServerDef;
 use super::{McpSet, State};
+
+/// How a definition was read, one line each: what it runs or where it connects (as written),
+/// its working directory, its timeouts and its tool filters.
+pub fn how_read(def: &ServerDef) -> Vec<String> {
+    let written: serde_json::Value = serde_json::from_str(&def.definition).unwrap_or_default();
+    let text = |k: &str| written.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let mut out = Vec::new();
+    if let Some(cmd) = text("command") {
+        let args: Vec<String> = written
+            .get("args")
+            .and_then(|a| a.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(format!("command: {cmd:?} args: {args:?}"));
+    }
+    if let Some(url) = text("url") {
+        out.push(format!("url: {url}"));
+    }
+    if let Some(cwd) = &def.cwd {
+        out.push(format!("cwd: {}", cwd.display()));
+    }
+    out.push(format!(
+        "timeouts: startup {} ms, tool {} ms",
+        def.startup_timeout_ms, def.tool_timeout_ms
+    ));
+    if let Some(e) = &def.tools.enabled {
+        out.push(format!("enabled_tools: {e:?}"));
+    }
+    if !def.tools.disabled.is_empty() {
+        out.push(format!("disabled_tools: {:?}", def.tools.disabled));
+    }
+    out
+}
 
 /// Print `set` to `out`; the exit code.
 pub fn print(set: &McpSet, mut out: impl Write) -> i32 {
@@ -24,6 +67,7 @@ pub fn print(set: &McpSet, mut out: impl Write) -> i32 {
                 "awaiting approval (not started): openmax --approve {}",
                 s.def.file
             ),
+            State::Disabled => "disabled (enabled = false; not started)".to_string(),
         };
         let _ = writeln!(
             out,
@@ -32,6 +76,9 @@ pub fn print(set: &McpSet, mut out: impl Write) -> i32 {
             s.def.transport_name(),
             s.def.file
         );
+        for line in how_read(&s.def) {
+            let _ = writeln!(out, "  {line}");
+        }
         let grant = s.def.env_grant();
         if !grant.is_empty() {
             let _ = writeln!(out, "  env grant: {}", grant.join(", "));

@@ -17,12 +17,17 @@
 //! Frontends that bring their own server list (ACP's `mcpServers`) build [`ServerDef`]s and
 //! call [`McpSet::start`]; the set then plans and runs calls like the configured ones.
 
+pub mod claude;
+pub mod codex;
 pub mod config;
 pub mod gate;
 pub mod http;
 pub mod list;
+pub mod resources;
 pub mod result;
 pub mod server;
+pub mod sse;
+pub mod template;
 
 #[cfg(test)]
 mod gate_tests;
@@ -56,6 +61,9 @@ pub struct McpTool {
     pub input_schema: serde_json::Value,
     /// `readOnlyHint: true` and not `destructiveHint: true`.
     pub read_only: bool,
+    /// openmax's own `read_resource` tool of the server (a `resources/read`, not a
+    /// `tools/call`).
+    pub reader: bool,
 }
 
 impl McpTool {
@@ -75,6 +83,8 @@ pub enum State {
     Failed(String),
     /// A project server whose bytes no human approved (and the mode is not `auto`).
     AwaitingApproval,
+    /// `enabled = false` in its definition: never started.
+    Disabled,
 }
 
 /// One configured server and its connection.
@@ -82,6 +92,8 @@ pub struct Server {
     pub def: ServerDef,
     pub state: State,
     pub tools: Vec<McpTool>,
+    /// Its resources and prompts, as listed at start.
+    pub catalog: resources::Catalog,
     conn: tokio::sync::Mutex<Slot>,
 }
 
@@ -123,20 +135,48 @@ impl McpSet {
         let jobs = defs.into_iter().map(|(def, allowed)| {
             let ctx = ctx.clone();
             async move {
+                if !def.enabled {
+                    return (def, State::Disabled, Vec::new(), None, None);
+                }
                 if !allowed {
-                    return (def, State::AwaitingApproval, Vec::new(), None);
+                    return (def, State::AwaitingApproval, Vec::new(), None, None);
                 }
                 match start_one(&def, &ctx).await {
-                    Ok((conn, tools)) => (def, State::Started, tools, Some(conn)),
-                    Err(e) => (def, State::Failed(e), Vec::new(), None),
+                    Ok((conn, tools)) => {
+                        let listed = list_catalog(&def, &conn).await;
+                        (def, State::Started, tools, Some(conn), Some(listed))
+                    }
+                    Err(e) => (def, State::Failed(e), Vec::new(), None, None),
                 }
             }
         });
         let started = futures::future::join_all(jobs).await;
         let mut servers = Vec::new();
-        for (def, state, tools, conn) in started {
-            let (tools, skipped) = name_tools(&def.name, tools);
+        for (def, state, tools, conn, listed) in started {
+            let mut unknown = Vec::new();
+            let tools = filter(&def, tools, &mut unknown);
+            if state == State::Started {
+                problems.extend(unknown);
+            }
+            let (mut tools, skipped) = name_tools(&def.name, tools);
             problems.extend(skipped);
+            let (catalog, listing_problem) = listed.unwrap_or_default();
+            problems.extend(listing_problem);
+            // The resource reader is openmax's tool, under the server's enabled_tools and
+            // disabled_tools as the server's own are (named `read_resource` there).
+            let reader = resources::reader_tool(&def.name, &catalog)
+                .filter(|_| def.tools.allows(resources::READ_RESOURCE));
+            if let Some(reader) = reader {
+                if tools.iter().any(|t| t.name == reader.name) {
+                    problems.push(format!(
+                        "MCP server {}: its own tool {} stands; its resources are not offered \
+                         as a tool",
+                        def.name, reader.name
+                    ));
+                } else {
+                    tools.push(reader);
+                }
+            }
             match &state {
                 State::Failed(why) => problems.push(format!(
                     "MCP server {} ({}) did not start: {why}; the session goes on without it",
@@ -148,7 +188,7 @@ impl McpSet {
                      (mcp__{}__<tool>) asks for approval",
                     def.name, def.file, def.file, def.name
                 )),
-                State::Started => {}
+                State::Started | State::Disabled => {}
             }
             let failed = match &state {
                 State::Failed(w) => Some(w.clone()),
@@ -158,6 +198,7 @@ impl McpSet {
                 def,
                 state,
                 tools,
+                catalog,
                 conn: tokio::sync::Mutex::new(Slot {
                     conn,
                     restarted: false,
@@ -212,6 +253,7 @@ impl McpSet {
             source: None,
             invalid: None,
             sandbox: Default::default(),
+            confirm: None,
         };
         let Some((server, tool)) = self.server_of(name) else {
             plan.invalid = Some(format!("no MCP server for {name}"));
@@ -227,6 +269,21 @@ impl McpSet {
                 plan.invalid = Some(format!(
                     "MCP server {} is not running (it did not start: {why})",
                     server.def.name
+                ));
+                return plan;
+            }
+            State::Disabled => {
+                plan.invalid = Some(format!(
+                    "MCP server {} is disabled (enabled = false in {})",
+                    server.def.name, server.def.file
+                ));
+                return plan;
+            }
+            _ if !server.def.tools.allows(tool) => {
+                plan.invalid = Some(format!(
+                    "MCP server {} does not offer {tool:?} (its enabled_tools / disabled_tools \
+                     in {})",
+                    server.def.name, server.def.file
                 ));
                 return plan;
             }
@@ -351,7 +408,11 @@ async fn call(
         slot.conn = None;
         match start_one(def, ctx).await {
             Ok((conn, tools)) => {
-                if first_start && !tools.iter().any(|t| t.name == tool) {
+                let tools = filter(def, tools, &mut Vec::new());
+                if first_start
+                    && tool != resources::READ_RESOURCE
+                    && !tools.iter().any(|t| t.name == tool)
+                {
                     let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
                     slot.conn = Some(conn);
                     return failed(format!(
@@ -372,6 +433,13 @@ async fn call(
     let Some(conn) = slot.conn.as_ref() else {
         return failed(format!("MCP server {} is not running", def.name));
     };
+    if server.tools.iter().any(|t| t.tool == tool && t.reader) {
+        let uri = args.get("uri").and_then(|u| u.as_str()).unwrap_or_default();
+        return match conn.read_resource(uri, def.tool_timeout_ms).await {
+            Ok(r) => resources::read_outcome(&r, output_cap),
+            Err(e) => failed(format!("MCP server {}: {e}", def.name)),
+        };
+    }
     match conn
         .call(tool, args, def.tool_timeout_ms, &mut cancel)
         .await
@@ -397,6 +465,37 @@ async fn call(
     }
 }
 
+/// A started server's resources and prompts (when it says it has them), and a note when
+/// listing them failed.
+async fn list_catalog(def: &ServerDef, conn: &Conn) -> (resources::Catalog, Option<String>) {
+    let caps = conn.capabilities();
+    let mut problem = None;
+    let mut listed = |r: Result<Vec<serde_json::Value>, String>| match r {
+        Ok(v) => v,
+        Err(e) => {
+            problem = Some(format!(
+                "MCP server {}: {e}; its tools are offered",
+                def.name
+            ));
+            Vec::new()
+        }
+    };
+    let resources = if caps.get("resources").is_some_and(|r| !r.is_null()) {
+        listed(conn.list_resources(def.startup_timeout_ms).await)
+    } else {
+        Vec::new()
+    };
+    let prompts = if caps.get("prompts").is_some_and(|p| !p.is_null()) {
+        listed(conn.list_prompts(def.startup_timeout_ms).await)
+    } else {
+        Vec::new()
+    };
+    (
+        resources::catalog(&def.name, &caps, &resources, &prompts),
+        problem,
+    )
+}
+
 /// Connect and list every page of tools, all within the startup timeout.
 async fn start_one(
     def: &ServerDef,
@@ -410,6 +509,31 @@ async fn start_one(
         .max(1);
     let tools = conn.list_tools(left).await?;
     Ok((conn, tools))
+}
+
+/// The tools `def`'s `enabled_tools` / `disabled_tools` let through; a problem line for each
+/// name `enabled_tools` gives that the server does not have (a typo would silently offer
+/// nothing).
+fn filter(
+    def: &ServerDef,
+    tools: Vec<rmcp::model::Tool>,
+    problems: &mut Vec<String>,
+) -> Vec<rmcp::model::Tool> {
+    if let Some(wanted) = &def.tools.enabled {
+        for w in wanted
+            .iter()
+            .filter(|w| *w != resources::READ_RESOURCE && !tools.iter().any(|t| t.name == **w))
+        {
+            problems.push(format!(
+                "{}: MCP server {}: enabled_tools names {w:?}, which the server does not offer",
+                def.file, def.name
+            ));
+        }
+    }
+    tools
+        .into_iter()
+        .filter(|t| def.tools.allows(&t.name))
+        .collect()
 }
 
 /// The frozen tools of one server, and a problem line for each tool whose name cannot be used.
@@ -451,6 +575,7 @@ fn name_tools(server: &str, tools: Vec<rmcp::model::Tool>) -> (Vec<McpTool>, Vec
                     .unwrap_or_else(|| format!("{} (MCP server {server})", t.name)),
                 input_schema: schema,
                 read_only,
+                reader: false,
             },
         );
     }
@@ -474,6 +599,7 @@ fn failed(output: String) -> ToolOutcome {
         ok: false,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 

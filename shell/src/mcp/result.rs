@@ -37,6 +37,7 @@ pub fn outcome(result: &serde_json::Value, cap: usize) -> ToolOutcome {
         ok: !failed,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! One connection to one MCP server through `rmcp`: start it (a stdio child in its own process
-//! group, or streamable HTTP), `initialize` within the startup timeout, list every page of its
-//! tools, call a tool with cancel and timeout, and restart it once after it died.
+//! group, streamable HTTP, or the older HTTP+SSE), `initialize` within the startup timeout,
+//! list every page of its tools, call a tool with cancel and timeout, and restart it once after
+//! it died.
 //!
 //! Invariants:
 //! - A stdio server gets PATH, HOME, LANG, the variables its definition names and
@@ -28,7 +29,8 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::sync::mpsc;
 
-use super::config::{expand, EnvValue, ServerDef, Transport};
+use super::config::{EnvValue, ServerDef, Transport};
+use super::template;
 use crate::extensions::external::BASE_ENV;
 use crate::extensions::process::kill_group;
 use crate::hooks::Origin;
@@ -105,6 +107,80 @@ impl Conn {
             Ok(Ok(t)) => Ok(t),
             Ok(Err(e)) => Err(format!("tools/list failed: {e}")),
             Err(_) => Err(format!("tools/list took longer than {timeout_ms} ms")),
+        }
+    }
+
+    /// What the server said it offers at `initialize` (`{"tools":…,"resources":…,…}`).
+    pub fn capabilities(&self) -> serde_json::Value {
+        self.service
+            .peer()
+            .peer_info()
+            .and_then(|i| serde_json::to_value(i).ok())
+            .and_then(|v| v.get("capabilities").cloned())
+            .unwrap_or_default()
+    }
+
+    /// Every page of `resources/list`, each resource as JSON.
+    pub async fn list_resources(&self, timeout_ms: u64) -> Result<Vec<serde_json::Value>, String> {
+        let all = self.service.peer().list_all_resources();
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), all).await {
+            Ok(Ok(r)) => Ok(r
+                .iter()
+                .filter_map(|x| serde_json::to_value(x).ok())
+                .collect()),
+            Ok(Err(e)) => Err(format!("resources/list failed: {e}")),
+            Err(_) => Err(format!("resources/list took longer than {timeout_ms} ms")),
+        }
+    }
+
+    /// Every page of `prompts/list`, each prompt as JSON.
+    pub async fn list_prompts(&self, timeout_ms: u64) -> Result<Vec<serde_json::Value>, String> {
+        let all = self.service.peer().list_all_prompts();
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), all).await {
+            Ok(Ok(p)) => Ok(p
+                .iter()
+                .filter_map(|x| serde_json::to_value(x).ok())
+                .collect()),
+            Ok(Err(e)) => Err(format!("prompts/list failed: {e}")),
+            Err(_) => Err(format!("prompts/list took longer than {timeout_ms} ms")),
+        }
+    }
+
+    /// `resources/read` of `uri`: the result as JSON.
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        timeout_ms: u64,
+    ) -> Result<serde_json::Value, String> {
+        let params: rmcp::model::ReadResourceRequestParams =
+            serde_json::from_value(serde_json::json!({ "uri": uri })).map_err(|e| e.to_string())?;
+        let read = self.service.peer().read_resource(params);
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), read).await {
+            Ok(Ok(r)) => serde_json::to_value(r).map_err(|e| e.to_string()),
+            Ok(Err(e)) => Err(format!("resources/read of {uri} failed: {e}")),
+            Err(_) => Err(format!(
+                "resources/read of {uri} took longer than {timeout_ms} ms"
+            )),
+        }
+    }
+
+    /// `prompts/get` of `name` with `arguments`: the result as JSON.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout_ms: u64,
+    ) -> Result<serde_json::Value, String> {
+        let params: rmcp::model::GetPromptRequestParams =
+            serde_json::from_value(serde_json::json!({ "name": name, "arguments": arguments }))
+                .map_err(|e| e.to_string())?;
+        let get = self.service.peer().get_prompt(params);
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), get).await {
+            Ok(Ok(r)) => serde_json::to_value(r).map_err(|e| e.to_string()),
+            Ok(Err(e)) => Err(format!("prompts/get of {name} failed: {e}")),
+            Err(_) => Err(format!(
+                "prompts/get of {name} took longer than {timeout_ms} ms"
+            )),
         }
     }
 
@@ -191,9 +267,13 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
             };
             let mut vars = environment(def);
             vars.push(("OPENMAX_AGENT_SESSION".into(), ctx.agent_session.clone()));
+            let dir = def.cwd.clone().unwrap_or_else(|| ctx.project.clone());
+            if !dir.is_dir() {
+                return Err(format!("its cwd {} is not a directory", dir.display()));
+            }
             let mut std_cmd = ctx
                 .policy
-                .command_as(command, &ctx.project, &vars, how)
+                .command_as(command, &dir, &vars, how)
                 .map_err(|why| {
                     format!("not started: a project server runs only in the sandbox, and {why}")
                 })?;
@@ -246,28 +326,60 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
             url,
             bearer_token_env,
             headers,
+            env_headers,
         } => {
             let get = |k: &str| forwarded(def, k);
             let bearer = bearer_token_env.as_deref().and_then(get);
-            let headers: Vec<(String, String)> = headers
-                .iter()
-                .map(|(k, v)| (k.clone(), expand(v, &get)))
-                .collect();
-            let transport = super::http::transport(url, bearer, &headers)?;
-            match tokio::time::timeout(budget, handler.serve(transport)).await {
-                Ok(Ok(service)) => Ok(Conn {
-                    service,
-                    pgid: None,
-                    _child: None,
-                    _tracked: None,
-                }),
-                Ok(Err(e)) => Err(format!("initialize failed: {e}")),
-                Err(_) => Err(format!(
-                    "no answer to initialize within the startup timeout ({} ms)",
-                    def.startup_timeout_ms
-                )),
+            let mut headers = expand_headers(def, headers);
+            for (name, var) in env_headers {
+                if let Some(v) = get(var).filter(|v| !v.is_empty()) {
+                    headers.push((name.clone(), v));
+                }
             }
+            let transport = super::http::transport(url, bearer, &headers)?;
+            remote(def, budget, handler.serve(transport)).await
         }
+        Transport::Sse { url, headers } => {
+            let transport = super::sse::connect(url, &expand_headers(def, headers), budget)
+                .await
+                .map_err(|e| format!("the SSE event stream did not open: {e}"))?;
+            remote(def, budget, handler.serve(transport)).await
+        }
+    }
+}
+
+/// Header values with their `${VAR}`s expanded.
+fn expand_headers(def: &ServerDef, headers: &[(String, String)]) -> Vec<(String, String)> {
+    let get = |k: &str| forwarded(def, k);
+    headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                template::expand(v, &get, false).unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// `initialize` over a remote transport, within the startup budget.
+async fn remote<E: std::fmt::Display>(
+    def: &ServerDef,
+    budget: Duration,
+    serving: impl std::future::Future<Output = Result<RunningService<RoleClient, Handler>, E>>,
+) -> Result<Conn, String> {
+    match tokio::time::timeout(budget, serving).await {
+        Ok(Ok(service)) => Ok(Conn {
+            service,
+            pgid: None,
+            _child: None,
+            _tracked: None,
+        }),
+        Ok(Err(e)) => Err(format!("initialize failed: {e}")),
+        Err(_) => Err(format!(
+            "no answer to initialize within the startup timeout ({} ms)",
+            def.startup_timeout_ms
+        )),
     }
 }
 
@@ -285,6 +397,13 @@ pub fn environment(def: &ServerDef) -> Vec<(String, String)> {
                     env.push((name.clone(), v));
                 }
             }
+            EnvValue::Template(t) => {
+                let get = |k: &str| forwarded(def, k);
+                env.push((
+                    name.clone(),
+                    template::expand(t, &get, false).unwrap_or_default(),
+                ));
+            }
         }
     }
     env
@@ -292,7 +411,7 @@ pub fn environment(def: &ServerDef) -> Vec<(String, String)> {
 
 /// A variable of openmax's environment forwarded to a server: a user server may be given the
 /// provider's key (taken out of openmax's environment block at start-up), a project server
-/// never.
+/// never (its definition may not even name it: [`super::config::Lookup::check`]).
 fn forwarded(def: &ServerDef, name: &str) -> Option<String> {
     match def.origin {
         Origin::User => crate::sandbox::scrub::var(name),

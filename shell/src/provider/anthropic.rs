@@ -51,10 +51,18 @@ pub fn build_body(req: &ModelRequest, model: &str, max_output_tokens: u32) -> Va
                     }
                 }
                 for b in &m.content {
-                    if let Block::Text { text } = b {
-                        if !text.is_empty() {
+                    match b {
+                        Block::Text { text } if !text.is_empty() => {
                             content.push(json!({"type":"text","text":text}));
                         }
+                        Block::Image(img) if img.data.is_empty() => content
+                            .push(json!({"type":"text","text":super::mapping::image_gone(img)})),
+                        Block::Image(img) => content.push(json!({"type":"image","source":{
+                            "type":"base64","media_type":img.media_type,"data":img.data}})),
+                        Block::Text { .. }
+                        | Block::Thinking { .. }
+                        | Block::ToolUse { .. }
+                        | Block::ToolResult { .. } => {}
                     }
                 }
             }
@@ -83,7 +91,7 @@ pub fn build_body(req: &ModelRequest, model: &str, max_output_tokens: u32) -> Va
                             content
                                 .push(json!({"type":"tool_use","id":id,"name":name,"input":input}));
                         }
-                        Block::ToolResult { .. } => {}
+                        Block::ToolResult { .. } | Block::Image(_) => {}
                     }
                 }
             }

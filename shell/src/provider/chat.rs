@@ -47,7 +47,25 @@ pub fn build_body(req: &ModelRequest, model: &str, max_output_tokens: u32) -> Va
                             "content":result_text(*ok, output)}));
                     }
                 }
-                if !text.is_empty() {
+                if m.content.iter().any(|b| matches!(b, Block::Image(_))) {
+                    // With images, the content is an array of parts in the message's order.
+                    let parts: Vec<Value> = m
+                        .content
+                        .iter()
+                        .filter_map(|b| match b {
+                            Block::Text { text } if !text.is_empty() => {
+                                Some(json!({"type":"text","text":text}))
+                            }
+                            Block::Image(img) if img.data.is_empty() => {
+                                Some(json!({"type":"text","text":super::mapping::image_gone(img)}))
+                            }
+                            Block::Image(img) => Some(json!({"type":"image_url",
+                                "image_url":{"url":super::mapping::data_url(img)}})),
+                            _ => None,
+                        })
+                        .collect();
+                    messages.push(json!({"role":"user","content":parts}));
+                } else if !text.is_empty() {
                     messages.push(json!({"role":"user","content":text}));
                 }
             }

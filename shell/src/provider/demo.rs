@@ -138,6 +138,7 @@ fn estimate_tokens(req: &ModelRequest) -> u64 {
                 Block::Thinking { text, .. } => text.len(),
                 Block::ToolUse { input, .. } => input.to_string().len() + 20,
                 Block::ToolResult { output, .. } => output.len() + 10,
+                Block::Image(img) => img.data.len(),
             };
         }
     }

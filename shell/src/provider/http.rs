@@ -4,7 +4,8 @@
 //!
 //! Classification (the core decides retries from it, we only report):
 //! - the client could not connect (refused, DNS, TLS handshake, connect timeout) →
-//!   `RequestFailed::Unreachable`; any other error before a status → `Transport`;
+//!   `RequestFailed::Unreachable`; any other error before a status → `Transport`; both name
+//!   the provider and the URL;
 //! - a non-2xx status → `Http { status, retry_after_s, kind, message }`, with `kind` from the
 //!   body's `error.code` / `error.type` (else from the status class) and `message` from
 //!   `error.message` (else a snippet of the body);
@@ -84,10 +85,13 @@ fn reset_by_peer(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// Run one attempt: send `req`, report through `sink` (see the module docs).
+/// Run one attempt: send `req`, report through `sink` (see the module docs). `endpoint` names
+/// the provider and the URL (`anthropic at https://…/v1/messages`) in a failure that has no
+/// HTTP status, so a newcomer sees where openmax tried to go.
 pub async fn run_attempt(
     client: &HttpsClient,
     req: Request<Full<Bytes>>,
+    endpoint: &str,
     mut mapper: Box<dyn StreamMapper>,
     sink: &mut dyn Sink,
 ) {
@@ -96,9 +100,13 @@ pub async fn run_attempt(
         Err(e) => {
             let detail = error_chain(&e);
             sink.failed(if e.is_connect() && !reset_by_peer(&e) {
-                RequestFailure::Unreachable { detail }
+                RequestFailure::Unreachable {
+                    detail: format!("could not connect to {endpoint}: {detail}"),
+                }
             } else {
-                RequestFailure::Transport { detail }
+                RequestFailure::Transport {
+                    detail: format!("{endpoint}: {detail}"),
+                }
             });
             return;
         }
@@ -302,7 +310,7 @@ mod tests {
                 status: 503,
                 retry_after_s: None,
                 kind: FailureKind::Server,
-                message: "<html>busy</html>".into()
+                message: "busy".into()
             }
         );
         let f = http_failure(

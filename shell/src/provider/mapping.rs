@@ -105,6 +105,20 @@ pub fn result_text(ok: bool, output: &str) -> String {
     }
 }
 
+/// An image as a `data:` URL (OpenAI's image parts).
+pub fn data_url(img: &openmax_core::conversation::Image) -> String {
+    format!("data:{};base64,{}", img.media_type, img.data)
+}
+
+/// The text sent in place of an image whose bytes are no longer there (a resumed session
+/// whose stored copy went missing).
+pub fn image_gone(img: &openmax_core::conversation::Image) -> String {
+    format!(
+        "[openmax note] the {} is no longer available (its stored copy is missing)",
+        img.describe()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

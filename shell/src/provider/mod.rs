@@ -377,7 +377,8 @@ impl Provider {
                 "call_r{request}a{attempt}_"
             ))),
         };
-        http::run_attempt(client, req, mapper, sink).await;
+        let endpoint = format!("{} at {url}", inner.cfg.kind);
+        http::run_attempt(client, req, &endpoint, mapper, sink).await;
     }
 
     fn http_request(

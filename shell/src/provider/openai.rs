@@ -49,6 +49,11 @@ pub fn build_body(req: &ModelRequest, model: &str, max_output_tokens: u32) -> Va
                         Block::Text { text } if !text.is_empty() => {
                             Some(json!({"type":"input_text","text":text}))
                         }
+                        Block::Image(img) if img.data.is_empty() => Some(
+                            json!({"type":"input_text","text":super::mapping::image_gone(img)}),
+                        ),
+                        Block::Image(img) => Some(json!({"type":"input_image",
+                            "image_url":super::mapping::data_url(img)})),
                         _ => None,
                     })
                     .collect();
@@ -90,7 +95,7 @@ pub fn build_body(req: &ModelRequest, model: &str, max_output_tokens: u32) -> Va
                             input.push(json!({"type":"function_call","call_id":id,"name":name,
                                 "arguments":args.to_string()}));
                         }
-                        Block::ToolResult { .. } => {}
+                        Block::ToolResult { .. } | Block::Image(_) => {}
                     }
                 }
                 flush_assistant(&mut input, &mut parts);

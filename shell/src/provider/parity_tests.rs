@@ -24,6 +24,8 @@ struct Shown {
     results: Vec<(String, bool)>,
     text: String,
     calls: Vec<String>,
+    /// The images' types and the start of their data.
+    images: Vec<String>,
 }
 
 impl Shown {
@@ -33,6 +35,7 @@ impl Shown {
             results: Vec::new(),
             text: String::new(),
             calls: Vec::new(),
+            images: Vec::new(),
         }
     }
 }
@@ -58,6 +61,7 @@ fn core_view(req: &ModelRequest) -> Vec<Shown> {
                     Block::ToolUse { id, .. } => s.calls.push(id.clone()),
                     Block::ToolResult { id, ok, .. } => s.results.push((id.clone(), *ok)),
                     Block::Thinking { .. } => {}
+                    Block::Image(i) => s.images.push(format!("{};{}", i.media_type, i.data)),
                 }
             }
             s
@@ -83,6 +87,14 @@ fn anthropic_view(body: &Value) -> Vec<Shown> {
             match b["type"].as_str() {
                 Some("text") => s.text.push_str(b["text"].as_str().unwrap_or_default()),
                 Some("tool_use") => s.calls.push(b["id"].as_str().unwrap_or_default().into()),
+                Some("image") => {
+                    assert_eq!(b["source"]["type"], "base64");
+                    s.images.push(format!(
+                        "{};{}",
+                        b["source"]["media_type"].as_str().unwrap_or_default(),
+                        b["source"]["data"].as_str().unwrap_or_default()
+                    ))
+                }
                 Some("tool_result") => s.results.push((
                     b["tool_use_id"].as_str().unwrap_or_default().into(),
                     b["is_error"] != Value::Bool(true),
@@ -106,7 +118,10 @@ fn openai_view(body: &Value) -> Vec<Shown> {
                 };
                 let s = at(&mut out, role);
                 for part in item["content"].as_array().expect("parts") {
-                    s.text.push_str(part["text"].as_str().unwrap_or_default());
+                    match part["image_url"].as_str() {
+                        Some(url) => s.images.push(from_data_url(url)),
+                        None => s.text.push_str(part["text"].as_str().unwrap_or_default()),
+                    }
                 }
             }
             (Some("function_call"), _) => at(&mut out, Role::Assistant)
@@ -128,6 +143,12 @@ fn openai_view(body: &Value) -> Vec<Shown> {
     out
 }
 
+/// `data:<type>;base64,<data>` as `<type>;<data>`.
+fn from_data_url(url: &str) -> String {
+    let rest = url.strip_prefix("data:").expect("a data URL");
+    rest.replacen(";base64,", ";", 1)
+}
+
 fn chat_view(body: &Value) -> Vec<Shown> {
     let mut out = Vec::new();
     for m in body["messages"].as_array().expect("messages") {
@@ -140,9 +161,20 @@ fn chat_view(body: &Value) -> Vec<Shown> {
                     !content.starts_with(FAILED_PREFIX),
                 ))
             }
-            Some("user") => at(&mut out, Role::User)
-                .text
-                .push_str(m["content"].as_str().unwrap_or_default()),
+            Some("user") => {
+                let s = at(&mut out, Role::User);
+                match m["content"].as_array() {
+                    Some(parts) => {
+                        for p in parts {
+                            match p["image_url"]["url"].as_str() {
+                                Some(url) => s.images.push(from_data_url(url)),
+                                None => s.text.push_str(p["text"].as_str().unwrap_or_default()),
+                            }
+                        }
+                    }
+                    None => s.text.push_str(m["content"].as_str().unwrap_or_default()),
+                }
+            }
             Some("assistant") => {
                 let s = at(&mut out, Role::Assistant);
                 s.text.push_str(m["content"].as_str().unwrap_or_default());
@@ -206,6 +238,7 @@ impl Driver {
                         source: None,
                         invalid: None,
                         sandbox: Default::default(),
+                        confirm: None,
                     }),
                 }),
                 Effect::SendRequest {
@@ -278,6 +311,7 @@ fn cancelled_turn() -> Vec<Message> {
             ok: false,
             output: "killed".into(),
             diffs: vec![],
+            images: Vec::new(),
         },
     });
     assert!(!d.core.in_turn());
@@ -300,6 +334,31 @@ fn each_adapter_sends_the_cores_request_message_for_message() {
             ok: true,
             output: "from nowhere".into(),
         }],
+    });
+    // A prompt with an image, and a tool's image after its result.
+    let img = crate::images::from_bytes("shot.png", &crate::images::tiny_png(8, 8)).unwrap();
+    history.push(Message {
+        role: Role::User,
+        content: vec![Block::text("see this"), Block::Image(img.clone())],
+    });
+    history.push(Message {
+        role: Role::Assistant,
+        content: vec![Block::ToolUse {
+            id: "c5".into(),
+            name: "read_file".into(),
+            input: json!({"path":"logo.png"}),
+        }],
+    });
+    history.push(Message {
+        role: Role::User,
+        content: vec![
+            Block::ToolResult {
+                id: "c5".into(),
+                ok: true,
+                output: "image logo.png attached".into(),
+            },
+            Block::Image(img),
+        ],
     });
     // A call cut off by a crash: its reply was recorded, no result ever was.
     history.push(Message::user_text("and b.txt"));
@@ -331,6 +390,7 @@ fn each_adapter_sends_the_cores_request_message_for_message() {
         [
             ("c1".to_string(), false),
             ("c2".to_string(), false),
+            ("c5".to_string(), true),
             ("c9".to_string(), false)
         ]
     );
@@ -341,6 +401,7 @@ fn each_adapter_sends_the_cores_request_message_for_message() {
         .iter()
         .any(|m| m.text == "[openmax note] the tools were re-readnow the other file"));
     assert_eq!(core.last().map(|m| m.text.as_str()), Some("continue"));
+    assert_eq!(core.iter().map(|m| m.images.len()).sum::<usize>(), 2);
 
     let bodies = [
         (

@@ -17,7 +17,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use openmax_core::conversation::ModelRequest;
@@ -29,6 +29,7 @@ use openmax_core::wire::Mode;
 
 use super::persist::Persistence;
 use crate::config::{HookConfig, ProviderSettings};
+use crate::extensions::environment::{self, Environment};
 use crate::extensions::freeze::{self as freezing, Entry, FreezeInputs, Frozen, Snapshot};
 use crate::extensions::skills::{self, Skill, SKILL_TOOL};
 use crate::extensions::source::sha256_hex;
@@ -40,8 +41,7 @@ use crate::sandbox::Policy;
 use crate::session::{Home, ProjectState, SessionWriter};
 use crate::tools::ToolContext;
 
-/// The channel every effect answers on.
-pub type InputTx = mpsc::UnboundedSender<Input>;
+use super::input::InputTx;
 
 /// What the plan and run jobs need of the current freeze.
 #[derive(Default)]
@@ -49,6 +49,23 @@ struct Extensions {
     external: Vec<ExternalTool>,
     skills: Vec<Skill>,
     mcp: McpSet,
+}
+
+/// The MCP servers of the current freeze, seen from another thread (replaced by every
+/// refreeze).
+#[derive(Clone)]
+pub struct McpView(Arc<Mutex<Arc<Extensions>>>);
+
+impl McpView {
+    /// `f` over the current set.
+    pub fn with<R>(&self, f: impl FnOnce(&McpSet) -> R) -> R {
+        let ext = self
+            .0
+            .lock()
+            .map(|e| Arc::clone(&e))
+            .unwrap_or_else(|p| Arc::clone(&p.into_inner()));
+        f(&ext.mcp)
+    }
 }
 
 /// A refreeze computed off the loop, installed when its `Frozen` input is handled.
@@ -69,11 +86,16 @@ pub struct Backend {
     flow: std::sync::Arc<crate::provider::flow::StreamFlow>,
     home: Home,
     project: PathBuf,
+    /// The working directory the session was started in (instruction files are read down to
+    /// it); the project root unless [`Backend::set_working_dir`] says otherwise.
+    cwd: PathBuf,
     provider: Provider,
     tools: ToolContext,
     state: ProjectState,
     writer: Persistence,
     ext: Arc<Extensions>,
+    /// The same extensions for a frontend on another thread ([`McpView`]).
+    shared: Arc<Mutex<Arc<Extensions>>>,
     /// The files behind the current freeze (for the next receipt).
     snapshot: Snapshot,
     hooks: Vec<FrozenHook>,
@@ -95,6 +117,10 @@ pub struct Backend {
     pending: Arc<Mutex<Option<PendingFreeze>>>,
     /// A refreeze's problems also go to stderr (see [`freeze_now`]).
     echo_notes: bool,
+    /// The session's checkpoint thread (`None`: checkpoints are off).
+    checkpoints: Option<crate::checkpoint::worker::Worker>,
+    /// The project's checkpoint directory (where undo notes for this session wait).
+    checkpoint_dir: Option<PathBuf>,
 }
 
 /// A freeze read from disk now, with the frozen hooks. Its problems (broken manifests and
@@ -102,18 +128,29 @@ pub struct Backend {
 /// `echo`, they also go to stderr, for the frontends whose client is a program (`--stdio`,
 /// `--acp`: stderr is the human's log there). `-p` and the terminal UI show the notes
 /// themselves, so a copy on stderr would show each problem twice.
+#[allow(clippy::too_many_arguments)]
 pub fn freeze_now(
     home: &Path,
     project: &Path,
+    cwd: &Path,
     state: &ProjectState,
     hook_configs: &[(HookConfig, Origin)],
     mcp: &McpSet,
     echo: bool,
 ) -> (Frozen, Vec<FrozenHook>) {
     let is_builtin = is_reserved;
+    // The clock is read here, at each freeze: the date is frozen with the rest of the prompt.
+    let environment = Environment::new(
+        project,
+        cwd,
+        environment::os_description(),
+        environment::today(),
+    );
     let inputs = FreezeInputs {
         project,
         home,
+        cwd,
+        environment: &environment,
         builtin_prompt: crate::extensions::prompt::BUILTIN,
         builtin_tools: crate::tools::builtin_schemas(),
         is_builtin: &is_builtin,
@@ -156,14 +193,16 @@ pub fn freeze_now(
 /// server named like a configured one is not started (the configured one stands) and a note
 /// says so.
 pub fn start_mcp(
-    tables: &[(PathBuf, Origin, toml::Table)],
+    tables: &[mcp::config::McpSource],
     state: &ProjectState,
     mode: Mode,
     ctx: StartContext,
     client: &[mcp::ServerDef],
 ) -> impl Future<Output = McpSet> + Send + 'static {
     let project = state.project().to_path_buf();
-    let (mut defs, mut problems) = mcp::config::load(tables, &project);
+    let keys = crate::sandbox::scrub::names();
+    let (mut defs, mut problems) =
+        mcp::config::load(tables, &project, &mcp::config::Lookup::process(&keys));
     for c in client {
         if let Some(d) = defs.iter().find(|d| d.name == c.name) {
             problems.push(format!(
@@ -261,20 +300,24 @@ impl Backend {
         let project = state.project().to_path_buf();
         let tools = ToolContext::new(&project, writer.session_id())
             .map_err(|e| format!("project {}: {e}", project.display()))?;
+        let mcp_tools = mcp_tool_map(&mcp);
+        let ext = Arc::new(Extensions {
+            external: frozen.external.clone(),
+            skills: frozen.skills.clone(),
+            mcp,
+        });
         Ok(Backend {
             flow: std::sync::Arc::new(crate::provider::flow::StreamFlow::new()),
             home,
+            cwd: project.clone(),
             project,
             provider,
             tools,
             state,
             writer: Persistence::new(writer),
-            mcp_tools: mcp_tool_map(&mcp),
-            ext: Arc::new(Extensions {
-                external: frozen.external.clone(),
-                skills: frozen.skills.clone(),
-                mcp,
-            }),
+            mcp_tools,
+            shared: Arc::new(Mutex::new(Arc::clone(&ext))),
+            ext,
             snapshot: frozen.snapshot.clone(),
             hooks,
             hook_configs,
@@ -286,7 +329,14 @@ impl Backend {
             mode,
             pending: Arc::default(),
             echo_notes: true,
+            checkpoints: None,
+            checkpoint_dir: None,
         })
+    }
+
+    /// The working directory the session was started in (for every refreeze).
+    pub fn set_working_dir(&mut self, cwd: PathBuf) {
+        self.cwd = cwd;
     }
 
     /// Whether a refreeze's problems also go to stderr (see [`freeze_now`]).
@@ -298,6 +348,11 @@ impl Backend {
     pub fn set_tool_timeouts(&mut self, t: crate::config::ToolTimeouts) {
         self.tools.tool_timeout_ms = t.tool_ms;
         self.tools.shell_timeout_ms = t.shell_ms;
+    }
+
+    /// `[tools.web_fetch]` from now on.
+    pub fn set_web_policy(&mut self, web: crate::tools::web_fetch::policy::WebPolicy) {
+        self.tools.web = web;
     }
 
     /// Run every agent process (tools, hooks) under `policy` from now on.
@@ -377,7 +432,25 @@ impl Backend {
         ctx.run_sandbox = sandbox;
         let ext = Arc::clone(&self.ext);
         let planned = self.planned.remove(call_id);
+        let barrier = self.before_call(&name, &args);
         async move {
+            let mut cancel = cancel;
+            if let Some(b) = barrier {
+                // The turn's checkpoint is on disk before the call's process starts or its
+                // file is written.
+                tokio::select! {
+                    biased;
+                    r = &mut cancel => if r.is_ok() {
+                        return ToolOutcome {
+                            ok: false,
+                            output: format!("{name}: cancelled before it started"),
+                            diffs: Vec::new(),
+                            images: Vec::new(),
+                        };
+                    },
+                    _ = b => {}
+                }
+            }
             let mut outcome = Self::run_call(ctx.clone(), ext, planned, name, args, cancel).await;
             // The provider key never reaches the session file or the model.
             outcome.output = ctx.sandbox.redact(&outcome.output);
@@ -404,6 +477,7 @@ impl Backend {
                      sandbox"
                 ),
                 diffs: Vec::new(),
+                images: Vec::new(),
             };
         }
         if ext.mcp.owns(&name) {
@@ -419,6 +493,7 @@ impl Backend {
                         ok: false,
                         output: format!("external tool {name} was not inspected before running"),
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     };
                 };
                 return external::run(tool, &ctx.project, &args, &sha, &ctx, cancel).await;
@@ -429,11 +504,13 @@ impl Backend {
                         ok: true,
                         output: body,
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     },
                     Err(e) => ToolOutcome {
                         ok: false,
                         output: e,
                         diffs: Vec::new(),
+                        images: Vec::new(),
                     },
                 };
             }
@@ -463,7 +540,11 @@ impl Backend {
         let session = self.tools.agent_session.clone();
         let sandbox = Arc::clone(&self.tools.sandbox);
         let missing = format!("no frozen hook {hook} for {}", event.as_str());
+        let barrier = self.checkpoints.as_ref().and_then(|w| w.barrier());
         async move {
+            if let Some(b) = barrier {
+                let _ = b.await;
+            }
             let outcome = match found {
                 Some(h) => hooks::run(&h, &project, &payload, &session, &sandbox, cancel).await,
                 None => HookOutcome::Failed { detail: missing },
@@ -477,6 +558,75 @@ impl Backend {
                 },
                 other => other,
             }
+        }
+    }
+
+    /// Checkpoint turns that write into `project` from now on (on a thread of their own).
+    pub fn set_checkpoints(&mut self, project: crate::checkpoint::Project) -> Result<(), String> {
+        self.checkpoint_dir = Some(project.dir.clone());
+        let session = self.tools.agent_session.clone();
+        let worker = crate::checkpoint::worker::Worker::start(project, session)
+            .map_err(|e| format!("cannot start the checkpoint thread: {e}"))?;
+        self.checkpoints = Some(worker);
+        Ok(())
+    }
+
+    /// Hand a checkpoint to the checkpoint thread (its answer comes on `tx`); the answer at
+    /// once when there is no thread.
+    pub fn checkpoint(
+        &mut self,
+        turn: u64,
+        moment: openmax_core::machine::CheckpointMoment,
+        prompt: String,
+        tx: InputTx,
+    ) -> Option<Input> {
+        match &mut self.checkpoints {
+            Some(w) => {
+                w.take(turn, moment, prompt, tx);
+                None
+            }
+            None => Some(Input::Checkpointed {
+                turn,
+                moment,
+                id: None,
+                note: Some(format!(
+                    "no checkpoint was taken for turn {turn}: checkpoints could not start in                      this session; undo cannot restore this turn"
+                )),
+            }),
+        }
+    }
+
+    /// What a call must wait for before it runs: the turn's checkpoint, and for a file tool the
+    /// capture of the path it writes.
+    fn before_call(
+        &mut self,
+        name: &str,
+        args: &serde_json::Value,
+    ) -> Option<crate::checkpoint::worker::Done> {
+        let w = self.checkpoints.as_mut()?;
+        if matches!(name, "write_file" | "edit_file") {
+            let arg = args.get("path").and_then(|v| v.as_str()).unwrap_or("");
+            if let Ok(r) = crate::tools::path::resolve(&self.project, arg) {
+                return w.capture(r.resolved_rel);
+            }
+        }
+        w.barrier()
+    }
+
+    /// Undo notes another process left for this session's next turn, taken (each once).
+    pub fn take_undo_notes(&self) -> Vec<String> {
+        match &self.checkpoint_dir {
+            Some(dir) if crate::checkpoint::notes::waiting(dir, &self.tools.agent_session) => {
+                crate::checkpoint::notes::take(dir, &self.tools.agent_session)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Wait until every checkpoint handed over is on disk.
+    pub fn finish_checkpoints(&mut self) {
+        if let Some(w) = &mut self.checkpoints {
+            w.finish();
         }
     }
 
@@ -560,6 +710,7 @@ impl Backend {
     pub fn refreeze_job(&self) -> impl Future<Output = Freeze> + Send + 'static {
         let home = self.home.root().to_path_buf();
         let project = self.project.clone();
+        let cwd = self.cwd.clone();
         let state = self.state.clone();
         let old_hooks = self.hook_configs.clone();
         let old_snapshot = self.snapshot.clone();
@@ -592,6 +743,7 @@ impl Backend {
             let (frozen, hooks) = freeze_now(
                 &home,
                 &project,
+                &cwd,
                 &state,
                 hook_configs.as_deref().unwrap_or(&old_hooks),
                 &mcp,
@@ -632,8 +784,22 @@ impl Backend {
             skills: p.frozen.skills,
             mcp: p.mcp,
         });
+        if let Ok(mut s) = self.shared.lock() {
+            *s = Arc::clone(&self.ext);
+        }
         self.hooks = p.hooks;
         self.mcp_tools = p.mcp_tools;
+    }
+
+    /// The project directory.
+    pub fn project(&self) -> &Path {
+        &self.project
+    }
+
+    /// The MCP servers of the current freeze, for a frontend on another thread (the terminal
+    /// UI's `@server:uri` mentions and MCP prompt commands).
+    pub fn mcp_view(&self) -> McpView {
+        McpView(Arc::clone(&self.shared))
     }
 
     /// Let the file tools read and write through the client's files (ACP `fs`).
@@ -659,5 +825,6 @@ fn plan_skill(skills: &[Skill], args: &serde_json::Value) -> ToolPlan {
         source: None,
         invalid,
         sandbox: Default::default(),
+        confirm: None,
     }
 }

@@ -4,8 +4,10 @@
 //! own thread.
 
 pub mod backend;
+pub mod input;
 pub mod persist;
 pub mod runtime;
 
-pub use backend::{Backend, InputTx};
+pub use backend::Backend;
+pub use input::InputTx;
 pub use runtime::{Runtime, SignalPolicy};

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use openmax_core::machine::Input;
 use openmax_core::record::Record;
 
-use super::backend::InputTx;
+use super::input::InputTx;
 use crate::session::SessionWriter;
 
 /// One append handed to the writer thread.

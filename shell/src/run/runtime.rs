@@ -37,7 +37,8 @@ use openmax_core::provider::RequestId;
 use openmax_core::tool::ToolOutcome;
 use openmax_core::{Core, Millis};
 
-use super::backend::{Backend, InputTx};
+use super::backend::Backend;
+use super::input::InputTx;
 use crate::frontend::Sink;
 
 /// Events buffered past this are flushed even while inputs keep coming, so a provider faster
@@ -143,6 +144,11 @@ impl<S: Sink> Runtime<S> {
     #[cfg(not(unix))]
     fn spawn_signal_task(&self, _policy: SignalPolicy) {}
 
+    /// The sink (a `-p` run hands its sink the [`Runtime::sender`]).
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
+    }
+
     /// A sender for inputs from outside (the stdin reader).
     pub fn sender(&self) -> InputTx {
         self.tx.clone()
@@ -181,6 +187,17 @@ impl<S: Sink> Runtime<S> {
                 Some(i) => i,
                 None => self.next_input().await,
             };
+            if matches!(input, Input::Line(_)) && !self.core.in_turn() {
+                // An undo run meanwhile by another process is told before the next command.
+                let notes = self.backend.take_undo_notes();
+                if !notes.is_empty() {
+                    self.ready.push_front(input);
+                    for text in notes.into_iter().rev() {
+                        self.ready.push_front(Input::Notice { text });
+                    }
+                    continue;
+                }
+            }
             match &input {
                 Input::ToolDone { call_id, outcome } => {
                     self.tool_cancels.remove(call_id);
@@ -211,6 +228,7 @@ impl<S: Sink> Runtime<S> {
                 self.sink.flush();
                 self.shutdown();
                 self.backend.finish_persistence();
+                self.backend.finish_checkpoints();
                 return (code, self.sink);
             }
             if (self.ready.is_empty() && self.rx.is_empty())
@@ -323,6 +341,7 @@ impl<S: Sink> Runtime<S> {
                             ok: false,
                             output: format!("the tool crashed: {e}"),
                             diffs: Vec::new(),
+                            images: Vec::new(),
                         },
                     };
                     let _ = tx.send(Input::ToolDone { call_id, outcome });
@@ -389,6 +408,19 @@ impl<S: Sink> Runtime<S> {
                     let snapshot = Box::new(job.await);
                     let _ = tx.send(Input::Frozen { snapshot });
                 });
+            }
+            Effect::Checkpoint {
+                turn,
+                moment,
+                prompt,
+            } => {
+                // On the checkpoint thread; the calls and hooks of the turn wait for it.
+                if let Some(input) = self
+                    .backend
+                    .checkpoint(turn, moment, prompt, self.tx.clone())
+                {
+                    self.ready.push_back(input);
+                }
             }
             Effect::Exit { code } => return Some(code),
         }

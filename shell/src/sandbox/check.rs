@@ -15,8 +15,9 @@ pub fn print(confine: &Confine, env: &EnvPolicy, project: &Path, out: &mut dyn W
         Confine::Off => {
             let _ = writeln!(
                 out,
-                "openmax sandbox check: the sandbox is OFF ([sandbox] mode = \"off\" in \
-                 $OPENMAX_HOME/config.toml): agent processes run with your full authority"
+                "openmax sandbox check: the sandbox is OFF ([sandbox] mode = \"off\" in {}): \
+                 agent processes run with your full authority",
+                crate::session::shown("config.toml")
             );
             return 1;
         }
@@ -68,7 +69,7 @@ pub fn summary(confine: &Confine) -> String {
 
 fn lines(
     r: &Report,
-    spec: &super::confine::ConfineSpec,
+    spec: &super::spec::ConfineSpec,
     env: &EnvPolicy,
 ) -> Vec<(&'static str, String)> {
     let list = |v: &[String]| {

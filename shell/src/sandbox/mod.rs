@@ -16,6 +16,7 @@ pub mod helper;
 pub mod protect;
 pub mod reaper;
 pub mod scrub;
+pub mod spec;
 
 use std::path::{Path, PathBuf};
 

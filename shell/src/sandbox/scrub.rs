@@ -11,6 +11,8 @@ use std::ffi::CStr;
 use std::sync::OnceLock;
 
 static TAKEN: OnceLock<BTreeMap<String, String>> = OnceLock::new();
+/// The names [`take`] was given, set or not.
+static NAMES: OnceLock<Vec<String>> = OnceLock::new();
 
 extern "C" {
     static mut environ: *mut *mut libc::c_char;
@@ -57,6 +59,7 @@ fn original_block() -> Option<(usize, usize)> {
 /// Take `names` out of the environment: their values are kept for [`var`], the variables
 /// removed, and their bytes in the original block overwritten with NULs.
 pub fn take(names: &[String]) {
+    let _ = NAMES.set(names.to_vec());
     let block = original_block();
     let mut taken = BTreeMap::new();
     for name in names {
@@ -89,6 +92,17 @@ pub fn take(names: &[String]) {
         taken.insert(name.clone(), value);
     }
     let _ = TAKEN.set(taken);
+}
+
+/// The variables that may hold a provider key: what [`take`] was given (set or not), else
+/// (before it ran, in tests) the providers' defaults.
+pub fn names() -> Vec<String> {
+    NAMES.get().cloned().unwrap_or_else(|| {
+        vec![
+            "ANTHROPIC_API_KEY".to_string(),
+            "OPENAI_API_KEY".to_string(),
+        ]
+    })
 }
 
 /// An environment variable, the taken ones included.

@@ -4,7 +4,7 @@
 //!
 //! Invariants:
 //! - The file is only ever replaced whole by [`super::state::write_atomic`]; readers need no
-//!   lock and see the old index or the new one. A leftover temp file from a crashed writer is a
+//!   lock and see the old index or the new one (writers: [`super::index_write`]). A leftover temp file from a crashed writer is a
 //!   differently named file and never read.
 //! - Read-modify-write happens under an exclusive OS lock on `sessions/.index.lock` (a name
 //!   no session id can take, so it never meets a `<id>.lock`), so sessions of one project
@@ -22,14 +22,12 @@
 //!   unreachable; resuming never rebuilds it silently (see [`super::resume`]): the person runs
 //!   `openmax sessions repair`.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use openmax_core::wire::Mode;
 use serde::{Deserialize, Serialize};
-
-use super::state::write_json_atomic;
 
 /// The index format version (`v`).
 pub const INDEX_VERSION: u32 = 1;
@@ -174,39 +172,4 @@ pub fn read_index(sessions_dir: &Path) -> Result<Index, IndexError> {
     serde_json::from_value(value).map_err(|e| {
         IndexError::Corrupt(format!("session index {} is corrupt: {e}", path.display()))
     })
-}
-
-/// Read-modify-write the index under `sessions/.index.lock`. A missing or corrupt index is
-/// rebuilt from the session records first (see [`super::rebuild`]; a corrupt file is kept
-/// aside, never overwritten). `own` is the session the caller writes for: a missing index
-/// with no other record than that one is simply a new project's first index, and says nothing.
-pub fn update_index(sessions_dir: &Path, own: &str, f: impl FnOnce(&mut Index)) -> io::Result<()> {
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(sessions_dir.join(".index.lock"))?;
-    lock.lock()?;
-    let mut index = match read_index(sessions_dir) {
-        Ok(i) => i,
-        Err(IndexError::Missing) => {
-            let (found, notices) = super::rebuild::scan_records(sessions_dir)?;
-            if found.sessions.iter().any(|e| e.id != own) {
-                super::rebuild::announce(
-                    sessions_dir,
-                    "the session index was missing",
-                    &found,
-                    &notices,
-                    "",
-                );
-            }
-            found
-        }
-        Err(IndexError::Corrupt(m)) => super::rebuild::rebuild(sessions_dir, &m, true)?,
-        Err(IndexError::Io(m)) => return Err(io::Error::other(m)),
-    };
-    f(&mut index);
-    let result = write_json_atomic(&index_path(sessions_dir), &index);
-    drop(lock); // releases the OS lock after the rename is durable
-    result
 }

@@ -187,6 +187,7 @@ mod tests {
             },
             Record::TurnEnd {
                 stop_reason: "stop".into(),
+                turn: None,
             },
         ]
     }

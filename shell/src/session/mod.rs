@@ -8,7 +8,9 @@
 //! from the records), [`lock`] (single ownership), [`line`] (parsing
 //! a record line), [`transcript`] (the bounded `transcript` line), [`resume`] (`--continue`).
 
+pub mod images;
 pub mod index;
+pub mod index_write;
 pub mod line;
 pub mod list;
 pub mod lock;
@@ -21,5 +23,5 @@ pub mod store;
 pub mod transcript;
 
 pub use resume::{resume_id, resume_latest, ResumeError, Resumed};
-pub use state::{write_atomic, Home, ProjectState};
+pub use state::{shown, write_atomic, Home, ProjectState};
 pub use store::{SessionWriter, StoreError};

@@ -9,7 +9,7 @@
 //! - Compaction hints are not recovered: resume then reads such a record from its start (it is
 //!   still correct, only slower) and writes the hint again at the next compaction.
 //! - A corrupt index is never destroyed: it is renamed to `index.json.corrupt-<ms>` beside the
-//!   new one. Rebuilding happens under the index lock (see [`super::index::update_index`]).
+//!   new one. Rebuilding happens under the index lock (see [`super::index_write::update_index`]).
 //! - Every rebuild says so on stderr: what was wrong and how many sessions were recovered.
 
 use std::fs::{self, File};

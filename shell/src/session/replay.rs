@@ -74,7 +74,7 @@ pub fn read(path: &Path) -> std::io::Result<(Vec<Past>, bool)> {
         };
         match parsed.record {
             Record::Message { message } => apply(&mut items, message),
-            Record::TurnEnd { stop_reason } => {
+            Record::TurnEnd { stop_reason, .. } => {
                 let r = stop_reason.as_str().to_string();
                 if !matches!(r.as_str(), "end_turn" | "tool_use" | "stop") {
                     items.push(Past::Ended(r));
@@ -83,7 +83,8 @@ pub fn read(path: &Path) -> std::io::Result<(Vec<Past>, bool)> {
             Record::Session { .. }
             | Record::Compaction { .. }
             | Record::Refrozen { .. }
-            | Record::ModeChanged { .. } => {}
+            | Record::ModeChanged { .. }
+            | Record::Checkpoint { .. } => {}
         }
     }
     if items.len() > MAX_ITEMS {
@@ -265,6 +266,7 @@ mod tests {
             &mut f,
             Record::TurnEnd {
                 stop_reason: StopReason::Cancelled,
+                turn: None,
             },
         );
         drop(f);

@@ -25,7 +25,8 @@ use openmax_core::conversation::{Message, ToolSchema};
 use openmax_core::record::{Record, RecordLine};
 use openmax_core::wire::{Mode, Transcript};
 
-use super::index::{read_index, update_index, CompactionPoint, IndexEntry, IndexError};
+use super::index::{read_index, CompactionPoint, IndexEntry, IndexError};
+use super::index_write::update_index;
 use super::line::{parse_line, LineError};
 use super::lock::{LockError, SessionLock};
 use super::state::{now_ms, ProjectState};
@@ -48,6 +49,10 @@ pub struct Resumed {
     pub transcript: Transcript,
     /// The mode set by the last `mode_changed` record, if any.
     pub mode: Option<Mode>,
+    /// The session's turns so far, as far as the part of the record read tells (the greatest
+    /// turn number a `turn_end` or `checkpoint` line names; a `turn_end` of an older version
+    /// counts one more). The turn numbers of checkpoints in the store add to it.
+    pub turns: u64,
     /// Things to tell the user on stderr (a torn last line ignored, an index hint not used).
     pub notices: Vec<String>,
 }
@@ -123,6 +128,7 @@ fn own(sessions_dir: &Path, entry: &IndexEntry) -> Result<Resumed, ResumeError> 
         history: r.history,
         transcript: r.transcript,
         mode: r.mode,
+        turns: r.turns,
         notices: r.notices,
     })
 }
@@ -166,6 +172,8 @@ pub struct Copied {
     pub history: Vec<Message>,
     pub transcript: Transcript,
     pub mode: Option<Mode>,
+    /// The session's turns so far (as [`Resumed::turns`]).
+    pub turns: u64,
     pub notices: Vec<String>,
 }
 
@@ -312,6 +320,7 @@ fn resume_entry(
         tools,
         history: Vec::new(),
         mode: None,
+        turns: 0,
         last_refrozen: None,
         compaction: None,
         tail: TranscriptTail::default(),
@@ -335,6 +344,8 @@ fn resume_entry(
         }
     }
     let (good_len, lines) = s.forward(&mut r, start.0, start.1)?;
+    // Images are recorded by hash; their bytes are stored beside the record.
+    super::images::restore(&super::images::dir(sessions_dir, &entry.id), &mut s.history);
     if good_len < file_len && reading == Reading::Own {
         r.file
             .set_len(good_len)
@@ -357,6 +368,7 @@ fn resume_entry(
                 history: s.history,
                 transcript: s.tail.finish(&entry.id),
                 mode: s.mode,
+                turns: s.turns,
                 notices: s.notices,
             },
             None,
@@ -402,6 +414,7 @@ fn resume_entry(
             history: s.history,
             transcript: s.tail.finish(&entry.id),
             mode: s.mode,
+            turns: s.turns,
             notices: s.notices,
         },
         Some(writer),
@@ -450,6 +463,7 @@ struct Scan {
     tools: Vec<ToolSchema>,
     history: Vec<Message>,
     mode: Option<Mode>,
+    turns: u64,
     last_refrozen: Option<u64>,
     compaction: Option<CompactionPoint>,
     tail: TranscriptTail,
@@ -552,7 +566,10 @@ impl Scan {
                     self.last_refrozen = Some(pos);
                 }
                 Record::ModeChanged { mode } => self.mode = Some(mode),
-                Record::TurnEnd { .. } => {}
+                Record::TurnEnd { turn: Some(t), .. } | Record::Checkpoint { turn: t, .. } => {
+                    self.turns = self.turns.max(t)
+                }
+                Record::TurnEnd { turn: None, .. } => self.turns += 1,
                 Record::Session { .. } => {
                     return Err(ResumeError::Corrupt(format!(
                         "session record {}: line {line_no} is a second session header",
@@ -581,6 +598,7 @@ fn kind(r: &Record) -> &'static str {
         Record::ModeChanged { .. } => "mode_changed",
         Record::Refrozen { .. } => "refrozen",
         Record::TurnEnd { .. } => "turn_end",
+        Record::Checkpoint { .. } => "checkpoint",
     }
 }
 

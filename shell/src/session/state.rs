@@ -76,6 +76,21 @@ impl Home {
     }
 }
 
+/// How a file under the state root is named in messages: `~/.openmax/<rel>` when
+/// `$OPENMAX_HOME` is unset (the default root), else the path under the directory it names.
+/// Never the literal `$OPENMAX_HOME/...`, which tells a newcomer nothing they can open.
+pub fn shown(rel: &str) -> String {
+    shown_with(std::env::var_os("OPENMAX_HOME"), rel)
+}
+
+/// [`shown`] with `$OPENMAX_HOME`'s value given (testable without the process environment).
+pub fn shown_with(openmax_home: Option<OsString>, rel: &str) -> String {
+    match openmax_home.filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join(rel).display().to_string(),
+        None => format!("~/.openmax/{rel}"),
+    }
+}
+
 /// One project's state directory under the state root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectState {
@@ -392,5 +407,18 @@ mod tests {
         );
         let err = Home::from_vars(None, None).unwrap_err();
         assert!(err.contains("OPENMAX_HOME"), "{err}");
+    }
+
+    #[test]
+    fn state_paths_are_shown_as_a_newcomer_can_open_them() {
+        assert_eq!(shown_with(None, "config.toml"), "~/.openmax/config.toml");
+        assert_eq!(
+            shown_with(Some("".into()), "AGENTS.md"),
+            "~/.openmax/AGENTS.md"
+        );
+        assert_eq!(
+            shown_with(Some("/srv/omx".into()), "config.toml"),
+            "/srv/omx/config.toml"
+        );
     }
 }

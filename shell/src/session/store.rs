@@ -24,7 +24,8 @@ use openmax_core::record::{Record, RecordLine, RECORD_VERSION};
 use openmax_core::wire::Mode;
 use serde::Serialize;
 
-use super::index::{update_index, CompactionPoint, IndexEntry};
+use super::index::{CompactionPoint, IndexEntry};
+use super::index_write::update_index;
 use super::lock::{LockError, SessionLock};
 use super::state::{now_ms, sync_dir, ProjectState};
 
@@ -280,12 +281,18 @@ impl SessionWriter {
                     self.turns += 1;
                     self.turns_pending = true;
                 }
+                Record::Checkpoint { .. } => {}
             }
+            // Images keep their sha256 and path in the line; their bytes go beside it, once.
+            let stashed = super::images::stash(
+                &super::images::dir(&self.sessions_dir, &self.session_id),
+                record,
+            )?;
             serde_json::to_writer(
                 &mut buf,
                 &LineRef {
                     v: RECORD_VERSION,
-                    record,
+                    record: stashed.as_ref().unwrap_or(record),
                 },
             )
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;

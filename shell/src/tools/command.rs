@@ -122,6 +122,7 @@ pub fn plan(ctx: &ToolContext, args: &Value) -> ToolPlan {
                     }
                     None => PlanSandbox::Session,
                 },
+                confirm: None,
             }
         }
         Err(e) => invalid_plan(true, e),
@@ -263,6 +264,7 @@ pub async fn run(
         ok,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 

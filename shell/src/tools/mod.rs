@@ -1,5 +1,6 @@
-//! Built-in tools: read_file, list_dir, glob, grep (read-only); write_file, edit_file, shell
-//! (mutating). Paths are confined to the project after resolving symlinks.
+//! Built-in tools: read_file, list_dir, glob, grep, web_fetch (read-only); write_file,
+//! edit_file, shell (mutating). Paths are confined to the project after resolving symlinks;
+//! `web_fetch` runs in openmax itself, under `[tools.web_fetch]` ([`web_fetch`]).
 //!
 //! The runtime asks [`plan`] about a call first (never runs anything; the core decides
 //! approvals from the [`ToolPlan`]), then [`run`]s it. Invariants:
@@ -25,7 +26,9 @@ pub mod path;
 mod read;
 mod schema;
 pub mod stop;
-mod walk;
+
+pub(crate) mod walk;
+pub mod web_fetch;
 mod write;
 
 use std::path::PathBuf;
@@ -40,7 +43,7 @@ use stop::Stop;
 use tokio::sync::oneshot;
 
 /// Names of the built-in tools, in schema order.
-pub const BUILTIN_NAMES: [&str; 7] = [
+pub const BUILTIN_NAMES: [&str; 8] = [
     "read_file",
     "list_dir",
     "glob",
@@ -48,6 +51,7 @@ pub const BUILTIN_NAMES: [&str; 7] = [
     "write_file",
     "edit_file",
     "shell",
+    "web_fetch",
 ];
 
 /// What the tools need to know about the session they run in.
@@ -70,6 +74,8 @@ pub struct ToolContext {
     /// The sandbox the core chose for the call being run (the `shell` tool's; the runtime
     /// sets it per call from the run-tool effect, never from the arguments).
     pub run_sandbox: RunSandbox,
+    /// `[tools.web_fetch]`: the hosts `web_fetch` may reach and its caps.
+    pub web: web_fetch::policy::WebPolicy,
 }
 
 impl ToolContext {
@@ -94,6 +100,7 @@ impl ToolContext {
             sandbox: Arc::default(),
             client_files: Default::default(),
             run_sandbox: RunSandbox::Session,
+            web: Default::default(),
         })
     }
 }
@@ -119,6 +126,7 @@ pub fn plan(ctx: &ToolContext, name: &str, args: &Value) -> ToolPlan {
         "write_file" => write::plan_write(ctx, args),
         "edit_file" => write::plan_edit(ctx, args),
         "shell" => command::plan(ctx, args),
+        web_fetch::NAME => web_fetch::plan(ctx, args),
         other => ToolPlan {
             mutating: false,
             targets: vec![other.to_string()],
@@ -127,6 +135,7 @@ pub fn plan(ctx: &ToolContext, name: &str, args: &Value) -> ToolPlan {
             source: None,
             invalid: Some(unknown(other)),
             sandbox: Default::default(),
+            confirm: None,
         },
     }
 }
@@ -146,6 +155,7 @@ pub async fn run(
 ) -> ToolOutcome {
     let work: fn(&ToolContext, &Value, &Stop) -> ToolOutcome = match name {
         "shell" => return command::run(ctx, args, cancel).await,
+        web_fetch::NAME => return web_fetch::run(ctx, args, cancel).await,
         "read_file" => read::run,
         "list_dir" => list::run,
         "glob" => glob::run,
@@ -239,6 +249,7 @@ fn ok(output: String) -> ToolOutcome {
         ok: true,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 
@@ -248,6 +259,7 @@ fn fail(output: String) -> ToolOutcome {
         ok: false,
         output,
         diffs: Vec::new(),
+        images: Vec::new(),
     }
 }
 
@@ -261,6 +273,7 @@ fn read_plan(targets: Vec<String>, summary: String, detail: String) -> ToolPlan 
         source: None,
         invalid: None,
         sandbox: Default::default(),
+        confirm: None,
     }
 }
 
@@ -275,5 +288,6 @@ fn invalid_plan(mutating: bool, message: String) -> ToolPlan {
         source: None,
         invalid: Some(message),
         sandbox: Default::default(),
+        confirm: None,
     }
 }

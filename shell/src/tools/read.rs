@@ -72,9 +72,26 @@ pub fn run(ctx: &ToolContext, args: &Value, stop: &Stop) -> ToolOutcome {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
+    // An image is read from the disk even where the client serves text files.
+    if crate::images::is_image_file(&call.target.abs) {
+        return image(&call);
+    }
     match read(ctx, &call, stop) {
         Ok(text) => ok(text),
         Err(e) => fail(e),
+    }
+}
+
+/// A PNG, JPEG, GIF or WebP file: the image itself for the model, after its result.
+fn image(call: &Call) -> ToolOutcome {
+    match crate::images::from_file(&call.target.rel, &call.target.abs) {
+        Ok(img) => ToolOutcome {
+            ok: true,
+            output: format!("[{} follows]", img.describe()),
+            diffs: Vec::new(),
+            images: vec![img],
+        },
+        Err(e) => fail(format!("{NAME}: {e}")),
     }
 }
 

@@ -124,8 +124,9 @@ fn refuse_protected(ctx: &ToolContext, tool: &str, target: &Resolved) -> Result<
         return Err(format!(
             "{tool}: {} is protected: git runs what is there (configuration, hooks) at the \
              human's next git command, outside any sandbox, so the agent may not change it; \
-             nothing was written (the list is [sandbox] protected in $OPENMAX_HOME/config.toml)",
-            target.resolved_rel
+             nothing was written (the list is [sandbox] protected in {})",
+            target.resolved_rel,
+            crate::session::shown("config.toml")
         ));
     }
     Ok(())
@@ -222,6 +223,7 @@ fn plan_of(tool: &str, prepared: Result<Change, String>) -> ToolPlan {
             source: None,
             invalid: None,
             sandbox: Default::default(),
+            confirm: None,
         },
         Err(e) => invalid_plan(true, e),
     }
@@ -324,6 +326,7 @@ fn commit(ctx: &ToolContext, tool: &str, c: Change, stop: &Stop) -> ToolOutcome 
         ok: true,
         output,
         diffs,
+        images: Vec::new(),
     }
 }
 

@@ -15,6 +15,10 @@
 //! | Ctrl-U | clear the prompt |
 //! | in the `/resume` picker: Up / Down, Enter, Esc | move, resume the session, close |
 //! | in the `/` menu: Up / Down, Tab, Enter, Esc | move, complete, run, clear the prompt |
+//!
+//! In a prompt, `@path/to/image.png` attaches the image and `@server:uri` the text of an MCP
+//! resource; pasting (or dropping) the path of an image file inserts it as `@path`;
+//! `/mcp__<server>__<prompt> [arg=value…]` sends an MCP prompt (see [`super::attach`]).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use openmax_core::wire::{Command, Mode};
@@ -33,9 +37,19 @@ pub fn next_mode(mode: Mode) -> Mode {
 }
 
 impl View {
-    /// A bracketed paste: inserted as typed text, newlines kept, never submitted.
+    /// A bracketed paste: inserted as typed text, newlines kept, never submitted; the path of
+    /// an image file (a dropped file) is inserted as an `@path` attachment.
     pub fn paste(&mut self, text: &str) {
-        self.editor.insert(text);
+        match super::attach::pasted_image(text) {
+            Some(path) => self.editor.insert(&format!("@{path} ")),
+            None => self.editor.insert(text),
+        }
+    }
+
+    /// A prompt that could not be sent (an attachment failed): say why; the turn never began.
+    pub fn prompt_failed(&mut self, why: &str) {
+        self.running = None;
+        self.notice(Level::Error, &format!("not sent: {why}"));
     }
 
     /// One key at time `now` (ms).
@@ -88,6 +102,11 @@ impl View {
             KeyCode::Char(c) if !ctrl && self.answering() && matches!(c, 'y' | 'Y' | 'n' | 'N') => {
                 self.answer(c == 'y' || c == 'Y');
             }
+            KeyCode::Char(c)
+                if !ctrl && self.answering_undo() && matches!(c, 'y' | 'Y' | 'n' | 'N') =>
+            {
+                self.answer_undo(c == 'y' || c == 'Y');
+            }
             KeyCode::Char(c) if !ctrl => {
                 let mut b = [0u8; 4];
                 self.editor.insert(c.encode_utf8(&mut b));
@@ -130,6 +149,33 @@ impl View {
     fn answering(&self) -> bool {
         self.editor.is_empty()
             && (!self.questions.is_empty() || self.approvals.iter().any(|c| c.answered.is_none()))
+    }
+
+    /// Whether y/n go to the undo card: it waits and the prompt is empty.
+    fn answering_undo(&self) -> bool {
+        self.editor.is_empty() && self.undo.as_ref().is_some_and(|c| !c.answered)
+    }
+
+    fn answer_undo(&mut self, yes: bool) {
+        if yes && self.running.is_some() {
+            self.undo = None;
+            return self.notice(
+                Level::Warn,
+                "undo: not done, a turn started meanwhile; /undo again once it ends",
+            );
+        }
+        let Some(card) = &mut self.undo else { return };
+        if yes {
+            card.answered = true;
+            let ask = super::undo::UndoAsk::Apply {
+                turn: card.turn,
+                force: card.force,
+            };
+            self.undo_asks.push(ask);
+        } else {
+            self.undo = None;
+            self.notice(Level::Info, "undo: not done; nothing changed");
+        }
     }
 
     fn answer(&mut self, approved: bool) {
@@ -199,13 +245,15 @@ impl View {
 
     fn submit(&mut self, now: u64) {
         let pending = self.editor.text().trim();
-        if self.running.is_some() && !pending.is_empty() && !pending.starts_with('/') {
+        // An MCP prompt command (`/mcp__<server>__<prompt>`) is a prompt, not a UI command.
+        let command = pending.starts_with('/') && !pending.starts_with("/mcp__");
+        if self.running.is_some() && !pending.is_empty() && !command {
             // The core refuses a `user` while a turn is in flight: keep the text for later.
             self.hint =
                 Some("a turn is running: Esc cancels it; Enter sends this once it ends".into());
             return;
         }
-        if !self.questions.is_empty() && !pending.is_empty() && !pending.starts_with('/') {
+        if !self.questions.is_empty() && !pending.is_empty() && !command {
             self.hint = Some("answer the question above first: y or n".into());
             return;
         }
@@ -214,7 +262,10 @@ impl View {
         if trimmed.is_empty() {
             return;
         }
-        if let Some(cmd) = trimmed.strip_prefix('/') {
+        if let Some(cmd) = trimmed
+            .strip_prefix('/')
+            .filter(|c| !c.starts_with("mcp__"))
+        {
             self.slash(cmd);
             return;
         }
@@ -241,5 +292,25 @@ impl View {
             }
             _ => {}
         }
+    }
+
+    pub(super) fn slash_undo(&mut self, cmd: &str) {
+        let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+        let ask = match super::undo::parse(&args) {
+            Ok(a) => a,
+            Err(e) => return self.notice(Level::Error, &e),
+        };
+        if ask != super::undo::UndoAsk::List {
+            if self.running.is_some() {
+                return self.notice(
+                    Level::Warn,
+                    "undo: a turn is running; /undo once it ends (Esc cancels it)",
+                );
+            }
+            if self.undo.is_some() {
+                return self.notice(Level::Warn, "undo: answer the undo card first (y or n)");
+            }
+        }
+        self.undo_asks.push(ask);
     }
 }

@@ -62,6 +62,9 @@ pub fn live(view: &View, now: u64, cols: usize, max_rows: usize, theme: Theme) -
             fixed.extend(rows);
         }
     }
+    if let Some(card) = &view.undo {
+        fixed.extend(super::undo::lines(card, cols, theme));
+    }
     if let Some(r) = &view.retry {
         let secs = now.saturating_sub(r.since) / 1000;
         fixed.extend(wrap_text(
@@ -239,9 +242,12 @@ fn status_row(view: &View, now: u64, cols: usize, theme: Theme) -> Line<'static>
     }
     let t = s.totals;
     if t.requests > 0 {
-        let mut u = format!("session in {} out {}", t.prompt, t.completion);
-        if t.cached > 0 {
-            u.push_str(&format!(" cached {}", t.cached));
+        let mut u = format!("session in {} out {}", t.prompt_tokens, t.completion_tokens);
+        if let Some(c) = t.cached_tokens.filter(|c| *c > 0) {
+            u.push_str(&format!(" cached {c}"));
+        }
+        if let Some(cost) = s.cost() {
+            u.push_str(&format!(" {}", super::view::usd(cost)));
         }
         parts.push(u);
     }
@@ -270,6 +276,39 @@ mod tests {
 
     fn text(l: &Line) -> String {
         l.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn the_status_line_shows_the_session_cost_only_when_prices_are_set() {
+        let usage = |p, c, cached| Event::Usage {
+            prompt_tokens: p,
+            completion_tokens: c,
+            cached_tokens: cached,
+        };
+        let mut v = View::new("m", Mode::Ask, vec![]);
+        let plain = Theme { color: false };
+        assert_eq!(text(&status_row(&v, 0, 200, plain)), "m · ask");
+        v.event(0, usage(1_000_000, 100_000, Some(400_000)));
+        v.event(0, usage(1_000_000, 100_000, None));
+        assert_eq!(
+            text(&status_row(&v, 0, 200, plain)),
+            "m · ask · session in 2000000 out 200000 cached 400000"
+        );
+        // $3 in, $15 out, $0.30 cached in per million: 1.6 M fresh × 3 + 0.4 M × 0.3 +
+        // 0.2 M × 15 = 4.8 + 0.12 + 3.
+        v.status.prices = Some(openmax_core::usage::Prices {
+            input: 3.0,
+            output: 15.0,
+            cached_input: Some(0.3),
+        });
+        assert_eq!(
+            text(&status_row(&v, 0, 200, plain)),
+            "m · ask · session in 2000000 out 200000 cached 400000 $7.92"
+        );
+        let mut small = View::new("m", Mode::Ask, vec![]);
+        small.status.prices = v.status.prices;
+        small.event(0, usage(1000, 10, None));
+        assert!(text(&status_row(&small, 0, 200, plain)).ends_with(" $0.0032"));
     }
 
     #[test]

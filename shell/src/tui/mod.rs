@@ -20,6 +20,7 @@
 //! The tool sources' notices (an MCP server's `tools/list_changed`) reach the core as for
 //! `--stdio` and come back as `harness_note` events.
 
+pub mod attach;
 pub mod blocks;
 pub mod capture;
 pub mod card;
@@ -33,6 +34,7 @@ pub mod signals;
 pub mod slash;
 pub mod term;
 pub mod theme;
+pub mod undo;
 pub mod view;
 pub mod wrap;
 
@@ -88,6 +90,12 @@ pub struct Launch {
     pub sandbox: Arc<crate::sandbox::Policy>,
     /// Whether the project was trusted when the session opened.
     pub trusted: bool,
+    /// The user config's `[provider]` prices (the status line and `/cost` show the cost).
+    pub prices: Option<openmax_core::usage::Prices>,
+    /// Resolves a typed prompt's images, MCP mentions and MCP prompt commands.
+    pub attach: Option<attach::Attach>,
+    /// The project's checkpoints and this session's id, for `/undo` (`None`: checkpoints off).
+    pub undo: Option<(crate::checkpoint::Project, String)>,
 }
 
 /// What reaches the UI thread.
@@ -267,6 +275,53 @@ fn run_inner(
     }
 }
 
+/// Carry out a `/undo` request of the view (file work on this thread: the runtime's loop
+/// goes on meanwhile); a done undo is told to the core as a note.
+fn undo_ask(
+    undo: Option<&(crate::checkpoint::Project, String)>,
+    ask: undo::UndoAsk,
+    view: &mut view::View,
+    input: &InputTx,
+) {
+    use crate::checkpoint::undo::{self as u, Pick};
+    let Some((p, session)) = undo else {
+        return view.undo_planned(Err(
+            "checkpoints are off in this session ([checkpoints] enabled = false)".into(),
+        ));
+    };
+    let pick = |turn: Option<u64>| turn.map(Pick::Turn).unwrap_or(Pick::Last);
+    match ask {
+        undo::UndoAsk::Preview { turn, force } => {
+            let card = u::plan(p, session, pick(turn), force)
+                .map(|plan| undo::UndoCard::of(&plan, turn, force))
+                .map_err(|e| e.message().to_string());
+            view.undo_planned(card);
+        }
+        undo::UndoAsk::Apply { turn, force } => match u::run(p, session, pick(turn), force) {
+            Ok(report) => {
+                let _ = input.send(Input::Notice {
+                    text: u::note(&report, "/undo"),
+                });
+                view.undo_done(Ok(crate::app::undo::report_text(&report)));
+            }
+            Err(e) => view.undo_done(Err(e.message().to_string())),
+        },
+        undo::UndoAsk::List => match u::entries(p, session) {
+            Ok(entries) if entries.is_empty() => {
+                view.info("no checkpoint in this session yet: none of its turns wrote a file")
+            }
+            Ok(entries) => {
+                let lines: Vec<String> = entries
+                    .iter()
+                    .map(|e| crate::checkpoint::list::line(p, e))
+                    .collect();
+                view.info(&lines.join("\n"));
+            }
+            Err(e) => view.info(&format!("undo: {}", e.message())),
+        },
+    }
+}
+
 /// Watch the terminal for a hang-up on a thread of its own: when the terminal goes away with
 /// no signal reaching openmax (the shell that owned it got the SIGHUP, or ignored it), the
 /// running turn is cancelled and input ended, exactly as after a SIGHUP, so the session drains
@@ -298,6 +353,7 @@ fn ui_loop(
     launch: Launch,
 ) -> std::io::Result<Option<view::Next>> {
     let mut view = view::View::new(&launch.model, launch.mode, history::load(&launch.history));
+    view.status.prices = launch.prices;
     match (&launch.past, &launch.transcript) {
         (Some((items, older)), Some(_)) => view.replay(items, *older),
         (_, Some(t)) => view.transcript(&t.messages, t.truncated),
@@ -395,9 +451,22 @@ fn draw_loop(
             carrier.carry(req, launch, view, input);
             dirty = true;
         }
+        for ask in view.take_undo_asks() {
+            undo_ask(launch.undo.as_ref(), ask, view, input);
+            dirty = true;
+        }
         for cmd in view.take_commands() {
             if let Command::User { text } = &cmd {
                 history::append(&launch.history, text);
+                if let Some(a) = &launch.attach {
+                    match a.prompt(text) {
+                        Ok(i) => {
+                            let _ = input.send(i);
+                        }
+                        Err(e) => view.prompt_failed(&e),
+                    }
+                    continue;
+                }
             }
             let _ = input.send(Input::Line(cmd.to_line()));
         }

@@ -12,11 +12,12 @@
 //! hook whose bytes no human approved.
 
 use openmax_core::machine::Input;
+use openmax_core::usage::UsageTotals;
 use openmax_core::wire::{ApprovalReason, Command, Mode};
 
 use super::blocks::Level;
 use super::card::ApprovalCard;
-use super::view::{Question, Request, View};
+use super::view::{usd, Question, Request, View};
 use super::Launch;
 use crate::extensions::pending::{self, Pending};
 use crate::extensions::source::short;
@@ -200,35 +201,105 @@ fn status(launch: &Launch, view: &mut View) {
     if let Some((used, ctx)) = s.budget {
         lines.push(format!("context: {used} of {ctx} tokens"));
     }
-    lines.push(format!(
-        "tokens this session: in {} out {} cached {} over {} request{}",
-        t.prompt,
-        t.completion,
-        t.cached,
-        t.requests,
-        if t.requests == 1 { "" } else { "s" }
-    ));
+    lines.push(format!("tokens this session: {}", tokens_line(&t)));
+    if let Some(c) = s.cost() {
+        lines.push(format!("cost this session: {}", usd(c)));
+    }
     view.notice(Level::Info, &lines.join("\n"));
 }
 
+/// `in … out … cached … over N requests`.
+fn tokens_line(t: &UsageTotals) -> String {
+    format!(
+        "in {} out {} cached {} over {} request{}",
+        t.prompt_tokens,
+        t.completion_tokens,
+        t.cached_tokens.unwrap_or(0),
+        t.requests,
+        if t.requests == 1 { "" } else { "s" }
+    )
+}
+
+/// `/cost`: the session's tokens, and their cost at the configured prices (or how to set
+/// them).
 fn cost(view: &mut View) {
-    let t = view.status.totals;
-    view.notice(
-        Level::Info,
-        &format!(
-            "this session: in {} out {} cached {} tokens over {} request{}",
-            t.prompt,
-            t.completion,
-            t.cached,
-            t.requests,
-            if t.requests == 1 { "" } else { "s" }
-        ),
-    );
+    let s = &view.status;
+    let mut text = format!("this session: {}", tokens_line(&s.totals));
+    match s.prices {
+        Some(p) => {
+            text.push_str(&format!(
+                "\ncost: {} (per million tokens: {} in, {} out, {} cached in)",
+                usd(p.cost(&s.totals)),
+                usd_price(p.input),
+                usd_price(p.output),
+                usd_price(p.cached_input.unwrap_or(p.input))
+            ));
+        }
+        None => text.push_str(&format!(
+            "\ncost: unknown; set price_in and price_out (USD per million tokens) under \
+             [provider] in {} (docs/configuration.md)",
+            crate::session::state::shown("config.toml")
+        )),
+    }
+    view.notice(Level::Info, &text);
+}
+
+/// A price per million tokens, as written in the config (no trailing zeros).
+fn usd_price(p: f64) -> String {
+    format!("${p}")
 }
 
 impl View {
     /// Queue a `reload`.
     pub fn send_reload(&mut self) {
         self.commands.push(Command::Reload);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openmax_core::wire::Event;
+
+    fn last_notice(view: &mut View) -> String {
+        match view.take_finished().pop() {
+            Some(super::super::blocks::Block::Notice(_, text)) => text,
+            other => panic!("no notice: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cost_names_the_tokens_and_their_price_or_how_to_set_one() {
+        let mut v = View::new("m", Mode::Ask, vec![]);
+        v.event(
+            0,
+            Event::Usage {
+                prompt_tokens: 2_000_000,
+                completion_tokens: 100_000,
+                cached_tokens: Some(1_000_000),
+            },
+        );
+        cost(&mut v);
+        let n = last_notice(&mut v);
+        assert!(
+            n.starts_with("this session: in 2000000 out 100000 cached 1000000 over 1 request\n"),
+            "{n}"
+        );
+        assert!(
+            n.contains("cost: unknown; set price_in and price_out"),
+            "{n}"
+        );
+        v.status.prices = Some(openmax_core::usage::Prices {
+            input: 3.0,
+            output: 15.0,
+            cached_input: None,
+        });
+        cost(&mut v);
+        let n = last_notice(&mut v);
+        // No cache discount configured: the cached million costs the input price.
+        assert!(
+            n.ends_with("cost: $7.50 (per million tokens: $3 in, $15 out, $3 cached in)"),
+            "{n}"
+        );
     }
 }

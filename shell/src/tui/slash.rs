@@ -51,6 +51,11 @@ pub const COMMANDS: &[SlashCommand] = &[
         help: "pick a session of this project to continue",
     },
     SlashCommand {
+        name: "undo",
+        args: "[N|list] [--force]",
+        help: "put the project back as it was before the last turn that wrote (or turn N)",
+    },
+    SlashCommand {
         name: "compact",
         args: "",
         help: "compact the conversation now",
@@ -118,6 +123,11 @@ pub fn help() -> String {
         };
         s.push_str(&format!("\n  /{}{args}  {}", c.name, c.help));
     }
+    s.push_str(
+        "\n  /mcp__<server>__<prompt> [arg=value…]  an MCP server's prompt\n\
+         in a prompt: @path/to/image.png attaches an image (paste or drop its path) · \
+         @server:uri the text of an MCP resource",
+    );
     s
 }
 
@@ -220,6 +230,7 @@ impl View {
                 Level::Error,
                 "/approve needs the project file to approve: /approve <file>",
             ),
+            ("undo", _) => self.slash_undo(cmd),
             ("reload", []) => self.send(Command::Reload),
             ("help", []) => self.notice(Level::Info, &help()),
             ("quit", []) => self.quit(),

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use openmax_core::usage::{Prices, UsageTotals};
 use openmax_core::wire::{Command, Event, Mode, StopReason, TranscriptMessage};
 
 use super::blocks::{args_summary, Block, DiffView, Level, ToolCard};
@@ -29,24 +30,33 @@ pub struct RetryView {
 }
 
 /// The status line's facts.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Status {
     pub model: String,
     pub mode: Option<Mode>,
     /// `budget`: used and context tokens.
     pub budget: Option<(u64, u64)>,
     /// The session's `usage` summed so far (this opening of it).
-    pub totals: Totals,
+    pub totals: UsageTotals,
+    /// The user config's `[provider]` prices, when set: the totals' cost is shown.
+    pub prices: Option<Prices>,
 }
 
-/// Token counts summed over a session's `usage` lines.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
-    pub prompt: u64,
-    pub completion: u64,
-    pub cached: u64,
-    /// `usage` lines counted.
-    pub requests: u64,
+impl Status {
+    /// What the session's tokens cost so far, when prices are configured.
+    pub fn cost(&self) -> Option<f64> {
+        self.prices.map(|p| p.cost(&self.totals))
+    }
+}
+
+/// A cost in US dollars as the status line and `/cost` show it: cents for a dollar or more,
+/// four decimals below (a short turn costs fractions of a cent).
+pub fn usd(cost: f64) -> String {
+    if cost >= 1.0 {
+        format!("${cost:.2}")
+    } else {
+        format!("${cost:.4}")
+    }
 }
 
 /// A question the UI itself asks the person, outside the wire: whether to trust this folder,
@@ -139,6 +149,10 @@ pub struct View {
     pub menu_at: usize,
     /// Modes Shift-Tab asked for whose acknowledgement has not come back yet, oldest first.
     pub(super) modes_asked: Vec<Mode>,
+    /// The `/undo` card waiting for `y` or `n`.
+    pub undo: Option<super::undo::UndoCard>,
+    /// `/undo` requests for the UI thread, in order.
+    pub(super) undo_asks: Vec<super::undo::UndoAsk>,
 }
 
 impl View {
@@ -169,6 +183,8 @@ impl View {
             requests: Vec::new(),
             menu_at: 0,
             modes_asked: Vec::new(),
+            undo: None,
+            undo_asks: Vec::new(),
         }
     }
 
@@ -190,6 +206,33 @@ impl View {
             return;
         }
         self.picker = Some(Picker { items, at: 0 });
+    }
+
+    /// `/undo` requests since the last call, for the UI thread.
+    pub fn take_undo_asks(&mut self) -> Vec<super::undo::UndoAsk> {
+        std::mem::take(&mut self.undo_asks)
+    }
+
+    /// The undo the person asked for, planned: its card (or why there is none).
+    pub fn undo_planned(&mut self, card: Result<super::undo::UndoCard, String>) {
+        match card {
+            Ok(c) => self.undo = Some(c),
+            Err(e) => self.notice(Level::Warn, &format!("undo: {e}")),
+        }
+    }
+
+    /// The undo ran (its report) or failed; the card goes.
+    pub fn undo_done(&mut self, report: Result<String, String>) {
+        self.undo = None;
+        match report {
+            Ok(r) => self.notice(Level::Info, r.trim_end()),
+            Err(e) => self.notice(Level::Error, &format!("undo: {e}")),
+        }
+    }
+
+    /// Lines the UI thread has for the person (the `/undo list`).
+    pub fn info(&mut self, text: &str) {
+        self.notice(Level::Info, text.trim_end());
     }
 
     /// The history of a continued session (the `transcript` line's messages).
@@ -345,11 +388,9 @@ impl View {
                 completion_tokens,
                 cached_tokens,
             } => {
-                let t = &mut self.status.totals;
-                t.prompt += prompt_tokens;
-                t.completion += completion_tokens;
-                t.cached += cached_tokens.unwrap_or(0);
-                t.requests += 1;
+                self.status
+                    .totals
+                    .add(prompt_tokens, completion_tokens, cached_tokens);
             }
             Event::ToolStart {
                 call_id,

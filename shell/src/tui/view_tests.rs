@@ -538,8 +538,13 @@ fn status_line_facts_and_transcript() {
     // The status line shows the session's totals, not the last request's.
     let t = v.status.totals;
     assert_eq!(
-        (t.prompt, t.completion, t.cached, t.requests),
-        (12, 4, 2, 2)
+        (
+            t.prompt_tokens,
+            t.completion_tokens,
+            t.cached_tokens,
+            t.requests
+        ),
+        (12, 4, Some(2), 2)
     );
     v.transcript(
         &[
@@ -707,6 +712,7 @@ fn sample_arg(name: &str) -> &'static str {
         "mode" => "auto",
         "model" => "m2",
         "approve" => ".mcp.json",
+        "undo" => "list",
         other => panic!("/{other} takes an argument this test does not know"),
     }
 }
@@ -724,7 +730,12 @@ fn every_command_of_the_table_does_what_it_says_and_refuses_a_wrong_argument() {
         key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
         let (cmds, reqs) = (v.take_commands(), v.take_requests());
         let n = notices(&v.take_finished());
-        let effect = !cmds.is_empty() || !reqs.is_empty() || v.wants_sessions || !n.is_empty();
+        let asks = v.take_undo_asks();
+        let effect = !cmds.is_empty()
+            || !reqs.is_empty()
+            || !asks.is_empty()
+            || v.wants_sessions
+            || !n.is_empty();
         assert!(effect, "{line} did nothing");
         assert!(
             n.iter()
@@ -743,6 +754,7 @@ fn every_command_of_the_table_does_what_it_says_and_refuses_a_wrong_argument() {
                 assert_eq!(cmds, [Command::Quit]);
             }
             "resume" => assert!(v.wants_sessions),
+            "undo" => assert_eq!(asks, [crate::tui::undo::UndoAsk::List]),
             "reload" => assert_eq!(cmds, [Command::Reload]),
             "quit" => assert_eq!(cmds, [Command::Quit]),
             "mode" => assert_eq!(
@@ -766,7 +778,9 @@ fn every_command_of_the_table_does_what_it_says_and_refuses_a_wrong_argument() {
         typed(&mut v, &wrong);
         key(&mut v, 0, KeyCode::Enter, KeyModifiers::NONE);
         assert!(
-            v.take_commands().is_empty() && v.take_requests().is_empty(),
+            v.take_commands().is_empty()
+                && v.take_requests().is_empty()
+                && v.take_undo_asks().is_empty(),
             "{wrong}"
         );
         let n = notices(&v.take_finished());

@@ -346,6 +346,7 @@ fn record_corpus() -> Vec<Vec<u8>> {
         },
         Record::TurnEnd {
             stop_reason: "end_turn".into(),
+            turn: None,
         },
     ]
     .into_iter()

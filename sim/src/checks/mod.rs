@@ -8,7 +8,9 @@
 //!
 //! One file per family of guarantees: [`wire`] (validator and pairing), [`done`] (one `done`
 //! per `user`, no turn left running after it), [`endings`] (the ending shapes), [`retries`],
-//! [`approvals`], [`kept`] (what the conversation keeps), [`acks`] (receipts after their
+//! [`approvals`], [`tool_hooks`] (blocking `tool_start` hooks), [`checkpoints`] (undo's
+//! checkpoint before a turn's first write), [`kept`]
+//! (what the conversation keeps), [`acks`] (receipts after their
 //! persistence ack), [`limits`] (token cap, refusals, tool rounds), [`shutdown`],
 //! [`liveness`] and [`expect`] (a scenario's own assertions); [`segment`] holds the trace
 //! segmentation they share. This file lists them all and runs them.
@@ -17,6 +19,7 @@
 
 mod acks;
 mod approvals;
+mod checkpoints;
 mod done;
 mod endings;
 mod expect;
@@ -26,6 +29,7 @@ mod liveness;
 mod retries;
 mod segment;
 mod shutdown;
+mod tool_hooks;
 mod wire;
 
 pub use acks::receipts_follow_their_persist_ack;
@@ -33,6 +37,7 @@ pub use approvals::{
     approved_only_by_its_approve, every_approval_settles_once,
     unsandboxed_only_after_a_human_approved_it,
 };
+pub use checkpoints::checkpoint_before_first_write;
 pub use done::{
     done_is_the_turns_last_line, exactly_one_done_per_admitted_user,
     no_done_for_user_refused_in_flight, no_turn_in_flight_after_done,
@@ -49,6 +54,7 @@ pub use retries::{
 };
 pub use segment::{live_inputs, Turn, Turns};
 pub use shutdown::quit_drains;
+pub use tool_hooks::no_call_runs_unless_its_blocking_hooks_passed;
 pub use wire::stream_is_valid;
 
 use crate::scenario::Scenario;
@@ -101,6 +107,10 @@ pub const PROPERTIES: &[(&str, Check)] = &[
         unsandboxed_only_after_a_human_approved_it,
     ),
     (
+        "no_call_runs_unless_its_blocking_hooks_passed",
+        no_call_runs_unless_its_blocking_hooks_passed,
+    ),
+    (
         "only_message_done_text_is_kept",
         only_message_done_text_is_kept,
     ),
@@ -121,6 +131,10 @@ pub const PROPERTIES: &[(&str, Check)] = &[
     ("tool_rounds_bounded", tool_rounds_bounded),
     ("no_turn_in_flight_after_done", no_turn_in_flight_after_done),
     ("quit_drains", quit_drains),
+    (
+        "checkpoint_before_first_write",
+        checkpoint_before_first_write,
+    ),
     ("machine_goes_quiet", machine_goes_quiet),
     ("scenario_expectations", scenario_expectations),
 ];

@@ -289,7 +289,8 @@ pub(crate) fn record_messages(r: &Record) -> Vec<&Message> {
         Record::Session { .. }
         | Record::ModeChanged { .. }
         | Record::Refrozen { .. }
-        | Record::TurnEnd { .. } => Vec::new(),
+        | Record::TurnEnd { .. }
+        | Record::Checkpoint { .. } => Vec::new(),
     }
 }
 

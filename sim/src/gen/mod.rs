@@ -145,6 +145,7 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
             event,
             blocking,
             source: None,
+            matcher: None,
         }];
         let n = range(g, 0, 3);
         for _ in 0..n {

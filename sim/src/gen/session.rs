@@ -115,6 +115,7 @@ fn hooks(g: &mut Gen, sc: &mut Scenario) {
         ("shrunk.sh", HookEvent::Compacted, false),
         ("watch.sh", HookEvent::ToolStart, false),
         ("notify.sh", HookEvent::TurnEnd, false),
+        ("guard.sh", HookEvent::ToolStart, true),
     ];
     let n = range(g, 2, 4);
     for _ in 0..n {
@@ -133,6 +134,7 @@ fn hooks(g: &mut Gen, sc: &mut Scenario) {
                 approved: false,
                 unreadable: None,
             }),
+            matcher: tool_matcher(g, event),
         });
     }
     let refusals = if chance(g, 1, 2) { range(g, 9, 11) } else { 0 };
@@ -145,17 +147,47 @@ fn hooks(g: &mut Gen, sc: &mut Scenario) {
         );
     }
     for _ in 0..range(g, 0, 4) {
-        let outcome = match range(g, 0, 2) {
+        let outcome = match range(g, 0, 3) {
             0 => HookOutcome::Pass,
             1 => HookOutcome::Refuse {
                 reason: "not today".into(),
             },
-            _ => HookOutcome::Failed {
+            2 => HookOutcome::Failed {
                 detail: "exit 1".into(),
             },
+            _ => rewrite(g),
         };
         sc.hooks.push(hook_script(g, outcome));
     }
+}
+
+/// The `match` of a tool hook: every tool, one, two, or a glob (`None` for other events).
+fn tool_matcher(g: &mut Gen, event: HookEvent) -> Option<String> {
+    if !event.is_tool_event() {
+        return None;
+    }
+    pick(
+        g,
+        &[
+            None,
+            None,
+            Some("shell"),
+            Some("write_file|shell"),
+            Some("read_*"),
+        ],
+    )
+    .map(str::to_string)
+}
+
+/// A hook's rewrite of a call's arguments: usually arguments the tool's schema takes, now and
+/// then ones it refuses (not an object).
+fn rewrite(g: &mut Gen) -> HookOutcome {
+    let args = if chance(g, 1, 4) {
+        serde_json::json!(["src/b.rs"])
+    } else {
+        serde_json::json!({"path": pick(g, &["src/b.rs", "safe/a.rs"])})
+    };
+    HookOutcome::Rewrite { args }
 }
 
 /// A refreeze answer that changes something: a tool added or removed, the prompt changed, a
@@ -190,6 +222,7 @@ fn changed_freeze(g: &mut Gen, sc: &Scenario) -> Freeze {
                 event: HookEvent::TurnEnd,
                 blocking: true,
                 source: None,
+                matcher: None,
             });
             f.changes.push(FreezeChange {
                 kind: "hook".into(),
@@ -235,8 +268,9 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
     }];
     sc.replies.clear();
     sc.persist_failures.clear();
-    match range(g, 0, 10) {
-        9.. => during_hook(g, sc, may_quit),
+    match range(g, 0, 11) {
+        10.. => tool_guard(g, sc),
+        9 => during_hook(g, sc, may_quit),
         8 => {
             // A shell call that asks to run outside the sandbox (answered by the human) or
             // can run read-only (in readonly mode, half the time).
@@ -318,6 +352,7 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
                 event: HookEvent::TurnEnd,
                 blocking: true,
                 source: None,
+                matcher: None,
             });
             sc.config.limits.max_agent_tokens = 0;
             sc.hooks = (0..range(g, 8, 10))
@@ -339,6 +374,7 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
                 event: HookEvent::Compacted,
                 blocking: false,
                 source: None,
+                matcher: None,
             });
             for k in 1..range(g, 2, 4) {
                 sc.steps.push(Step {
@@ -407,6 +443,86 @@ pub(super) fn recipe(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
     }
 }
 
+/// Blocking `tool_start` hooks (one, or two in a chain; now and then a project hook no human
+/// approved) over a reply calling one or two tools, answering pass, refuse, rewrite (into
+/// arguments the schema takes or refuses) or failing as a timeout does, each quickly or after a
+/// while; a `cancel` may come while one runs, and in `ask` the human answers the approval.
+fn tool_guard(g: &mut Gen, sc: &mut Scenario) {
+    use crate::scenario::{Action, HookScript, Step};
+    use crate::script::{Reply, StreamEnd, StreamItem};
+    sc.config.mode = pick(
+        g,
+        &[
+            openmax_core::wire::Mode::Auto,
+            openmax_core::wire::Mode::Ask,
+        ],
+    );
+    sc.config.non_interactive = false;
+    sc.config.agent_spawned = false;
+    sc.config.limits.max_agent_tokens = 0;
+    sc.config.limits.max_iterations = 3;
+    let guard = |name: &str, g: &mut Gen| HookSpec {
+        name: name.into(),
+        event: HookEvent::ToolStart,
+        blocking: true,
+        source: chance(g, 1, 8).then(|| HookSource {
+            command: vec!["sh".into(), name.into()],
+            approve_path: name.into(),
+            approved: false,
+            unreadable: None,
+        }),
+        matcher: tool_matcher(g, HookEvent::ToolStart),
+    };
+    sc.config.hooks = vec![guard("guard.sh", g)];
+    if chance(g, 1, 3) {
+        let second = guard("audit.sh", g);
+        sc.config.hooks.push(second);
+    }
+    let mut items = Vec::new();
+    for id in ["c1", "c2"].iter().take(range(g, 1, 2) as usize) {
+        items.push(StreamItem::ToolCall {
+            id: (*id).into(),
+            name: pick(g, &["shell", "write_file", "read_file"]).into(),
+            args: serde_json::json!({"path": "src/a.rs"}),
+        });
+    }
+    sc.replies.push(Reply::Stream {
+        items,
+        end: StreamEnd::Complete { finish: None },
+        delay_ms: 0,
+    });
+    for _ in 0..range(g, 1, 4) {
+        let outcome = match range(g, 0, 4) {
+            0 => HookOutcome::Pass,
+            1 => HookOutcome::Refuse {
+                reason: "not on main".into(),
+            },
+            2 => HookOutcome::Failed {
+                detail: "timed out after 1 s".into(),
+            },
+            _ => rewrite(g),
+        };
+        sc.hooks.push(HookScript {
+            outcome,
+            delay_ms: pick(g, &[0, 0, 50, 2000]),
+        });
+    }
+    if chance(g, 1, 4) {
+        sc.steps.push(Step {
+            at: pick(g, &[1, 20, 60]),
+            action: Action::Cancel,
+        });
+    }
+    for at in [100, 2100, 4100] {
+        sc.steps.push(Step {
+            at,
+            action: Action::ApprovePending {
+                approved: chance(g, 3, 4),
+            },
+        });
+    }
+}
+
 /// A client line while a hook runs: a prompt gate, a `turn_end` gate or an observe-only
 /// `turn_end` hook that takes 50 ms to 15 s, and during it a `cancel` (half the time), a `quit`,
 /// end of input, another `user`, a mode change, a `reload`, a garbage line or a crash; then,
@@ -428,6 +544,7 @@ fn during_hook(g: &mut Gen, sc: &mut Scenario, may_quit: bool) {
         event,
         blocking,
         source: None,
+        matcher: None,
     }];
     sc.config.limits.max_agent_tokens = 0;
     let outcome = match range(g, 0, 3) {

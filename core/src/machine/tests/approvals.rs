@@ -22,6 +22,7 @@ fn tool_round_approved_then_next_request() {
                 added: 1,
                 removed: 0,
             }],
+            images: Vec::new(),
         },
     });
     assert_eq!(h.take(), s(&["diff c1 a.rs", "tool_end c1 true"]));
@@ -423,4 +424,47 @@ fn an_approval_recorded_after_its_turn_ended_runs_nothing() {
     });
     assert_eq!(h.take(), Vec::<String>::new());
     assert!(!h.has_effect(|e| matches!(e, Effect::RunTool { .. })));
+}
+
+/// A plan asking to confirm something new (a `web_fetch` host) is a `gate` request in `ask`
+/// and `readonly`, once per key and session: approved, the same key runs unasked; declined,
+/// it asks again; another key asks; `auto` never asks.
+#[test]
+fn a_confirm_key_is_asked_once_per_session_in_ask_and_readonly() {
+    let fetch = |host: &str| ToolPlan {
+        confirm: Some(format!("web_fetch host {host}")),
+        ..plan(false)
+    };
+    for mode in [Mode::Ask, Mode::Readonly, Mode::Auto] {
+        let mut c = config();
+        c.mode = mode;
+        let mut h = H::with(c);
+        let mut approvals = 0;
+        for (i, (host, answer)) in [
+            ("a.example", false),
+            ("a.example", true),
+            ("a.example", true),
+            ("b.example", true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let id = format!("c{i}");
+            h.user("fetch");
+            h.tool_reply(&id, "write_file", r#"{"path":"a.rs"}"#);
+            h.planned(&id, fetch(host));
+            let asked = h.take().iter().any(|e| e.starts_with("approval_request"));
+            let want = mode != Mode::Auto && i != 2;
+            assert_eq!(asked, want, "{mode:?} call {i}");
+            if asked {
+                approvals += 1;
+                h.approve(&format!("a{approvals}"), answer);
+            }
+            if answer || !asked {
+                h.tool_done(&id, true, "fetched");
+            }
+            h.reply("ok");
+            h.take();
+        }
+    }
 }

@@ -161,6 +161,54 @@ fn reload_refreezes_between_turns_only() {
     h.reply("ok");
 }
 
+/// The shell writes today's date into the prompt at each freeze; the core, which reads no
+/// clock, keeps the frozen prompt however much time passes, and takes the new date only from
+/// a refreeze's snapshot, recording it for a resumed session.
+#[test]
+fn the_date_in_the_prompt_changes_only_with_a_refreeze() {
+    let dated = |day: &str| {
+        let mut f = freeze();
+        f.system = format!("You are openmax.\n\n# Environment\n\n- Today's date: {day}");
+        f
+    };
+    let mut h = H::with(CoreConfig {
+        seed: 42,
+        ..CoreConfig::new("s1", dated("2031-02-03"))
+    });
+    h.user("hi");
+    assert!(h.last_body().system.ends_with("Today's date: 2031-02-03"));
+    h.reply("ok");
+    // A day later, still the frozen date.
+    h.advance(86_400_000);
+    h.user("again");
+    assert!(h.last_body().system.ends_with("Today's date: 2031-02-03"));
+    h.reply("ok");
+    h.take();
+    h.cmd(json!({"cmd":"reload"}));
+    assert!(h.has_effect(|e| matches!(e, Effect::Refreeze)));
+    h.input(Input::Frozen {
+        snapshot: Box::new(dated("2031-02-04")),
+    });
+    assert_eq!(h.take(), s(&["refrozen", "harness_note"]));
+    let recorded = h.effects.iter().rev().find_map(|e| match e {
+        Effect::Persist { records, .. } => records.iter().find_map(|r| match r {
+            Record::Refrozen { system, .. } => Some(system.clone()),
+            _ => None,
+        }),
+        _ => None,
+    });
+    assert_eq!(
+        recorded.as_deref().map(|s| s.ends_with("2031-02-04")),
+        Some(true),
+        "the refrozen prompt is recorded for --continue"
+    );
+    h.user("and now");
+    let system = h.last_body().system;
+    assert!(system.ends_with("Today's date: 2031-02-04"), "{system}");
+    assert!(!system.contains("2031-02-03"), "{system}");
+    h.reply("ok");
+}
+
 #[test]
 fn commands_after_reload_wait_for_the_snapshot() {
     let mut h = H::new();

@@ -565,7 +565,8 @@ fn resume_history(h: &H) -> Vec<Message> {
                     Record::Session { .. }
                     | Record::ModeChanged { .. }
                     | Record::Refrozen { .. }
-                    | Record::TurnEnd { .. } => {}
+                    | Record::TurnEnd { .. }
+                    | Record::Checkpoint { .. } => {}
                 }
             }
         }

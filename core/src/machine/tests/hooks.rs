@@ -313,20 +313,21 @@ fn chained_blocking_hooks_get_distinct_run_ids() {
     h.reply("ok");
 }
 
-/// A hook marked blocking on an event that cannot block (`tool_start`) still runs, as an
+/// A hook marked blocking on an event that cannot block (`tool_end`) still runs, as an
 /// observer.
 #[test]
 fn a_blocking_hook_on_an_event_that_cannot_block_still_observes() {
     let mut c = config();
     c.mode = Mode::Auto;
-    c.freeze.hooks = vec![hook("log", "tool_start", true)];
+    c.freeze.hooks = vec![hook("log", "tool_end", true)];
     let mut h = H::with(c);
     to_planning(&mut h);
-    assert!(h.has_effect(|e| matches!(
-        e,
-        Effect::RunHook { hook, event, .. } if hook == "log" && *event == HookEvent::ToolStart
-    )));
     h.planned("c1", plan(true));
     h.tool_done("c1", true, "ok");
+    assert!(h.has_effect(|e| matches!(
+        e,
+        Effect::RunHook { hook, event, payload, .. }
+            if hook == "log" && *event == HookEvent::ToolEnd && payload["name"] == "write_file"
+    )));
     h.reply("ok");
 }

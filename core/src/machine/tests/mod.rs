@@ -82,6 +82,10 @@ impl H {
     fn input(&mut self, input: Input) {
         match &input {
             Input::Line(l) => self.steps.push(Step::Command(l.clone())),
+            // The pairing checker reads commands: a prompt with images is a `user` to it.
+            Input::Prompt { text, .. } => self
+                .steps
+                .push(Step::Command(json!({"cmd":"user","text":text}).to_string())),
             Input::EndOfInput => self.steps.push(Step::EndOfInput),
             _ => {}
         }
@@ -269,6 +273,7 @@ impl H {
                 ok,
                 output: output.into(),
                 diffs: vec![],
+                images: Vec::new(),
             },
         });
     }
@@ -383,6 +388,7 @@ fn plan(mutating: bool) -> ToolPlan {
         source: None,
         invalid: None,
         sandbox: Default::default(),
+        confirm: None,
     }
 }
 
@@ -413,6 +419,7 @@ fn hook(name: &str, event: &str, blocking: bool) -> HookSpec {
         event: HookEvent::parse(event).expect("a hook event"),
         blocking,
         source: None,
+        matcher: None,
     }
 }
 
@@ -443,10 +450,12 @@ fn last_hook_run(h: &H) -> u64 {
 mod admission;
 mod approvals;
 mod cancel;
+mod checkpoints;
 mod commands;
 mod context;
 mod endings;
 mod hooks;
+mod images;
 mod limits;
 mod persistence;
 mod quit;
@@ -454,4 +463,5 @@ mod request;
 mod retries;
 mod robustness;
 mod sandbox;
+mod tool_hooks;
 mod turns;

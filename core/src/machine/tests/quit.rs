@@ -202,6 +202,37 @@ fn a_non_interactive_session_exits_after_its_first_done_with_the_one_shot_code()
     assert_eq!(h.core.exit_code(), Some(4));
 }
 
+/// `-p --output-schema`: the driver asks once more after the first `done` and ends the input
+/// itself; the session exits then, with the last turn's one-shot code.
+#[test]
+fn a_driver_that_ends_the_input_itself_may_send_a_follow_up_first() {
+    let mut c = config();
+    c.non_interactive = true;
+    c.driver_ends_input = true;
+    let mut h = H::with(c);
+    h.user("answer in JSON");
+    h.reply("not json");
+    assert_eq!(h.core.exit_code(), None, "still open after the first done");
+    assert!(!h.effects.iter().any(|e| matches!(e, Effect::Exit { .. })));
+    h.user("that was not valid; again");
+    h.reply("{}");
+    assert_eq!(h.core.exit_code(), None);
+    h.input(Input::EndOfInput);
+    assert_eq!(h.effects.last(), Some(&Effect::Exit { code: 0 }));
+
+    // The last turn decides the code.
+    let mut c = config();
+    c.non_interactive = true;
+    c.driver_ends_input = true;
+    let mut h = H::with(c);
+    h.user("one");
+    h.reply("x");
+    h.user("two");
+    h.fail(http(400, None, FailureKind::Other));
+    h.input(Input::EndOfInput);
+    assert_eq!(h.core.exit_code(), Some(1));
+}
+
 #[test]
 fn a_non_interactive_cancel_ends_the_run_with_1() {
     let mut h = one_shot();

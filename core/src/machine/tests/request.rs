@@ -37,7 +37,7 @@ fn request_bodies_merge_user_messages_with_tool_results_first() {
         .map(|b| match b {
             Block::ToolResult { .. } => "result",
             Block::Text { .. } => "text",
-            Block::Thinking { .. } | Block::ToolUse { .. } => "other",
+            Block::Thinking { .. } | Block::ToolUse { .. } | Block::Image(_) => "other",
         })
         .collect();
     assert_eq!(kinds, ["result", "result", "text", "text"]);

@@ -17,6 +17,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
         Mode(Mode),
         Freeze,
         Source(String),
+        Checkpoint(u64, CheckpointMoment),
     }
     let mut rng = crate::rng::SplitMix64::new(seed);
     let mut c = config();
@@ -30,6 +31,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
     // A tiny window for some seeds: forced compactions happen all the time.
     c.context_tokens = if seed % 5 == 1 { 400 } else { 200_000 };
     c.mode = [Mode::Ask, Mode::Auto, Mode::Readonly][(seed % 3) as usize];
+    c.checkpoints = !seed.is_multiple_of(11);
     c.freeze.hooks = vec![
         hook("v", "turn_end", true),
         hook("g", "user_prompt_submit", true),
@@ -144,6 +146,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                             ok: true,
                             output: String::new(),
                             diffs: vec![],
+                            images: Vec::new(),
                         },
                     },
                     2 => Input::HookDone {
@@ -203,6 +206,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                                     ok: !fail,
                                     output: "o".repeat(if r.is_multiple_of(3) { 600 } else { 1 }),
                                     diffs: vec![],
+                                    images: Vec::new(),
                                 },
                             },
                             Owed::Hook(hook_run) => Input::HookDone {
@@ -220,6 +224,12 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                             Owed::Mode(mode) => Input::ModeSaved { mode },
                             Owed::Freeze => Input::Frozen {
                                 snapshot: Box::new(freeze()),
+                            },
+                            Owed::Checkpoint(turn, moment) => Input::Checkpointed {
+                                turn,
+                                moment,
+                                id: (!fail).then(|| "cp".to_string()),
+                                note: fail.then(|| "no checkpoint: disk".to_string()),
                             },
                         })
                     }
@@ -265,6 +275,9 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                     Effect::Refreeze => owed.push(Owed::Freeze),
                     Effect::ApproveSource { approval_id, .. } => {
                         owed.push(Owed::Source(approval_id.clone()))
+                    }
+                    Effect::Checkpoint { turn, moment, .. } => {
+                        owed.push(Owed::Checkpoint(*turn, *moment))
                     }
                     Effect::CancelRequest { .. }
                     | Effect::CancelTool { .. }

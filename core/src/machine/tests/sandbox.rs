@@ -19,6 +19,7 @@ fn shell_plan(command: &str, sandbox: PlanSandbox) -> ToolPlan {
         source: None,
         invalid: None,
         sandbox,
+        confirm: None,
     }
 }
 

@@ -78,9 +78,9 @@ pub fn landlock(writable: &Writable, network: bool) -> Result<i32, Failure> {
     }
     let status = created.restrict_self().map_err(|e| err(&e))?;
     if status.ruleset == RulesetStatus::NotEnforced {
-        return Err(Failure(super::super::confine::no_landlock()));
+        return Err(Failure(super::super::spec::no_landlock()));
     }
-    Ok(super::super::confine::kernel_abi())
+    Ok(super::super::spec::kernel_abi())
 }
 
 fn arch() -> TargetArch {

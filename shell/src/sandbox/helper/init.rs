@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::{filter, privileges, send, view, Failure, Ids, Launch, Report, SETUP_FAILED};
-use crate::sandbox::confine::ConfineSpec;
+use crate::sandbox::spec::ConfineSpec;
 
 /// PROGRAM's pid, for the signal forwarder.
 static CHILD: AtomicI32 = AtomicI32::new(0);

@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use serde::{Deserialize, Serialize};
 
-use super::confine::{ConfineSpec, UNAVAILABLE};
+use super::spec::{ConfineSpec, OPT_OUT, UNAVAILABLE};
 
 /// The first argument that makes `openmax` the sandbox helper.
 pub const FLAG: &str = "--sandbox-exec";
@@ -210,11 +210,6 @@ fn clone_flags(spec: &ConfineSpec, user_ns: bool) -> libc::c_int {
     flags
 }
 
-/// What a human can do when the sandbox cannot be had, appended to every such message.
-pub const OPT_OUT: &str = "openmax refuses to run agent processes unconfined (a human can set \
-                           [sandbox] mode = \"off\" in $OPENMAX_HOME/config.toml to run them \
-                           without the sandbox)";
-
 /// Why namespaces could not be made, with what a human can do.
 fn namespace_failure(err: io::Error, user_ns: bool) -> Failure {
     let how = if user_ns {
@@ -262,7 +257,7 @@ pub struct Ids {
 
 fn start(spec: &ConfineSpec, launch: Launch) -> Result<i32, Failure> {
     if !spec.landlock {
-        return Err(Failure(super::confine::no_landlock()));
+        return Err(Failure(super::spec::no_landlock()));
     }
     let cwd = std::env::current_dir().map_err(|e| Failure::io("the working directory", e))?;
     // SAFETY: getuid and getgid have no preconditions.

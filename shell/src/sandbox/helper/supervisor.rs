@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::sockets::{Judge, Verdict};
-use crate::sandbox::confine::ConfineSpec;
+use crate::sandbox::spec::ConfineSpec;
 
 /// Calls answered at once on threads of their own.
 pub const MAX_THREADS: usize = 256;

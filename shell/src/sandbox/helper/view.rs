@@ -28,7 +28,7 @@
 //! - Nothing here propagates to the host: the whole tree is made a slave first.
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags, CWD};
 use rustix::mount::{
@@ -36,8 +36,8 @@ use rustix::mount::{
 };
 
 use super::Failure;
-use crate::sandbox::confine::ConfineSpec;
 use crate::sandbox::protect;
+use crate::sandbox::spec::ConfineSpec;
 
 /// The host devices bound into the sandbox's `/dev` (they reach no file).
 pub const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
@@ -516,11 +516,4 @@ fn build_dev(devices: Vec<(&str, OwnedFd)>, built: &mut Built) -> Result<(), Fai
     set_attrs(CWD, "/dev", false, MountAttrFlags::MOUNT_ATTR_RDONLY)
         .map_err(|e| fail("/dev read-only", e))?;
     Ok(())
-}
-
-/// Whether `p` is absolute and has only normal components (what the plan is made of).
-pub fn plain_absolute(p: &Path) -> bool {
-    p.is_absolute()
-        && p.components()
-            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
 }

@@ -1,0 +1,134 @@
+//! The stat cache that makes a checkpoint incremental: for each file the last checkpoint of
+//! the project read, its size, mtime, ctime, inode and mode, and the hash of its bytes. A file
+//! whose stat still matches is not read again.
+//!
+//! The cache is only a shortcut: a missing, torn or foreign file reads as empty (every file is
+//! read again), and it is written without fsync. An entry is kept only when the file's mtime
+//! and ctime are at least [`RACY_NS`] older than the scan that read it, so a write in the same
+//! timestamp tick as that scan can never hide behind a matching stat. Every hash in it names an
+//! object a manifest named when it was written; a collection keeps those objects too.
+//!
+//! Format: the line `openmax-stat-cache 1`, then `size mtime_ns ctime_ns ino mode hash path`
+//! per file (the path last, as it may hold spaces; a path with a newline is not cached).
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+/// How much older than the scan a file's times must be for its entry to be kept.
+pub const RACY_NS: i128 = 2_000_000_000;
+
+const HEADER: &str = "openmax-stat-cache 1";
+
+/// What identifies a file's bytes without reading them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub ino: u64,
+    pub mode: u32,
+}
+
+impl Stat {
+    /// From a file's metadata (not followed).
+    pub fn of(m: &std::fs::Metadata) -> Stat {
+        use std::os::unix::fs::MetadataExt;
+        Stat {
+            size: m.size(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+            ino: m.ino(),
+            mode: m.mode() & 0o7777,
+        }
+    }
+
+    /// Whether a scan that started at `scan_ns` may keep this stat in the cache.
+    pub fn settled(&self, scan_ns: i128) -> bool {
+        self.mtime_ns.max(self.ctime_ns) + RACY_NS <= scan_ns
+    }
+}
+
+/// path → (stat, hash).
+pub type Cache = BTreeMap<String, (Stat, String)>;
+
+/// Read the cache at `path` (empty when missing or not ours).
+pub fn read(path: &Path) -> Cache {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Cache::new();
+    };
+    parse(&text).unwrap_or_default()
+}
+
+fn parse(text: &str) -> Option<Cache> {
+    let mut lines = text.lines();
+    if lines.next()? != HEADER {
+        return None;
+    }
+    let mut out = Cache::new();
+    for line in lines {
+        let mut f = line.splitn(7, ' ');
+        let stat = Stat {
+            size: f.next()?.parse().ok()?,
+            mtime_ns: f.next()?.parse().ok()?,
+            ctime_ns: f.next()?.parse().ok()?,
+            ino: f.next()?.parse().ok()?,
+            mode: f.next()?.parse().ok()?,
+        };
+        let hash = f.next()?;
+        if !super::store::is_hash(hash) {
+            return None;
+        }
+        out.insert(f.next()?.to_string(), (stat, hash.to_string()));
+    }
+    Some(out)
+}
+
+/// Replace the cache at `path` (temp file and rename; no fsync, it is only a cache).
+pub fn write(path: &Path, cache: &Cache) -> io::Result<()> {
+    let mut text = String::with_capacity(cache.len() * 120 + 32);
+    text.push_str(HEADER);
+    text.push('\n');
+    for (p, (s, h)) in cache {
+        if p.contains('\n') {
+            continue;
+        }
+        use std::fmt::Write;
+        let _ = writeln!(
+            text,
+            "{} {} {} {} {} {h} {p}",
+            s.size, s.mtime_ns, s.ctime_ns, s.ino, s.mode
+        );
+    }
+    super::store::replace_file(path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_garbage_reads_empty() {
+        let dir = std::env::temp_dir().join(format!("openmax-cache-{}", std::process::id()));
+        let path = dir.join("cache");
+        let mut c = Cache::new();
+        let s = Stat {
+            size: 3,
+            mtime_ns: 1,
+            ctime_ns: -2,
+            ino: 4,
+            mode: 0o644,
+        };
+        c.insert("a b/c d.txt".into(), (s, "a".repeat(64)));
+        c.insert("bad\nname".into(), (s, "b".repeat(64)));
+        write(&path, &c).unwrap();
+        let back = read(&path);
+        assert_eq!(back.len(), 1);
+        assert_eq!(back["a b/c d.txt"], (s, "a".repeat(64)));
+        std::fs::write(&path, "openmax-stat-cache 1\n1 2 x\n").unwrap();
+        assert!(read(&path).is_empty());
+        assert!(read(&dir.join("missing")).is_empty());
+        assert!(s.settled(RACY_NS + 1) && !s.settled(RACY_NS - 10));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
