@@ -259,6 +259,10 @@ fn a_project_server_can_never_be_granted_the_provider_key() {
     let p = project();
     for (what, text) in [
         (
+            "env_allow alone",
+            format!("command = \"sh\"\nenv_allow = [\"{KEY_VAR}\"]\n"),
+        ),
+        (
             "env_allow",
             STDIO.replace("\"GH_TOKEN\"", &format!("\"{KEY_VAR}\"")),
         ),
