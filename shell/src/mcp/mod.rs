@@ -146,7 +146,15 @@ impl McpSet {
                         let listed = list_catalog(&def, &conn).await;
                         (def, State::Started, tools, Some(conn), Some(listed))
                     }
-                    Err(e) => (def, State::Failed(e), Vec::new(), None, None),
+                    // The server's words may hold the provider key (a user server may be
+                    // given it): never in a note, a call's result or stderr.
+                    Err(e) => (
+                        def,
+                        State::Failed(ctx.policy.redact(&e)),
+                        Vec::new(),
+                        None,
+                        None,
+                    ),
                 }
             }
         });
@@ -206,6 +214,7 @@ impl McpSet {
                 }),
             }));
         }
+        let problems = problems.iter().map(|p| ctx.policy.redact(p)).collect();
         McpSet {
             servers,
             problems,

@@ -339,6 +339,7 @@ impl Provider {
                 attempt,
                 tx,
                 flow,
+                secrets: this.inner.cfg.api_key.iter().cloned().collect(),
             };
             this.run(request, attempt, &body, &mut sink).await;
         })
@@ -445,10 +446,31 @@ struct ChannelSink {
     attempt: u32,
     tx: UnboundedSender<Input>,
     flow: Option<Arc<flow::StreamFlow>>,
+    /// The key: what the server says about a failure never carries it further (a proxy may
+    /// echo the header it refused).
+    secrets: Vec<String>,
+}
+
+impl ChannelSink {
+    fn redact(&self, text: &str) -> String {
+        crate::sandbox::env::redact(text, &self.secrets)
+    }
 }
 
 impl Sink for ChannelSink {
     fn item(&mut self, item: ProviderItem) {
+        let item = match item {
+            ProviderItem::Failed { kind, message } => ProviderItem::Failed {
+                kind,
+                message: self.redact(&message),
+            },
+            ProviderItem::EndedWithoutCompletion { detail } => {
+                ProviderItem::EndedWithoutCompletion {
+                    detail: self.redact(&detail),
+                }
+            }
+            other => other,
+        };
         // Counted before the send: the loop may take the item before `send` returns, and its
         // `taken` must find the item counted or the window would drift full.
         if let Some(flow) = &self.flow {
@@ -469,6 +491,25 @@ impl Sink for ChannelSink {
     }
 
     fn failed(&mut self, failure: RequestFailure) {
+        let failure = match failure {
+            RequestFailure::Unreachable { detail } => RequestFailure::Unreachable {
+                detail: self.redact(&detail),
+            },
+            RequestFailure::Transport { detail } => RequestFailure::Transport {
+                detail: self.redact(&detail),
+            },
+            RequestFailure::Http {
+                status,
+                retry_after_s,
+                kind,
+                message,
+            } => RequestFailure::Http {
+                status,
+                retry_after_s,
+                kind,
+                message: self.redact(&message),
+            },
+        };
         let _ = self.tx.send(Input::RequestFailed {
             request: self.request,
             attempt: self.attempt,

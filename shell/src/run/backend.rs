@@ -556,7 +556,10 @@ impl Backend {
                 HookOutcome::Failed { detail } => HookOutcome::Failed {
                     detail: sandbox.redact(&detail),
                 },
-                other => other,
+                HookOutcome::Rewrite { args } => HookOutcome::Rewrite {
+                    args: redact_json(&sandbox, args),
+                },
+                HookOutcome::Pass => HookOutcome::Pass,
             }
         }
     }
@@ -826,5 +829,21 @@ fn plan_skill(skills: &[Skill], args: &serde_json::Value) -> ToolPlan {
         invalid,
         sandbox: Default::default(),
         confirm: None,
+    }
+}
+
+/// `v` with every string (keys included) redacted: a hook's rewritten arguments hold no secret
+/// the hook found.
+fn redact_json(sandbox: &crate::sandbox::Policy, v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Value::String(sandbox.redact(&s)),
+        Value::Array(a) => Value::Array(a.into_iter().map(|x| redact_json(sandbox, x)).collect()),
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, x)| (sandbox.redact(&k), redact_json(sandbox, x)))
+                .collect(),
+        ),
+        other => other,
     }
 }
