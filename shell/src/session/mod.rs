@@ -10,6 +10,8 @@
 
 pub mod images;
 pub mod index;
+#[cfg(test)]
+mod index_tests;
 pub mod index_write;
 pub mod line;
 pub mod list;
