@@ -198,6 +198,10 @@ impl<S: Sink> Runtime<S> {
                     continue;
                 }
             }
+            #[cfg(feature = "panic-trigger")]
+            if let Input::Line(line) = &input {
+                crate::tui::panic_trigger::check_line(line);
+            }
             match &input {
                 Input::ToolDone { call_id, outcome } => {
                     self.tool_cancels.remove(call_id);

@@ -262,6 +262,8 @@ impl View {
         if trimmed.is_empty() {
             return;
         }
+        #[cfg(feature = "panic-trigger")]
+        super::panic_trigger::check("ui", trimmed);
         if let Some(cmd) = trimmed
             .strip_prefix('/')
             .filter(|c| !c.starts_with("mcp__"))

@@ -29,6 +29,8 @@ pub mod history;
 pub mod keys;
 pub mod live;
 pub mod markdown;
+#[cfg(feature = "panic-trigger")]
+pub mod panic_trigger;
 pub mod requests;
 pub mod signals;
 pub mod slash;
@@ -249,7 +251,10 @@ fn run_inner(
         }
     };
     let hung_up = watch_hangup(&input);
-    let ui = std::thread::spawn(move || ui_loop(rx, &input, launch));
+    let ui = std::thread::spawn(move || {
+        let _on_panic = EndOnPanic(input.clone());
+        ui_loop(rx, &input, launch)
+    });
     let (code, _sink) = rt.block_on(runtime.run());
     // Every line written to stderr until now is on the channel ahead of `Exit`.
     if let Some(c) = capture {
@@ -319,6 +324,20 @@ fn undo_ask(
             }
             Err(e) => view.info(&format!("undo: {}", e.message())),
         },
+    }
+}
+
+/// Held by the UI thread: if it panics (the panic hook has already given the terminal back),
+/// the running turn is cancelled and input ended, as on a hang-up, so the session drains and
+/// the process exits (101) instead of waiting for keys nobody can type any more.
+struct EndOnPanic(InputTx);
+
+impl Drop for EndOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = self.0.send(Input::Line(Command::Cancel.to_line()));
+            let _ = self.0.send(Input::EndOfInput);
+        }
     }
 }
 

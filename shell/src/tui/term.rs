@@ -1,8 +1,9 @@
 //! The terminal: raw mode and bracketed paste on entry, restored on every way out (normal
-//! exit, a panic, a forced exit on a second signal); an inline viewport at the bottom of the
-//! screen whose height follows the live region; finished blocks are written where the live
-//! region began (so a reply stays where it streamed) and scroll into the terminal's own
-//! scrollback as text does; each frame wrapped in a synchronized update.
+//! exit, a panic on any thread, a forced exit on a second signal), after which nothing more is
+//! drawn; an inline viewport at the bottom of the screen whose height follows the live region;
+//! finished blocks are written where the live region began (so a reply stays where it
+//! streamed) and scroll into the terminal's own scrollback as text does; each frame wrapped in
+//! a synchronized update.
 
 use std::collections::BTreeSet;
 use std::io::{self, Stdout, Write};
@@ -218,8 +219,12 @@ impl Screen {
         Ok(next)
     }
 
-    /// Draw one frame of `view` at `now`.
+    /// Draw one frame of `view` at `now`; nothing once the terminal was given back (a panic on
+    /// another thread restored it: the panic's message stays on the screen).
     pub fn draw(&mut self, view: &mut View, now: u64) -> io::Result<()> {
+        if !ACTIVE.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         let (cols, rows) = terminal::size()?;
         queue!(io::stdout(), BeginSynchronizedUpdate)?;
         if cols != self.cols {
@@ -266,6 +271,9 @@ impl Screen {
     /// Leave the screen for the shell: the live region is cleared and the cursor put where it
     /// began, under the scrollback.
     pub fn leave(&mut self, view: &mut View) -> io::Result<()> {
+        if !ACTIVE.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         let (cols, _) = terminal::size()?;
         let finished = view.take_finished();
         let lines: Vec<Line<'static>> = finished
