@@ -10,7 +10,9 @@ use std::path::Path;
 
 use openmax_core::machine::{Limits, RetrySettings};
 
-use super::{ConfigError, FileConfig, ToolTimeouts};
+use super::error::ConfigError;
+use super::file::FileConfig;
+use super::settings::ToolTimeouts;
 
 /// One limit: its key, the project's value, the user's (or default) value. `0` means "no
 /// limit" for the keys in [`ZERO_IS_UNLIMITED`].
