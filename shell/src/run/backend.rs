@@ -202,7 +202,7 @@ pub fn start_mcp(
     let project = state.project().to_path_buf();
     let keys = crate::sandbox::scrub::names();
     let (mut defs, mut problems) =
-        mcp::config::load(tables, &project, &mcp::config::Lookup::process(&keys));
+        mcp::load::load(tables, &project, &mcp::config::Lookup::process(&keys));
     for c in client {
         if let Some(d) = defs.iter().find(|d| d.name == c.name) {
             problems.push(format!(
