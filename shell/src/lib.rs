@@ -23,3 +23,4 @@ pub mod sandbox;
 pub mod session;
 pub mod tools;
 mod tui;
+pub mod utc;
