@@ -21,5 +21,6 @@ pub mod provider;
 mod run;
 pub mod sandbox;
 pub mod session;
+pub mod tasks;
 pub mod tools;
 mod tui;

@@ -18,6 +18,7 @@ pub mod keys;
 pub mod narrow;
 pub mod prices;
 pub mod provider;
+pub mod tasks;
 pub mod web_fetch;
 
 use std::path::{Path, PathBuf};
@@ -57,6 +58,8 @@ pub struct FileConfig {
     pub tools: web_fetch::ToolsSection,
     #[serde(default)]
     pub checkpoints: checkpoints::CheckpointsSection,
+    #[serde(default)]
+    pub tasks: tasks::TasksSection,
 }
 
 /// `[sandbox]`: what processes started for the agent may see and do.
@@ -213,6 +216,8 @@ pub struct Settings {
     pub web: crate::tools::web_fetch::policy::WebPolicy,
     /// `[checkpoints]`: the caps of the store behind undo.
     pub checkpoints: crate::checkpoint::Caps,
+    /// `[tasks]`: the limits of subagents (this session's depth is set by the caller).
+    pub tasks: openmax_core::machine::TaskLimits,
 }
 
 /// `[limits] tool_timeout_s` and `shell_timeout_s`, in ms.
@@ -424,6 +429,7 @@ pub fn resolve(
         files: layers.files,
         web: web_fetch::resolve(&layers.merged.tools.web_fetch)?,
         checkpoints: layers.merged.checkpoints.caps()?,
+        tasks: layers.merged.tasks.limits()?,
         sandbox: layers.merged.sandbox,
         tool_timeouts,
     })
@@ -580,6 +586,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         // Kept per file in `Layers::mcp` (origin matters for the gate), not merged here.
         mcp_servers: toml::Table::new(),
         checkpoints: checkpoints::CheckpointsSection::merge(base.checkpoints, over.checkpoints),
+        tasks: tasks::TasksSection::merge(base.tasks, over.tasks),
         sandbox: {
             let (b, o) = (base.sandbox, over.sandbox);
             let mut env_allow = b.env_allow;
