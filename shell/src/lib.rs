@@ -21,6 +21,7 @@ pub mod provider;
 mod run;
 pub mod sandbox;
 pub mod session;
+pub mod tasks;
 pub mod tools;
 mod tui;
 pub mod utc;

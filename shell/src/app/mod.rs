@@ -697,6 +697,27 @@ pub(crate) async fn open(
     backend.set_echo_notes(echo_notes);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);
     backend.set_web_policy(setup.settings.web.clone());
+    let task_depth = crate::tasks::depth_from_env();
+    if let Ok(exe) = std::env::current_exe() {
+        let p = &setup.settings.provider;
+        let key_var = p
+            .api_key_env
+            .clone()
+            .or_else(|| p.kind.default_api_key_env().map(str::to_string));
+        backend.set_tasks(crate::tasks::Spawner {
+            exe,
+            home: setup.home.root().to_path_buf(),
+            project: setup.project.clone(),
+            provider: p.name.clone(),
+            model: p.model.clone(),
+            base_url: p.base_url.clone(),
+            key: key_var.zip(p.api_key.clone()),
+            session_id: session_id.clone(),
+            depth: task_depth,
+            drain_ms: setup.settings.limits.drain_timeout_ms,
+            policy: backend.sandbox_policy(),
+        });
+    }
     let mut turns_before = turns_before;
     if let Some(p) = &checkpoints {
         backend.set_checkpoints(p.clone()).map_err(OpenError::new)?;
@@ -724,6 +745,10 @@ pub(crate) async fn open(
     cfg.driver_ends_input = matches!(opener, Opener::Print(p) if p.driver_ends_input);
     cfg.checkpoints = checkpoints.is_some();
     cfg.turns_before = turns_before;
+    cfg.tasks = openmax_core::machine::TaskLimits {
+        depth: task_depth,
+        ..setup.settings.tasks
+    };
     Ok(Opened {
         core: Core::new(cfg),
         backend,

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::{checkpoints, web_fetch};
+use super::{checkpoints, tasks, web_fetch};
 
 /// The provider names `[provider] name` accepts.
 pub const PROVIDER_NAMES: [&str; 4] = ["anthropic", "openai", "openai-chat", "demo"];
@@ -32,6 +32,8 @@ pub struct FileConfig {
     pub tools: web_fetch::ToolsSection,
     #[serde(default)]
     pub checkpoints: checkpoints::CheckpointsSection,
+    #[serde(default)]
+    pub tasks: tasks::TasksSection,
 }
 
 /// `[sandbox]`: what processes started for the agent may see and do.

@@ -42,6 +42,7 @@ fn accepted(section: &[&str]) -> Option<&'static [&'static str]> {
         ["tools"] => fields_of::<ToolsSection>(),
         ["tools", "web_fetch"] => fields_of::<WebFetchSection>(),
         ["checkpoints"] => fields_of::<CheckpointsSection>(),
+        ["tasks"] => fields_of::<super::tasks::TasksSection>(),
         _ => return None,
     })
 }

@@ -21,6 +21,7 @@ pub mod narrow;
 pub mod prices;
 pub mod provider;
 pub mod settings;
+pub mod tasks;
 pub mod web_fetch;
 
 use std::path::{Path, PathBuf};
@@ -210,6 +211,7 @@ pub fn resolve(
         files: layers.files,
         web: web_fetch::resolve(&layers.merged.tools.web_fetch)?,
         checkpoints: layers.merged.checkpoints.caps()?,
+        tasks: layers.merged.tasks.limits()?,
         sandbox: layers.merged.sandbox,
         tool_timeouts,
     })
@@ -359,6 +361,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         // Kept per file in `Layers::mcp` (origin matters for the gate), not merged here.
         mcp_servers: toml::Table::new(),
         checkpoints: checkpoints::CheckpointsSection::merge(base.checkpoints, over.checkpoints),
+        tasks: tasks::TasksSection::merge(base.tasks, over.tasks),
         sandbox: {
             let (b, o) = (base.sandbox, over.sandbox);
             let mut env_allow = b.env_allow;

@@ -75,6 +75,8 @@ pub struct Settings {
     pub web: crate::tools::web_fetch::policy::WebPolicy,
     /// `[checkpoints]`: the caps of the store behind undo.
     pub checkpoints: crate::checkpoint::Caps,
+    /// `[tasks]`: the limits of subagents (this session's depth is set by the caller).
+    pub tasks: openmax_core::machine::TaskLimits,
 }
 
 /// `[limits] tool_timeout_s` and `shell_timeout_s`, in ms.
