@@ -6,6 +6,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The built-in tool that runs a subagent: a child `openmax --stdio` session driven by this
+/// one (docs/tasks.md). The core decides whether a session may call it
+/// ([`crate::machine::TaskLimits`]); the shell starts and drives the child.
+pub const TASK_TOOL: &str = "task";
+
 /// What the shell found when it inspected a call before running it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolPlan {

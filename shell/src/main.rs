@@ -1,5 +1,5 @@
 //! The `openmax` binary entry point: the sandbox helper when started as one, else parse the
-//! flags, run, exit with the code (a wrong command line: 64, `EX_USAGE`; see `app::exit`).
+//! flags, run, exit with the code (a wrong command line: 64, `EX_USAGE`; see `exit`).
 //!
 //! `std::process::exit` is used deliberately: the stdin reader thread may be blocked in a read
 //! and must not keep the process alive after the session is over.

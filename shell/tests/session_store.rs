@@ -819,3 +819,29 @@ fn a_session_discarded_when_unused_leaves_nothing_behind() {
     drop(w);
     assert!(record_path(&state, "stays").exists());
 }
+
+/// A turn's end counts as the session's last use from when the core asked for its record, not
+/// from when the writer got to it: a session whose turn ended first and was written last is not
+/// the latest. (The core's `done` does not wait for that write.)
+#[test]
+fn last_use_is_when_the_turn_ended_not_when_its_record_was_written() {
+    let (_t, state) = setup("last-use");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let turn_end = || Record::TurnEnd {
+        stop_reason: openmax_core::wire::StopReason::Provider("end_turn".into()),
+        turn: Some(1),
+    };
+    let mut first = create_used(&state, "first");
+    let mut second = create_used(&state, "second");
+    // The second session's turn ended later, and its record was written first.
+    second
+        .append_at(&[turn_end()], now + 2_000)
+        .expect("append");
+    first.append_at(&[turn_end()], now + 1_000).expect("append");
+    let index = read_index(&state.sessions_dir()).expect("index");
+    // Stamped at the write instead, the one written last would be the latest.
+    assert_eq!(index.latest().map(|e| e.id.as_str()), Some("second"));
+}

@@ -20,7 +20,8 @@ fn schemas_are_stable_and_described() {
             "write_file",
             "edit_file",
             "shell",
-            "web_fetch"
+            "web_fetch",
+            "task"
         ]
     );
     assert_eq!(names, BUILTIN_NAMES);

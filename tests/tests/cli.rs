@@ -387,7 +387,11 @@ fn ctrl_c_in_print_mode_cancels_the_turn_and_kills_the_tool() {
         assert!(std::time::Instant::now() < end, "the tool never started");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    assert!(running(&["sleep", "3101"]));
+    // `$!` is written right after the fork, maybe before `sleep` is exec'd.
+    while !running(&["sleep", "3101"]) {
+        assert!(std::time::Instant::now() < end, "sleep 3101 never ran");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     // SAFETY: sending a signal to our own child process by pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = wait_child(child);

@@ -527,7 +527,7 @@ fn help_says_what_openmax_is_and_each_subcommand_has_its_own() {
     }
 }
 
-/// The README's exit-code table lists exactly the codes `openmax` has (`app::exit::TABLE`,
+/// The README's exit-code table lists exactly the codes `openmax` has (`exit::TABLE`,
 /// which `--help` prints), and each is produced by a named test: 0 and most others here; 1 by
 /// `cli.rs` `print_mode_exits_1_when_the_turn_ends_error`; 2 by `cli.rs`
 /// `continue_without_a_session_exits_2`; 4 by `cli.rs` `print_mode_exits_4_on_max_iterations`;
@@ -549,10 +549,7 @@ fn the_readme_lists_every_exit_code() {
         .filter_map(|l| l.strip_prefix("| "))
         .filter_map(|l| l.split(" |").next()?.trim().parse().ok())
         .collect();
-    let codes: Vec<i32> = openmax_shell::app::exit::TABLE
-        .iter()
-        .map(|(c, _)| *c)
-        .collect();
+    let codes: Vec<i32> = openmax_shell::exit::TABLE.iter().map(|(c, _)| *c).collect();
     assert_eq!(listed, codes, "README rows vs app::exit::TABLE");
     let help = TestEnv::new().run(&["--help"]).stdout;
     for c in codes {

@@ -483,7 +483,7 @@ fn continue_after_compaction_sends_what_the_live_process_would() {
     env.mock_config(
         Flavor::Anthropic,
         &mock.base_url(),
-        "context_tokens = 20000",
+        "context_tokens = 22000",
     );
     env.trust();
     for i in 0..TURNS {

@@ -842,7 +842,11 @@ fn a_shell_command_dies_with_a_sigkilled_openmax() {
         assert!(std::time::Instant::now() < end, "the command never started");
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(running(&["sleep", "3104"]));
+    // bash.pid is written before bash forks and execs `sleep`.
+    while !running(&["sleep", "3104"]) {
+        assert!(std::time::Instant::now() < end, "sleep 3104 never ran");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     s.kill_hard();
     let next = env.stdio(&[]);
     let (code, _, stderr) = next.finish();

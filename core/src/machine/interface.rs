@@ -569,6 +569,8 @@ pub struct CoreConfig {
     /// Turns the session ran before this process (a `--continue`): the first turn here is
     /// numbered one more.
     pub turns_before: u64,
+    /// `[tasks]` and this session's depth among subagents.
+    pub tasks: super::TaskLimits,
 }
 
 impl CoreConfig {
@@ -590,6 +592,7 @@ impl CoreConfig {
             driver_ends_input: false,
             checkpoints: false,
             turns_before: 0,
+            tasks: super::TaskLimits::default(),
         }
     }
 }

@@ -132,6 +132,7 @@ mod persist;
 mod phase;
 mod retry;
 mod stream;
+mod tasks;
 #[cfg(test)]
 mod tests;
 mod tool_hooks;
@@ -140,6 +141,7 @@ mod turn;
 
 pub use commands::MODE_NOTE;
 pub use interface::*;
+pub use tasks::TaskLimits;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 

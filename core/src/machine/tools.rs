@@ -112,6 +112,11 @@ impl Core {
         if let Some(c) = self.turn.round.get_mut(call) {
             c.writes = super::checkpoint::plan_writes(&plan);
         }
+        if plan.invalid.is_none() {
+            if let Some((output, note)) = self.config.tasks.refusal(&name) {
+                return self.finish_call(call, false, output, Some(note));
+            }
+        }
         let human = !self.config.non_interactive && !self.config.agent_spawned;
         match approval::decide(
             self.config.mode,

@@ -18,7 +18,8 @@ use agent_client_protocol_schema::v1::McpServer;
 
 use super::rpc::{self, RpcError};
 use crate::hooks::Origin;
-use crate::mcp::config::{check_name, check_url, valid_env_name, EnvValue, ServerDef, Transport};
+use crate::mcp::config::{check_name, check_url, EnvValue, ServerDef, Transport};
+use crate::mcp::template::valid_env_name;
 
 /// What a client server's definition file is called in notes and `mcp list`.
 pub const CLIENT_FILE: &str = "the ACP client";

@@ -65,7 +65,7 @@ pub fn run(project: Option<&Project>, session: &str, args: &[&str]) -> (String, 
         Ok(UndoAsk::Preview { turn, force } | UndoAsk::Apply { turn, force }) => {
             match u::run(p, session, pick(turn), force) {
                 Ok(r) => (
-                    crate::app::undo::report_text(&r),
+                    crate::checkpoint::report::report_text(&r),
                     Some(u::note(&r, "/undo")),
                 ),
                 Err(e) => (format!("undo: {}", e.message()), None),

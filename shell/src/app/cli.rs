@@ -4,14 +4,16 @@
 //!
 //! Invariants: exactly one action is chosen ([`Cli::action`]); the common options
 //! (`--project`, `--provider`, `--model`, `--base-url`) apply to every action that needs them
-//! and are ignored by the rest. A wrong command line exits [`super::exit::USAGE`] (64), never
+//! and are ignored by the rest. A wrong command line exits [`crate::exit::USAGE`] (64), never
 //! clap's own 2, which the contract gives to "no session to continue" ([`parse`]).
 
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use openmax_core::wire::Mode;
+
+use crate::frontend::print_run::OutputFormat;
 
 /// What `openmax --help` opens with.
 const ABOUT: &str = "openmax: a coding agent in your terminal. It talks with a language model, \
@@ -120,18 +122,6 @@ pub struct Cli {
     pub command: Option<Sub>,
 }
 
-/// `-p --output-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum OutputFormat {
-    /// The reply as it streams; notices on stderr.
-    #[default]
-    Text,
-    /// One JSON object at the end (docs/print.md lists its fields).
-    Json,
-    /// The `--stdio` event lines (hello first), each valid for `openmax --check --stdio`.
-    StreamJson,
-}
-
 fn parse_mode(s: &str) -> Result<Mode, String> {
     Mode::parse(s).ok_or_else(|| format!("expected one of {}", Mode::ALL.join(", ")))
 }
@@ -199,11 +189,11 @@ pub enum SandboxCommand {
 
 /// The command line as clap reads it, with the exit codes in `--help`.
 pub fn command() -> clap::Command {
-    Cli::command().after_help(super::exit::help_section())
+    Cli::command().after_help(crate::exit::help_section())
 }
 
 /// Parse the process's arguments. On error the caller prints it and exits
-/// [`super::exit::USAGE`] (or 0 for `--help` and `--version`, whose "error" is the text).
+/// [`crate::exit::USAGE`] (or 0 for `--help` and `--version`, whose "error" is the text).
 pub fn parse() -> Result<Cli, clap::Error> {
     parse_from(std::env::args_os())
 }
@@ -219,12 +209,12 @@ where
 }
 
 /// The exit code for a parse error: 0 for `--help` and `--version`, else
-/// [`super::exit::USAGE`].
+/// [`crate::exit::USAGE`].
 pub fn error_code(e: &clap::Error) -> i32 {
     if e.use_stderr() {
-        super::exit::USAGE
+        crate::exit::USAGE
     } else {
-        super::exit::OK
+        crate::exit::OK
     }
 }
 

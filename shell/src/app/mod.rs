@@ -9,15 +9,13 @@
 //!   is written to stdout.
 //! - `hello` is the first stdout line, written before stdin is read; `transcript` follows it
 //!   only for `--continue`.
-//! - Only a human can trust a project or approve a source ([`human::check`]: no
+//! - Only a human can trust a project or approve a source ([`crate::human::check`]: no
 //!   `OPENMAX_AGENT_SESSION`, a terminal on stdin, no openmax ancestor).
 //! - A session's openmax is a child subreaper; what a SIGKILLed openmax left of its tool calls
 //!   in the project is killed before the session starts, and no descendant outlives the exit.
 
 pub mod cli;
 pub mod demo;
-pub mod exit;
-pub mod human;
 pub mod print;
 pub mod project;
 pub mod undo;
@@ -46,7 +44,7 @@ pub fn run(cli: Cli) -> i32 {
         Ok(a) => a,
         Err(e) => {
             eprintln!("openmax: {e} (see openmax --help)");
-            return exit::USAGE;
+            return crate::exit::USAGE;
         }
     };
     match action {
@@ -108,7 +106,7 @@ fn start_of(cli: &Cli) -> Result<PathBuf, String> {
 /// The project's state for a command only a human may run (`--trust`, `--approve`): refused
 /// when agent-spawned, else the project discovered and its state opened.
 fn human_project_state(cli: &Cli, flag: &str) -> Result<ProjectState, String> {
-    human::check(flag)?;
+    crate::human::check(flag)?;
     let project = project_of(cli)?;
     let home = Home::from_env()?;
     let state = ProjectState::open(&home, &project);
@@ -537,7 +535,7 @@ pub(crate) async fn open(
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
-    human::mark_session();
+    crate::human::mark_session();
     if let Err(e) = crate::sandbox::reaper::become_subreaper() {
         eprintln!("openmax: could not become a child subreaper ({e}); a process a tool starts with setsid may outlive its call");
     }
@@ -607,7 +605,7 @@ pub(crate) async fn open(
         Opener::Print(PrintOpen {
             mode: Some(wanted), ..
         }) => Mode::for_one_run(mode, wanted, agent_spawned()).map_err(|message| OpenError {
-            code: exit::NOPERM,
+            code: crate::exit::NOPERM,
             message,
             untrusted: false,
         })?,
@@ -697,6 +695,27 @@ pub(crate) async fn open(
     backend.set_echo_notes(echo_notes);
     backend.set_tool_timeouts(setup.settings.tool_timeouts);
     backend.set_web_policy(setup.settings.web.clone());
+    let task_depth = crate::tasks::depth_from_env();
+    if let Ok(exe) = std::env::current_exe() {
+        let p = &setup.settings.provider;
+        let key_var = p
+            .api_key_env
+            .clone()
+            .or_else(|| p.kind.default_api_key_env().map(str::to_string));
+        backend.set_tasks(crate::tasks::Spawner {
+            exe,
+            home: setup.home.root().to_path_buf(),
+            project: setup.project.clone(),
+            provider: p.name.clone(),
+            model: p.model.clone(),
+            base_url: p.base_url.clone(),
+            key: key_var.zip(p.api_key.clone()),
+            session_id: session_id.clone(),
+            depth: task_depth,
+            drain_ms: setup.settings.limits.drain_timeout_ms,
+            policy: backend.sandbox_policy(),
+        });
+    }
     let mut turns_before = turns_before;
     if let Some(p) = &checkpoints {
         backend.set_checkpoints(p.clone()).map_err(OpenError::new)?;
@@ -724,6 +743,10 @@ pub(crate) async fn open(
     cfg.driver_ends_input = matches!(opener, Opener::Print(p) if p.driver_ends_input);
     cfg.checkpoints = checkpoints.is_some();
     cfg.turns_before = turns_before;
+    cfg.tasks = openmax_core::machine::TaskLimits {
+        depth: task_depth,
+        ..setup.settings.tasks
+    };
     Ok(Opened {
         core: Core::new(cfg),
         backend,

@@ -15,9 +15,11 @@ use std::io::Read;
 use openmax_core::machine::Input;
 use openmax_core::wire::{Command, Hello};
 
-use super::cli::{Cli, OutputFormat, Pick, PrintOptions};
-use super::{exit, open, Opened, Opener, PrintOpen, Resume};
+use super::cli::{Cli, Pick, PrintOptions};
+use super::{open, Opened, Opener, PrintOpen, Resume};
+use crate::exit;
 use crate::frontend::output_schema::OutputSchema;
+use crate::frontend::print_run::OutputFormat;
 use crate::frontend::print_run::PrintRun;
 use crate::run::{Runtime, SignalPolicy};
 

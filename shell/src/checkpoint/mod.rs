@@ -31,6 +31,7 @@ pub mod list;
 pub mod log;
 pub mod manifest;
 pub mod notes;
+pub mod report;
 pub mod scan;
 pub mod store;
 pub mod tree;

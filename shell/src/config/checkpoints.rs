@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::error::ConfigError;
 use crate::checkpoint::Caps;
 
 /// `[checkpoints]` as written.

@@ -16,9 +16,9 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use toml::Spanned;
 
 use super::checkpoints::CheckpointsSection;
+use super::file::{FileConfig, HookConfig, LimitsSection, PermissionsSection, ProviderSection};
+use super::file::{SandboxSection, TrustSection};
 use super::web_fetch::{ToolsSection, WebFetchSection};
-use super::{FileConfig, HookConfig, LimitsSection, PermissionsSection, ProviderSection};
-use super::{SandboxSection, TrustSection};
 
 /// The field names of a `Deserialize` struct (empty for anything else).
 pub fn fields_of<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
@@ -42,6 +42,7 @@ fn accepted(section: &[&str]) -> Option<&'static [&'static str]> {
         ["tools"] => fields_of::<ToolsSection>(),
         ["tools", "web_fetch"] => fields_of::<WebFetchSection>(),
         ["checkpoints"] => fields_of::<CheckpointsSection>(),
+        ["tasks"] => fields_of::<super::tasks::TasksSection>(),
         _ => return None,
     })
 }
@@ -93,7 +94,7 @@ fn check(
             continue;
         }
         let at = key.span().start;
-        let (line, _) = super::line_col(text, at);
+        let (line, _) = super::file::line_col(text, at);
         let what = if top {
             "the sections and keys here are"
         } else {
@@ -137,7 +138,7 @@ fn collect(node: &Node, at: &mut Vec<String>, text: &str, out: &mut BTreeMap<Vec
         Node::Table(entries) => {
             for (key, value) in entries {
                 at.push(key.get_ref().clone());
-                out.insert(at.clone(), super::line_col(text, key.span().start).0);
+                out.insert(at.clone(), super::file::line_col(text, key.span().start).0);
                 collect(value, at, text, out);
                 at.pop();
             }

@@ -14,10 +14,14 @@
 //! - The API key itself is only ever read from the environment variable `api_key_env` names.
 
 pub mod checkpoints;
+pub mod error;
+pub mod file;
 pub mod keys;
 pub mod narrow;
 pub mod prices;
 pub mod provider;
+pub mod settings;
+pub mod tasks;
 pub mod web_fetch;
 
 #[cfg(test)]
@@ -25,235 +29,18 @@ mod keys_tests;
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use openmax_core::machine::{Limits, RetrySettings};
 use openmax_core::permissions::{Permissions, Rule};
 
-use crate::mcp::config::McpSource;
-use crate::provider::ProviderKind;
+pub use error::ConfigError;
+pub use file::{
+    FileConfig, HookConfig, LimitsSection, PermissionsSection, ProviderSection, SandboxSection,
+    TrustSection, PROVIDER_NAMES,
+};
+pub use settings::{Overrides, ProviderSettings, Settings, ToolTimeouts};
 
-/// The provider names `[provider] name` accepts.
-pub const PROVIDER_NAMES: [&str; 4] = ["anthropic", "openai", "openai-chat", "demo"];
-
-/// One configuration file as written (every key optional).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    #[serde(default)]
-    pub provider: ProviderSection,
-    #[serde(default)]
-    pub limits: LimitsSection,
-    #[serde(default)]
-    pub permissions: PermissionsSection,
-    #[serde(default)]
-    pub hooks: Vec<HookConfig>,
-    #[serde(default)]
-    pub trust: TrustSection,
-    /// `[mcp_servers.<name>]` as written: each entry is checked on its own by
-    /// [`crate::mcp::config`], so one broken server never stops the file or the others.
-    #[serde(default)]
-    pub mcp_servers: toml::Table,
-    #[serde(default)]
-    pub sandbox: SandboxSection,
-    #[serde(default)]
-    pub tools: web_fetch::ToolsSection,
-    #[serde(default)]
-    pub checkpoints: checkpoints::CheckpointsSection,
-}
-
-/// `[sandbox]`: what processes started for the agent may see and do.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SandboxSection {
-    /// `"on"` (default) or `"off"` (user config only).
-    pub mode: Option<String>,
-    /// Network sockets allowed (user config only for `true`).
-    pub network: Option<bool>,
-    /// Variables passed on although their names look like secrets (user config only).
-    #[serde(default)]
-    pub env_allow: Vec<String>,
-    /// More variables withheld from agent processes.
-    #[serde(default)]
-    pub env_deny: Vec<String>,
-    /// More directories agent processes may write beneath (user config only; absolute paths).
-    #[serde(default)]
-    pub writable: Vec<String>,
-    /// Entries of the project agent processes may not change, relative to its root (user
-    /// config only; default `.git/config`, `.git/config.worktree`, `.git/hooks/`, `.git/info/`).
-    pub protected: Option<Vec<String>>,
-    /// Unix sockets outside the sandbox agent processes may connect to (absolute paths). A
-    /// project config may only name a subset of the user's list (removing the rest).
-    pub unix_sockets: Option<Vec<String>>,
-}
-
-/// `[trust]` (user config only): projects trusted without running `openmax --trust` in them,
-/// for unattended setups (CI, benchmarks, orchestrators) that prepare `$OPENMAX_HOME` ahead.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TrustSection {
-    /// Absolute project paths (symlinks are resolved before comparing).
-    #[serde(default)]
-    pub projects: Vec<String>,
-}
-
-/// `[provider]`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderSection {
-    pub name: Option<String>,
-    pub model: Option<String>,
-    pub base_url: Option<String>,
-    pub api_key_env: Option<String>,
-    pub context_tokens: Option<u64>,
-    pub max_attempts: Option<u32>,
-    pub retry_base_ms: Option<u64>,
-    /// Seconds; fractional values are allowed (`0.2`).
-    pub stream_idle_timeout_s: Option<f64>,
-    pub max_output_tokens: Option<u64>,
-    /// USD per million prompt tokens (user config only; [`prices`]).
-    pub price_in: Option<f64>,
-    /// USD per million completion tokens (user config only).
-    pub price_out: Option<f64>,
-    /// USD per million cached prompt tokens (user config only; default `price_in`).
-    pub price_cached_in: Option<f64>,
-}
-
-/// `[limits]`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitsSection {
-    pub max_iterations: Option<u32>,
-    pub max_agent_tokens: Option<u64>,
-    /// Seconds; fractional values are allowed.
-    pub approval_timeout_s: Option<f64>,
-    /// Seconds a built-in tool other than `shell` may run; 0 = no limit.
-    pub tool_timeout_s: Option<f64>,
-    /// Seconds a `shell` call runs when it names no `timeout_s`.
-    pub shell_timeout_s: Option<f64>,
-    pub max_reply_bytes: Option<u64>,
-    pub max_thinking_bytes: Option<u64>,
-    pub max_tool_calls: Option<u32>,
-    /// Seconds the turn in flight at shutdown may go on; fractional values are allowed.
-    pub drain_timeout_s: Option<f64>,
-}
-
-/// `[permissions]`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PermissionsSection {
-    #[serde(default)]
-    pub deny: Vec<String>,
-    #[serde(default)]
-    pub ask: Vec<String>,
-}
-
-/// One `[[hooks]]` entry (see [`crate::hooks`]).
-pub use crate::hooks::HookConfig;
 use crate::hooks::Origin;
-
-/// Overrides from the environment or the command line (the same three keys).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Overrides {
-    pub provider: Option<String>,
-    pub model: Option<String>,
-    pub base_url: Option<String>,
-}
-
-impl Overrides {
-    /// `OPENMAX_PROVIDER`, `OPENMAX_MODEL`, `OPENMAX_BASE_URL` (empty values ignored).
-    pub fn from_env(get: &dyn Fn(&str) -> Option<String>) -> Overrides {
-        let get = |k: &str| get(k).filter(|v| !v.is_empty());
-        Overrides {
-            provider: get("OPENMAX_PROVIDER"),
-            model: get("OPENMAX_MODEL"),
-            base_url: get("OPENMAX_BASE_URL"),
-        }
-    }
-}
-
-/// The resolved provider settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProviderSettings {
-    /// One of [`PROVIDER_NAMES`].
-    pub name: String,
-    pub kind: ProviderKind,
-    pub model: String,
-    /// `None`: the provider's default endpoint.
-    pub base_url: Option<String>,
-    /// The variable the key was read from (`None` when the provider needs no key).
-    pub api_key_env: Option<String>,
-    pub api_key: Option<String>,
-    pub max_output_tokens: u64,
-    /// `price_in`/`price_out`/`price_cached_in`, when set: the cost of a run is known.
-    pub prices: Option<openmax_core::usage::Prices>,
-}
-
-/// Everything the session runs with.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
-    pub provider: ProviderSettings,
-    /// What the user should know about how the settings were chosen, one line each, for
-    /// stderr before the session starts (no wire change).
-    pub notices: Vec<String>,
-    pub context_tokens: u64,
-    pub retry: RetrySettings,
-    pub limits: Limits,
-    pub permissions: Permissions,
-    /// Every `[[hooks]]` table with the file it came from (user hooks first).
-    pub hooks: Vec<(HookConfig, Origin)>,
-    /// The files that were read, in layer order.
-    pub files: Vec<PathBuf>,
-    /// `[mcp_servers]` tables by file (see [`Layers::mcp`]).
-    pub mcp: Vec<McpSource>,
-    /// `[trust] projects` from the user config, canonicalized where they exist.
-    pub trusted_projects: Vec<PathBuf>,
-    /// `[sandbox]` as merged.
-    pub sandbox: SandboxSection,
-    /// The built-in tools' time limits.
-    pub tool_timeouts: ToolTimeouts,
-    /// `[tools.web_fetch]` as merged.
-    pub web: crate::tools::web_fetch::policy::WebPolicy,
-    /// `[checkpoints]`: the caps of the store behind undo.
-    pub checkpoints: crate::checkpoint::Caps,
-}
-
-/// `[limits] tool_timeout_s` and `shell_timeout_s`, in ms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ToolTimeouts {
-    /// A built-in tool other than `shell`; 0 = no limit.
-    pub tool_ms: u64,
-    /// A `shell` call that names no `timeout_s`.
-    pub shell_ms: u64,
-}
-
-impl Default for ToolTimeouts {
-    fn default() -> Self {
-        ToolTimeouts {
-            tool_ms: crate::tools::ToolContext::DEFAULT_TOOL_TIMEOUT_MS,
-            shell_ms: crate::tools::ToolContext::DEFAULT_SHELL_TIMEOUT_MS,
-        }
-    }
-}
-
-impl Settings {
-    /// Whether the user config trusts `project` (already canonical).
-    pub fn trusts(&self, project: &Path) -> bool {
-        self.trusted_projects.iter().any(|p| p == project)
-    }
-}
-
-/// A configuration problem, worded for stderr.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError(pub String);
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ConfigError {}
+use crate::mcp::config::McpSource;
 
 /// The two layered files merged (no environment, no flags yet).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -441,6 +228,7 @@ pub fn resolve(
         files: layers.files,
         web: web_fetch::resolve(&layers.merged.tools.web_fetch)?,
         checkpoints: layers.merged.checkpoints.caps()?,
+        tasks: layers.merged.tasks.limits()?,
         sandbox: layers.merged.sandbox,
         tool_timeouts,
     })
@@ -478,7 +266,7 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
     let at = |e: &toml::de::Error| -> String {
         match e.span() {
             Some(span) => {
-                let (line, col) = line_col(text, span.start);
+                let (line, col) = file::line_col(text, span.start);
                 format!("{}:{line}:{col}", path.display())
             }
             None => path.display().to_string(),
@@ -541,13 +329,6 @@ pub fn parse_file(path: &Path, text: &str, project: bool) -> Result<FileConfig, 
     Ok(cfg)
 }
 
-pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let upto = &text.as_bytes()[..offset.min(text.len())];
-    let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
-    let col = upto.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
-    (line, col)
-}
-
 fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
     let (b, o) = (base.provider, over.provider);
     let (bl, ol) = (base.limits, over.limits);
@@ -597,6 +378,7 @@ fn merge(base: FileConfig, over: FileConfig) -> FileConfig {
         // Kept per file in `Layers::mcp` (origin matters for the gate), not merged here.
         mcp_servers: toml::Table::new(),
         checkpoints: checkpoints::CheckpointsSection::merge(base.checkpoints, over.checkpoints),
+        tasks: tasks::TasksSection::merge(base.tasks, over.tasks),
         sandbox: {
             let (b, o) = (base.sandbox, over.sandbox);
             let mut env_allow = b.env_allow;

@@ -8,9 +8,11 @@
 
 use std::path::Path;
 
-use openmax_core::machine::{Limits, RetrySettings};
+use openmax_core::machine::{Limits, RetrySettings, TaskLimits};
 
-use super::{ConfigError, FileConfig, ToolTimeouts};
+use super::error::ConfigError;
+use super::file::FileConfig;
+use super::settings::ToolTimeouts;
 
 /// One limit: its key, the project's value, the user's (or default) value. `0` means "no
 /// limit" for the keys in [`ZERO_IS_UNLIMITED`].
@@ -140,6 +142,18 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
             project: p.shell_timeout_s,
             user: u.shell_timeout_s,
             default: ToolTimeouts::default().shell_ms as f64 / 1000.0,
+        },
+        Limit {
+            key: "[tasks] max_depth",
+            project: project.tasks.max_depth.map(f64::from),
+            user: user.tasks.max_depth.map(f64::from),
+            default: f64::from(TaskLimits::default().max_depth),
+        },
+        Limit {
+            key: "[tasks] max_parallel",
+            project: project.tasks.max_parallel.map(f64::from),
+            user: user.tasks.max_parallel.map(f64::from),
+            default: f64::from(TaskLimits::default().max_parallel),
         },
         Limit {
             key: "[provider] max_attempts",
@@ -290,6 +304,19 @@ mod tests {
         assert!(e.contains("tool_timeout_s = 0"), "{e}");
         let e = err("", "[limits]\nshell_timeout_s = 600\n");
         assert!(e.contains("the default 120"), "{e}");
+        let e = err("", "[tasks]\nmax_depth = 2\n");
+        assert!(
+            e.contains("[tasks] max_depth = 2") && e.contains("the default 1"),
+            "{e}"
+        );
+        let e = err("[tasks]\nmax_parallel = 2\n", "[tasks]\nmax_parallel = 3\n");
+        assert!(e.contains("the user's value 2"), "{e}");
+        assert!(check(
+            Path::new("/p/.openmax/config.toml"),
+            &parse("[tasks]\nmax_depth = 3\n"),
+            &parse("[tasks]\nmax_depth = 0\nmax_parallel = 1\n"),
+        )
+        .is_ok());
         let e = err("", "[sandbox]\nenv_allow = [\"AWS_SECRET_ACCESS_KEY\"]\n");
         assert!(e.contains("[sandbox]"), "{e}");
         let e = err("", "[sandbox]\nwritable = [\"/\"]\n");

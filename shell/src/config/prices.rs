@@ -11,7 +11,8 @@
 
 use openmax_core::usage::Prices;
 
-use super::{ConfigError, ProviderSection};
+use super::error::ConfigError;
+use super::file::ProviderSection;
 
 /// The price keys, as the errors name them.
 pub const KEYS: [&str; 3] = ["price_in", "price_out", "price_cached_in"];

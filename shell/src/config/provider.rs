@@ -17,7 +17,9 @@
 //!   file in the (agent-writable) project, may redirect where the key is sent.
 //! - The key is read only from the variable `api_key_env` names (or the kind's default).
 
-use super::{ConfigError, Overrides, ProviderSection, PROVIDER_NAMES};
+use super::error::ConfigError;
+use super::file::{ProviderSection, PROVIDER_NAMES};
+use super::settings::Overrides;
 use crate::provider::ProviderKind;
 use crate::session::shown;
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::error::ConfigError;
 use crate::tools::web_fetch::policy::WebPolicy;
 
 /// `[tools]`.

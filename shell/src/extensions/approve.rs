@@ -121,7 +121,7 @@ pub fn run<W: Write>(
 fn mcp_servers_in(project: &Path, rel: &str) -> Vec<Approval> {
     let keys = crate::sandbox::scrub::names();
     let (defs, problems) =
-        crate::mcp::config::defined_in(project, rel, &crate::mcp::config::Lookup::process(&keys));
+        crate::mcp::load::defined_in(project, rel, &crate::mcp::config::Lookup::process(&keys));
     for p in problems {
         eprintln!("openmax: not approved: {p}");
     }

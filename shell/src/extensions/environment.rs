@@ -79,17 +79,7 @@ pub fn today() -> String {
 
 /// A Unix time's date in UTC (the fallback when the local time zone cannot be read).
 fn civil_date_utc(unix_s: i64) -> String {
-    // Howard Hinnant's days-from-civil inverse.
-    let z = unix_s.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    crate::utc::ymd(unix_s)
 }
 
 /// The operating system: its family and architecture, and on Linux the distribution's

@@ -156,7 +156,11 @@ pub fn load_one(
     if m.command.is_empty() || m.command[0].is_empty() {
         return Err(format!("{rel}: command must be a non-empty argv array"));
     }
-    if let Some(bad) = m.env.iter().find(|v| !valid_env_name(v)) {
+    if let Some(bad) = m
+        .env
+        .iter()
+        .find(|v| !crate::mcp::template::valid_env_name(v))
+    {
         return Err(format!("{rel}: env entry {bad:?} is not a variable name"));
     }
     let timeout_s = m.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
@@ -221,12 +225,6 @@ fn valid_name(s: &str) -> bool {
         && s.len() <= 64
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
-fn valid_env_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

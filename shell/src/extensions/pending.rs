@@ -46,7 +46,7 @@ pub fn list(
     let tables = layers.as_ref().map(|l| l.mcp.clone()).unwrap_or_default();
     let keys = crate::sandbox::scrub::names();
     let lookup = crate::mcp::config::Lookup::process(&keys);
-    let (defs, _) = crate::mcp::config::load(&tables, project, &lookup);
+    let (defs, _) = crate::mcp::load::load(&tables, project, &lookup);
     for d in defs.iter().filter(|d| d.origin == Origin::Project) {
         let Ok(sha) = crate::mcp::gate::source_sha256(d, project) else {
             continue;

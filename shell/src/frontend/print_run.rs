@@ -26,9 +26,20 @@ use super::output_schema::{OutputSchema, Verdict};
 use super::print_result;
 use super::tally::{declined_note, Tally};
 use super::{JsonlSink, PrintSink, Sink};
-use crate::app::cli::OutputFormat;
-use crate::app::exit;
+use crate::exit;
 use crate::run::InputTx;
+
+/// `-p --output-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The reply as it streams; notices on stderr.
+    #[default]
+    Text,
+    /// One JSON object at the end (docs/print.md lists its fields).
+    Json,
+    /// The `--stdio` event lines (hello first), each valid for `openmax --check --stdio`.
+    StreamJson,
+}
 
 /// Where the events go.
 enum Out<O: Write, E: Write> {

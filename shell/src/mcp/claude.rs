@@ -16,10 +16,8 @@
 
 use std::collections::BTreeMap;
 
-use super::config::{
-    check_name, check_url, valid_env_name, EnvValue, Lookup, ServerDef, Transport, MCP_JSON,
-};
-use super::template;
+use super::config::{check_name, check_url, EnvValue, Lookup, ServerDef, Transport, MCP_JSON};
+use super::template::{self, valid_env_name};
 use crate::hooks::Origin;
 
 /// The keys of one server.

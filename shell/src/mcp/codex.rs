@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::config::{
-    check_name, check_url, timeout_ms, valid_env_name, EnvValue, Lookup, ServerDef, ToolFilter,
-    Transport, DEFAULT_STARTUP_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S,
+    check_name, check_url, timeout_ms, EnvValue, Lookup, ServerDef, ToolFilter, Transport,
+    DEFAULT_STARTUP_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S,
 };
-use super::template;
+use super::template::{self, valid_env_name};
 use crate::config::keys::Lines;
 use crate::hooks::Origin;
 
@@ -285,7 +285,8 @@ fn toml_to_json(v: &toml::Value) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::config::{load, McpSource};
+    use crate::mcp::config::McpSource;
+    use crate::mcp::load::load;
 
     fn env(k: &str) -> Option<String> {
         (k == "SET").then(|| "v".to_string())

@@ -17,7 +17,7 @@
 //! - A server's environment is only what its definition names: [`ServerDef::env`].
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::template;
 use crate::config::keys::Lines;
@@ -232,99 +232,6 @@ impl Lookup<'_> {
     }
 }
 
-/// Every configured server: the `[mcp_servers]` tables of the config files (user first, as in
-/// [`crate::config::Layers::mcp`]), then the project's `.mcp.json`. Returns the valid ones and
-/// one problem line per fault.
-pub fn load(
-    sources: &[McpSource],
-    project: &Path,
-    lookup: &Lookup,
-) -> (Vec<ServerDef>, Vec<String>) {
-    let mut defs: Vec<ServerDef> = Vec::new();
-    let mut problems = Vec::new();
-    let add = |def: ServerDef, defs: &mut Vec<ServerDef>, problems: &mut Vec<String>| match defs
-        .iter()
-        .find(|d| d.name == def.name)
-    {
-        Some(old) => problems.push(format!(
-            "{}: mcp server {:?} is already defined in {}; this definition is ignored",
-            def.file, def.name, old.file
-        )),
-        None => defs.push(def),
-    };
-    for src in sources {
-        let file = match src.origin {
-            Origin::User => src.path.display().to_string(),
-            Origin::Project => crate::extensions::manifest::relative(project, &src.path),
-        };
-        for (name, value) in &src.table {
-            let entry = super::codex::Entry {
-                file: &file,
-                origin: src.origin,
-                name,
-                lines: &src.lines,
-                project,
-            };
-            match super::codex::parse(&entry, value, lookup) {
-                Ok(def) => add(def, &mut defs, &mut problems),
-                Err(e) => problems.extend(e),
-            }
-        }
-    }
-    match std::fs::read(project.join(MCP_JSON)) {
-        Ok(bytes) => {
-            let (found, bad) = super::claude::parse(&bytes, lookup);
-            problems.extend(bad);
-            for def in found {
-                add(def, &mut defs, &mut problems);
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => problems.push(format!("{MCP_JSON}: cannot read: {e}")),
-    }
-    (defs, problems)
-}
-
-/// The servers the project file `rel` (`.mcp.json` or `.openmax/config.toml`) defines, for
-/// `openmax --approve`, with a problem line for each it cannot read.
-pub fn defined_in(project: &Path, rel: &str, lookup: &Lookup) -> (Vec<ServerDef>, Vec<String>) {
-    if rel == MCP_JSON {
-        return match std::fs::read(project.join(rel)) {
-            Ok(b) => super::claude::parse(&b, lookup),
-            Err(e) => (Vec::new(), vec![format!("{rel}: cannot read: {e}")]),
-        };
-    }
-    if rel != ".openmax/config.toml" {
-        return (Vec::new(), Vec::new());
-    }
-    let Ok(text) = std::fs::read_to_string(project.join(rel)) else {
-        return (Vec::new(), Vec::new());
-    };
-    let Some(table) = toml::from_str::<toml::Table>(&text)
-        .ok()
-        .and_then(|t| t.get("mcp_servers").and_then(|v| v.as_table()).cloned())
-    else {
-        return (Vec::new(), Vec::new());
-    };
-    let lines = Lines::of(&text);
-    let mut defs = Vec::new();
-    let mut problems = Vec::new();
-    for (name, value) in &table {
-        let entry = super::codex::Entry {
-            file: rel,
-            origin: Origin::Project,
-            name,
-            lines: &lines,
-            project,
-        };
-        match super::codex::parse(&entry, value, lookup) {
-            Ok(d) => defs.push(d),
-            Err(e) => problems.extend(e),
-        }
-    }
-    (defs, problems)
-}
-
 /// A timeout in seconds as milliseconds: more than 0, at most [`MAX_TIMEOUT_S`].
 pub fn timeout_ms(s: f64) -> Result<u64, String> {
     if !s.is_finite() || s <= 0.0 || s > MAX_TIMEOUT_S {
@@ -359,16 +266,11 @@ pub fn check_url(url: &str) -> Result<(), String> {
     }
 }
 
-/// A POSIX-style variable name: a letter or `_`, then letters, digits or `_`.
-pub fn valid_env_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::load::load;
+    use std::path::Path;
 
     fn no_env(_: &str) -> Option<String> {
         None

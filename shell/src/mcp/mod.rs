@@ -23,6 +23,7 @@ pub mod config;
 pub mod gate;
 pub mod http;
 pub mod list;
+pub mod load;
 pub mod resources;
 pub mod result;
 pub mod server;

@@ -28,7 +28,7 @@ fn pieces(s: &str) -> Vec<Piece<'_>> {
             Some((n, d)) => (n, Some(d)),
             None => (inner, None),
         };
-        if !super::config::valid_env_name(name) {
+        if !valid_env_name(name) {
             out.push(Piece::Text(&rest[..i + 2]));
             rest = after;
             continue;
@@ -90,6 +90,13 @@ pub fn expand(
         }
     }
     Ok(out)
+}
+
+/// A POSIX-style variable name: a letter or `_`, then letters, digits or `_`.
+pub fn valid_env_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

@@ -121,6 +121,8 @@ pub struct Backend {
     checkpoints: Option<crate::checkpoint::worker::Worker>,
     /// The project's checkpoint directory (where undo notes for this session wait).
     checkpoint_dir: Option<PathBuf>,
+    /// How this session starts subagents (`None`: `task` calls fail).
+    tasks: Option<Arc<crate::tasks::Spawner>>,
 }
 
 /// A freeze read from disk now, with the frozen hooks. Its problems (broken manifests and
@@ -202,7 +204,7 @@ pub fn start_mcp(
     let project = state.project().to_path_buf();
     let keys = crate::sandbox::scrub::names();
     let (mut defs, mut problems) =
-        mcp::config::load(tables, &project, &mcp::config::Lookup::process(&keys));
+        mcp::load::load(tables, &project, &mcp::config::Lookup::process(&keys));
     for c in client {
         if let Some(d) = defs.iter().find(|d| d.name == c.name) {
             problems.push(format!(
@@ -331,6 +333,7 @@ impl Backend {
             echo_notes: true,
             checkpoints: None,
             checkpoint_dir: None,
+            tasks: None,
         })
     }
 
@@ -353,6 +356,11 @@ impl Backend {
     /// `[tools.web_fetch]` from now on.
     pub fn set_web_policy(&mut self, web: crate::tools::web_fetch::policy::WebPolicy) {
         self.tools.web = web;
+    }
+
+    /// Start subagents (`task` calls) with `spawner` from now on.
+    pub fn set_tasks(&mut self, spawner: crate::tasks::Spawner) {
+        self.tasks = Some(Arc::new(spawner));
     }
 
     /// Run every agent process (tools, hooks) under `policy` from now on.
@@ -433,6 +441,9 @@ impl Backend {
         let ext = Arc::clone(&self.ext);
         let planned = self.planned.remove(call_id);
         let barrier = self.before_call(&name, &args);
+        let tasks = (name == openmax_core::tool::TASK_TOOL)
+            .then(|| self.tasks.clone())
+            .flatten();
         async move {
             let mut cancel = cancel;
             if let Some(b) = barrier {
@@ -451,7 +462,10 @@ impl Backend {
                     _ = b => {}
                 }
             }
-            let mut outcome = Self::run_call(ctx.clone(), ext, planned, name, args, cancel).await;
+            let mut outcome = match tasks {
+                Some(spawner) => spawner.run(args, cancel).await,
+                None => Self::run_call(ctx.clone(), ext, planned, name, args, cancel).await,
+            };
             // The provider key never reaches the session file or the model.
             outcome.output = ctx.sandbox.redact(&outcome.output);
             outcome

@@ -25,6 +25,9 @@ use crate::session::SessionWriter;
 struct Job {
     ticket: u64,
     records: Vec<Record>,
+    /// When the core asked for the append: a turn's end counts as the session's last use
+    /// from then, however long the writer takes (the core's `done` does not wait for it).
+    at_ms: u64,
 }
 
 /// Where appends go: the writer itself, or its thread.
@@ -81,7 +84,7 @@ impl Persistence {
             .name("openmax-session-writer".into())
             .spawn(move || {
                 for job in rx {
-                    let result = writer.append(&job.records);
+                    let result = writer.append_at(&job.records, job.at_ms);
                     // The loop may have exited already (after its last effect); the record
                     // is written either way.
                     let _ = answers.send(answer(job.ticket, result));
@@ -94,9 +97,14 @@ impl Persistence {
     /// Append `records` as `ticket`. Inline, the answer is returned; on the thread it comes on
     /// the answer channel and this returns `None`.
     pub fn append(&mut self, ticket: u64, records: Vec<Record>) -> Option<Input> {
+        let at_ms = crate::session::state::now_ms();
         match &mut self.place {
-            Place::Inline(w) => Some(answer(ticket, w.append(&records))),
-            Place::Thread { jobs, .. } => match jobs.send(Job { ticket, records }) {
+            Place::Inline(w) => Some(answer(ticket, w.append_at(&records, at_ms))),
+            Place::Thread { jobs, .. } => match jobs.send(Job {
+                ticket,
+                records,
+                at_ms,
+            }) {
                 Ok(()) => None,
                 Err(_) => Some(Input::PersistFailed {
                     ticket,

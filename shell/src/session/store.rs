@@ -62,6 +62,8 @@ pub struct SessionWriter {
     first_prompt_pending: Option<String>,
     /// A turn ended since the index was last written.
     turns_pending: bool,
+    /// When the last turn recorded here ended, as the core asked for its record (0: none).
+    used_ms: u64,
     /// Made by this writer (not resumed) and to be removed when it ends with no prompt ever
     /// admitted ([`SessionWriter::discard_when_unused`]).
     discard_unused: bool,
@@ -179,6 +181,7 @@ impl SessionWriter {
             prompted: false,
             first_prompt_pending: None,
             turns_pending: false,
+            used_ms: 0,
             discard_unused: false,
         })
     }
@@ -232,6 +235,15 @@ impl SessionWriter {
         })?;
         self.unsettled = None;
         Ok(())
+    }
+
+    /// [`SessionWriter::append`] of records the core asked for at `at_ms`: a turn's end among
+    /// them makes that the session's last use in the index, even when the write comes later.
+    pub fn append_at(&mut self, records: &[Record], at_ms: u64) -> io::Result<()> {
+        if records.iter().any(|r| matches!(r, Record::TurnEnd { .. })) {
+            self.used_ms = self.used_ms.max(at_ms);
+        }
+        self.append(records)
     }
 
     /// Append records, one line each, in one write, then `fdatasync`. After `Ok` the records
@@ -371,6 +383,7 @@ impl SessionWriter {
             prompted: used.1,
             first_prompt_pending: None,
             turns_pending: false,
+            used_ms: 0,
             discard_unused: false,
         }
     }
@@ -397,6 +410,11 @@ impl SessionWriter {
             return;
         }
         let (id, turns) = (self.session_id.clone(), self.turns);
+        let used = if self.used_ms > 0 {
+            self.used_ms
+        } else {
+            now_ms()
+        };
         let result = update_index(&self.sessions_dir, &id, |index| {
             if let Some(entry) = index.sessions.iter_mut().find(|e| e.id == id) {
                 if point.is_some() {
@@ -406,7 +424,7 @@ impl SessionWriter {
                     entry.first_prompt = first;
                 }
                 entry.turns = Some(entry.turns.unwrap_or(0).max(turns));
-                entry.updated_ms = now_ms();
+                entry.updated_ms = entry.updated_ms.max(used);
             }
         });
         if result.is_ok() {

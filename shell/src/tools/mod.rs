@@ -1,5 +1,5 @@
 //! Built-in tools: read_file, list_dir, glob, grep, web_fetch (read-only); write_file,
-//! edit_file, shell (mutating). Paths are confined to the project after resolving symlinks;
+//! edit_file, shell (mutating); `task` (a subagent, run by [`crate::tasks`]). Paths are confined to the project after resolving symlinks;
 //! `web_fetch` runs in openmax itself, under `[tools.web_fetch]` ([`web_fetch`]).
 //!
 //! The runtime asks [`plan`] about a call first (never runs anything; the core decides
@@ -43,7 +43,7 @@ use stop::Stop;
 use tokio::sync::oneshot;
 
 /// Names of the built-in tools, in schema order.
-pub const BUILTIN_NAMES: [&str; 8] = [
+pub const BUILTIN_NAMES: [&str; 9] = [
     "read_file",
     "list_dir",
     "glob",
@@ -52,6 +52,7 @@ pub const BUILTIN_NAMES: [&str; 8] = [
     "edit_file",
     "shell",
     "web_fetch",
+    openmax_core::tool::TASK_TOOL,
 ];
 
 /// What the tools need to know about the session they run in.
@@ -127,6 +128,7 @@ pub fn plan(ctx: &ToolContext, name: &str, args: &Value) -> ToolPlan {
         "edit_file" => write::plan_edit(ctx, args),
         "shell" => command::plan(ctx, args),
         web_fetch::NAME => web_fetch::plan(ctx, args),
+        openmax_core::tool::TASK_TOOL => crate::tasks::plan(args),
         other => ToolPlan {
             mutating: false,
             targets: vec![other.to_string()],
@@ -156,6 +158,10 @@ pub async fn run(
     let work: fn(&ToolContext, &Value, &Stop) -> ToolOutcome = match name {
         "shell" => return command::run(ctx, args, cancel).await,
         web_fetch::NAME => return web_fetch::run(ctx, args, cancel).await,
+        // The backend runs a task when this session can start one ([`crate::tasks`]).
+        openmax_core::tool::TASK_TOOL => {
+            return fail("task: subagents are not available in this session".into())
+        }
         "read_file" => read::run,
         "list_dir" => list::run,
         "glob" => glob::run,

@@ -153,5 +153,6 @@ pub fn all() -> Vec<ToolSchema> {
                 "additionalProperties": false
             }),
         ),
+        crate::tasks::schema(),
     ]
 }

@@ -307,7 +307,7 @@ fn undo_ask(
                 let _ = input.send(Input::Notice {
                     text: u::note(&report, "/undo"),
                 });
-                view.undo_done(Ok(crate::app::undo::report_text(&report)));
+                view.undo_done(Ok(crate::checkpoint::report::report_text(&report)));
             }
             Err(e) => view.undo_done(Err(e.message().to_string())),
         },

@@ -29,7 +29,7 @@ pub fn startup(launch: &Launch) -> Result<Vec<Question>, String> {
     if trusted && launch.mode == Mode::Auto {
         return Ok(Vec::new());
     }
-    crate::app::human::check("asking")?;
+    crate::human::check("asking")?;
     if !trusted {
         return Ok(vec![Question::Trust {
             project: launch.state.project().display().to_string(),
@@ -131,7 +131,7 @@ impl Carrier {
         let project = state.project().display().to_string();
         if launch.trusted || state.trusted() {
             view.notice(Level::Info, &format!("{project} is trusted already"));
-        } else if let Err(why) = crate::app::human::check("/trust") {
+        } else if let Err(why) = crate::human::check("/trust") {
             view.notice(Level::Error, &why);
             return;
         } else if let Err(e) = state.set_trusted() {
@@ -153,7 +153,7 @@ impl Carrier {
     }
 
     fn approve(&mut self, launch: &Launch, view: &mut View, file: &str) {
-        if let Err(why) = crate::app::human::check("/approve") {
+        if let Err(why) = crate::human::check("/approve") {
             view.notice(Level::Error, &why);
             return;
         }

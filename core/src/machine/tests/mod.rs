@@ -463,5 +463,6 @@ mod request;
 mod retries;
 mod robustness;
 mod sandbox;
+mod tasks;
 mod tool_hooks;
 mod turns;

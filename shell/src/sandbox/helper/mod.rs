@@ -96,8 +96,8 @@ pub fn dispatch() {
     if args.next().as_deref() != Some(std::ffi::OsStr::new(FLAG)) {
         return;
     }
-    // Named as a session is (`crate::app::human`): every process inside has an openmax ancestor.
-    crate::app::human::mark_session();
+    // Named as a session is (`crate::human`): every process inside has an openmax ancestor.
+    crate::human::mark_session();
     let code = run(args.collect());
     std::process::exit(code);
 }

@@ -1,0 +1,56 @@
+//! The `task` tool's policy: how deep subagents may nest. A `task` call starts a child
+//! `openmax --stdio` session (the shell drives it); the core decides whether this session may
+//! start one at all, so the simulator and the unit tests see the rule.
+//!
+//! Invariants:
+//! - A session at depth `d` (0 for a session a human or a client started, `d + 1` for the
+//!   child of a depth-`d` task) may start a task only while `d < max_depth`; otherwise the call
+//!   fails with a tool error saying so, before anything is asked or run.
+//! - The rule is a resource limit, not a security boundary: the depth reaches a child through
+//!   its environment, which the agent's own processes could set otherwise (they are sandboxed
+//!   and agent-spawned either way).
+
+use crate::tool::TASK_TOOL;
+
+/// `[tasks]`: the limits of subagents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskLimits {
+    /// This session's depth: 0 unless it is itself the child of a `task` call.
+    pub depth: u32,
+    /// How many levels of tasks may nest under a session a human started (default 1: its
+    /// children may not start tasks of their own).
+    pub max_depth: u32,
+    /// How many `task` calls of one reply may run at once (default 4).
+    pub max_parallel: u32,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        TaskLimits {
+            depth: 0,
+            max_depth: 1,
+            max_parallel: 4,
+        }
+    }
+}
+
+impl TaskLimits {
+    /// The failed result of a call of `name` this session may not make (a `task` call at or
+    /// past `max_depth`), with the harness note that rides it; `None` when the call may go on.
+    pub(super) fn refusal(&self, name: &str) -> Option<(String, String)> {
+        if name != TASK_TOOL || self.depth < self.max_depth {
+            return None;
+        }
+        let output = format!(
+            "task: refused: this session is a subagent at depth {} and [tasks] max_depth is {}, \
+             so it may not start tasks of its own; do the work here instead",
+            self.depth, self.max_depth
+        );
+        let note = format!(
+            "openmax refused this task call: subagents may nest only {} level(s) deep ([tasks] \
+             max_depth). Do not retry it; do the work with the other tools.",
+            self.max_depth
+        );
+        Some((output, note))
+    }
+}
