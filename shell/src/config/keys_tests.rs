@@ -281,6 +281,17 @@ fn rows() -> Vec<Row> {
             "max_redirects",
             limit("3", "1", "4", Some("6"), None, true, |s| s.web.max_redirects as f64),
         ),
+        row(
+            "tasks",
+            "max_depth",
+            // 0 turns tasks off: the narrowest value.
+            limit("2", "1", "3", Some("2"), None, true, |s| s.tasks.max_depth as f64),
+        ),
+        row(
+            "tasks",
+            "max_parallel",
+            limit("4", "2", "5", Some("5"), None, false, |s| s.tasks.max_parallel as f64),
+        ),
         // The record behind undo: a project may neither turn it off nor shrink it.
         row("checkpoints", "enabled", Class::UserOnly {
             refused: "false",
@@ -312,6 +323,7 @@ fn rows() -> Vec<Row> {
 fn parser_keys() -> BTreeSet<String> {
     use super::checkpoints::CheckpointsSection;
     use super::keys::fields_of;
+    use super::tasks::TasksSection;
     use super::web_fetch::{ToolsSection, WebFetchSection};
     let mut keys = BTreeSet::new();
     let add = |keys: &mut BTreeSet<String>, section: &str, fields: &[&str]| {
@@ -325,6 +337,7 @@ fn parser_keys() -> BTreeSet<String> {
             "trust" => add(&mut keys, section, fields_of::<TrustSection>()),
             "sandbox" => add(&mut keys, section, fields_of::<SandboxSection>()),
             "checkpoints" => add(&mut keys, section, fields_of::<CheckpointsSection>()),
+            "tasks" => add(&mut keys, section, fields_of::<TasksSection>()),
             "tools" => {
                 for &tool in fields_of::<ToolsSection>() {
                     match tool {
