@@ -8,6 +8,8 @@
 use std::collections::BTreeSet;
 use std::io::{self, Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
 
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use crossterm::terminal::{self, BeginSynchronizedUpdate, EndSynchronizedUpdate};
@@ -25,11 +27,37 @@ use super::view::View;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
+/// Held while a frame is written: [`restore`] waits for the frame in progress, so nothing is
+/// drawn after the terminal was given back (over a panic's message, say).
+static DRAWING: Mutex<()> = Mutex::new(());
+
+/// How long [`restore`] waits for a frame in progress: a frame takes milliseconds; the thread
+/// drawing may be the one restoring (a panic inside a frame), which must not wait for itself.
+const FRAME_WAIT: Duration = Duration::from_millis(200);
+
+/// The frame lock, unless it stays taken for [`FRAME_WAIT`]. A lock poisoned by a panic inside
+/// a frame is taken all the same.
+fn frame_lock(wait: Duration) -> Option<MutexGuard<'static, ()>> {
+    let until = Instant::now() + wait;
+    loop {
+        match DRAWING.try_lock() {
+            Ok(g) => return Some(g),
+            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Err(TryLockError::WouldBlock) => return None,
+        }
+    }
+}
+
 /// Put the terminal back as it was: the real stderr on fd 2, raw mode off, paste mode off,
 /// cursor shown. Safe to call from any thread, any number of times; does nothing when the TUI
-/// never took the terminal.
+/// never took the terminal. A frame another thread is drawing is finished first, and none is
+/// drawn afterwards.
 pub fn restore() {
     super::capture::give_back();
+    let _frame = frame_lock(FRAME_WAIT);
     if ACTIVE.swap(false, Ordering::SeqCst) {
         let mut out = io::stdout();
         let _ = execute!(
@@ -222,6 +250,7 @@ impl Screen {
     /// Draw one frame of `view` at `now`; nothing once the terminal was given back (a panic on
     /// another thread restored it: the panic's message stays on the screen).
     pub fn draw(&mut self, view: &mut View, now: u64) -> io::Result<()> {
+        let _frame = DRAWING.lock().unwrap_or_else(|p| p.into_inner());
         if !ACTIVE.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -271,6 +300,7 @@ impl Screen {
     /// Leave the screen for the shell: the live region is cleared and the cursor put where it
     /// began, under the scrollback.
     pub fn leave(&mut self, view: &mut View) -> io::Result<()> {
+        let _frame = DRAWING.lock().unwrap_or_else(|p| p.into_inner());
         if !ACTIVE.load(Ordering::SeqCst) {
             return Ok(());
         }
