@@ -528,7 +528,8 @@ fn continue_after_compaction_sends_what_the_live_process_would() {
 }
 
 /// Sessions started at once in one project each get their own record and all land in the
-/// index; `--continue` takes the one created last.
+/// index; `--continue` takes the one used last (their turns run one after another, so which
+/// one that is is known).
 #[test]
 fn concurrent_sessions_all_land_in_the_index() {
     let (env, _mock) = setup(vec![]);
@@ -539,8 +540,6 @@ fn concurrent_sessions_all_land_in_the_index() {
         .collect();
     for (k, s) in live.iter_mut().enumerate() {
         s.user(&format!("session {k}"));
-    }
-    for s in &mut live {
         s.turn();
     }
     for s in live {
@@ -562,7 +561,7 @@ fn concurrent_sessions_all_land_in_the_index() {
     }
     let mut s = env.stdio(&["--continue"]);
     let sid = s.hello["session_id"].as_str().unwrap().to_string();
-    assert_eq!(sid, ids[3], "the one created last");
+    assert_eq!(sid, ids[3], "the one used last");
     let t = s.event();
     assert_eq!(pairs(&t)[0].1, "session 3");
     assert_eq!(s.finish().0, Some(0));
