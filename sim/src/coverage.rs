@@ -90,6 +90,9 @@ pub const WANTED: &[&str] = &[
     "feature:read_only_run",
     "feature:tool_hook_refused",
     "feature:tool_hook_rewrite",
+    "feature:runs_side_by_side",
+    "feature:runs_end_out_of_order",
+    "fault:cancel_with_runs_out",
 ];
 
 /// The names of [`WANTED`] (and only those) that this run exercised.
@@ -281,7 +284,42 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
     if token_cap_reached_exactly(sc, run) {
         seen.insert("feature:token_cap_reached_exactly");
     }
+    runs_side_by_side(run, &mut seen);
     seen
+}
+
+/// Runs out together: a `RunTool` while another run is out; a run ending before one that
+/// started earlier; a drain cancelling two runs or more.
+fn runs_side_by_side(run: &Run, seen: &mut BTreeSet<&'static str>) {
+    // Call ids whose run is out, in the order they started.
+    let mut out: Vec<String> = Vec::new();
+    for fed in &run.trace {
+        let mut cancels = 0;
+        for o in &fed.outputs {
+            match o {
+                Output::Effect(Effect::RunTool { call_id, .. }) => {
+                    if !out.is_empty() {
+                        seen.insert("feature:runs_side_by_side");
+                    }
+                    out.push(call_id.clone());
+                }
+                Output::Effect(Effect::CancelTool { .. }) => cancels += 1,
+                Output::Event(Event::ToolEnd { call_id, .. }) => {
+                    if let Some(k) = out.iter().position(|id| id == call_id) {
+                        if k > 0 {
+                            seen.insert("feature:runs_end_out_of_order");
+                        }
+                        out.remove(k);
+                    }
+                }
+                Output::Event(Event::Done { .. }) => out.clear(),
+                _ => {}
+            }
+        }
+        if cancels >= 2 {
+            seen.insert("fault:cancel_with_runs_out");
+        }
+    }
 }
 
 fn observe_event(e: &Event, seen: &mut BTreeSet<&'static str>) {

@@ -21,7 +21,9 @@
 use serde::{Deserialize, Serialize};
 
 use openmax_core::conversation::{Message, ToolSchema};
-use openmax_core::machine::{FramingFault, Freeze, HookOutcome, HookSpec, Limits, RetrySettings};
+use openmax_core::machine::{
+    FramingFault, Freeze, HookOutcome, HookSpec, Limits, RetrySettings, TaskLimits,
+};
 use openmax_core::permissions::{Permissions, Rule};
 use openmax_core::tool::{FileDiff, PlanSandbox, SourceGate, ToolPlan};
 use openmax_core::wire::Mode;
@@ -117,6 +119,8 @@ pub struct SimConfig {
     /// core must ignore them). Default: a cancel drops them.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub deliver_after_cancel: bool,
+    /// `[tasks] max_parallel`: how many `task` calls of one reply run at once.
+    pub max_parallel: u32,
 }
 
 impl Default for SimConfig {
@@ -142,6 +146,7 @@ impl Default for SimConfig {
             flavor: Flavor::Anthropic,
             step_cap: 20_000,
             deliver_after_cancel: false,
+            max_parallel: TaskLimits::default().max_parallel,
         }
     }
 }
@@ -470,6 +475,7 @@ impl Scenario {
         };
         cfg.context_tokens = c.context_tokens;
         cfg.history = c.history.clone();
+        cfg.tasks.max_parallel = c.max_parallel;
         Ok(cfg)
     }
 

@@ -1,18 +1,25 @@
 //! End to end: the `task` tool through the real binary. A subagent is a child
 //! `openmax --stdio` the parent starts and drives; parent and children all reach the same
-//! loopback mock, which serves its replies in arrival order. Every stream of the parent is
+//! loopback mock, which serves its replies in arrival order and records when each request
+//! arrived and when its reply ended (the children of one reply run side by side). Every stream of the parent is
 //! validated when the session finishes (the children's are read by the parent itself).
 
 use std::time::Duration;
 
+use openmax_sim::mock::LoggedRequest;
 use openmax_tests::*;
 use serde_json::{json, Value};
 
 /// A trusted project in `auto` mode whose mock serves `replies` (then short texts).
 fn setup(replies: Vec<Reply>) -> (TestEnv, MockServer) {
+    setup_with("", replies)
+}
+
+/// [`setup`] with `extra` lines in the user's config.
+fn setup_with(extra: &str, replies: Vec<Reply>) -> (TestEnv, MockServer) {
     let env = TestEnv::new();
     let mock = MockServer::start(replies);
-    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), extra);
     env.trust();
     env.set_mode("auto");
     (env, mock)
@@ -106,21 +113,56 @@ fn wait_children(parent: u32, n: usize) -> Vec<i32> {
     }
 }
 
-#[test]
-fn two_task_calls_run_two_children_and_the_next_request_carries_both_results() {
-    let (env, mock) = setup(vec![
-        tasks_reply(&[
-            task("t1", "count files", "How many files? Answer ALPHA."),
-            task(
-                "t2",
-                "read the readme",
-                "What does the readme say? Answer BETA.",
-            ),
-        ]),
-        text_reply("child answer one"),
-        text_reply("child answer two"),
-        text_reply("both done"),
-    ]);
+/// A reply whose text comes in three pieces `delay_ms` apart (and ends `delay_ms` after the
+/// last): a child's request that stays open a while at the mock.
+fn slow_text(text: &str, delay_ms: u64) -> Reply {
+    let third = text.len() / 3;
+    Reply::Stream {
+        items: vec![
+            StreamItem::Text {
+                text: text[..third].into(),
+            },
+            StreamItem::Text {
+                text: text[third..2 * third].into(),
+            },
+            StreamItem::Text {
+                text: text[2 * third..].into(),
+            },
+        ],
+        end: StreamEnd::Complete { finish: None },
+        delay_ms,
+    }
+}
+
+/// The index of the first event of `type` for call `id`.
+fn position(evs: &[Value], ty: &str, id: &str) -> usize {
+    evs.iter()
+        .position(|e| e["type"] == ty && e["call_id"] == id)
+        .unwrap_or_else(|| panic!("no {ty} for {id}: {:?}", types(evs)))
+}
+
+/// One reply with two `task` calls whose children's replies each stream for about 1.5 s (one
+/// after the other, the second child's request would reach the mock only after the first
+/// child's reply ended), then the parent's last reply; with `extra` in the user's config. The
+/// parent's turn (ended `end_turn`, both calls ok with their child's answer) and the mock's
+/// four requests.
+fn two_slow_children(extra: &str) -> (Vec<Value>, Vec<LoggedRequest>) {
+    let (env, mock) = setup_with(
+        extra,
+        vec![
+            tasks_reply(&[
+                task("t1", "count files", "How many files? Answer ALPHA."),
+                task(
+                    "t2",
+                    "read the readme",
+                    "What does the readme say? Answer BETA.",
+                ),
+            ]),
+            slow_text("child answer one", 500),
+            slow_text("child answer two", 500),
+            text_reply("both done"),
+        ],
+    );
     let mut s = env.stdio(&[]);
     s.user("split the work");
     let (evs, reason) = s.turn();
@@ -167,11 +209,60 @@ fn two_task_calls_run_two_children_and_the_next_request_carries_both_results() {
         reqs.iter().all(|r| r.has_api_key),
         "every request carries the key"
     );
-    // The parent's next request carries both results.
+    // The parent asked again only once both had answered, and its request carries both results.
+    let (a_done, b_done) = (answered(&reqs[1]), answered(&reqs[2]));
+    assert!(reqs[3].arrived > a_done.max(b_done));
     let last = reqs[3].body.to_string();
     assert!(
         last.contains("child answer one") && last.contains("child answer two"),
         "{last}"
+    );
+    (evs, reqs)
+}
+
+/// When the mock's reply to a request ended.
+fn answered(r: &LoggedRequest) -> std::time::Instant {
+    r.answered.expect("the reply ended")
+}
+
+#[test]
+fn two_task_calls_run_two_children_side_by_side_and_the_next_request_carries_both_results() {
+    let (evs, reqs) = two_slow_children("");
+    // Both calls started before either ended.
+    assert!(
+        position(&evs, "tool_start", "t2") < position(&evs, "tool_end", "t1"),
+        "{:?}",
+        types(&evs)
+    );
+    // The children's requests overlap at the mock: the second arrived while the first's reply
+    // was still streaming.
+    let (a, b) = (&reqs[1], &reqs[2]);
+    eprintln!(
+        "children at the mock, from the first's arrival: first until {:?}, second from {:?} \
+         until {:?}",
+        answered(a) - a.arrived,
+        b.arrived - a.arrived,
+        answered(b) - a.arrived
+    );
+    assert!(
+        b.arrived < answered(a),
+        "the second child's request came {:?} after the first child's reply ended",
+        b.arrived - answered(a)
+    );
+}
+
+#[test]
+fn max_parallel_one_runs_the_children_one_after_another() {
+    let (evs, reqs) = two_slow_children("\n[tasks]\nmax_parallel = 1\n");
+    assert!(
+        position(&evs, "tool_end", "t1") < position(&evs, "tool_start", "t2"),
+        "{:?}",
+        types(&evs)
+    );
+    let (a, b) = (&reqs[1], &reqs[2]);
+    assert!(
+        b.arrived > answered(a),
+        "the second child's request came while the first child's reply streamed"
     );
 }
 
@@ -254,4 +345,44 @@ fn cancel_during_a_childs_stream_ends_it_and_leaves_no_child_process() {
     );
     assert!(stdio_children(s.pid()).is_empty());
     assert_eq!(s.finish().0, Some(0));
+}
+
+#[test]
+fn cancel_during_two_childrens_streams_ends_both_and_leaves_no_child_process() {
+    let (env, mock) = setup(vec![
+        tasks_reply(&[
+            task("t1", "first long stream", "Stream forever."),
+            task("t2", "second long stream", "Stream forever too."),
+        ]),
+        stalled("still going"),
+        stalled("also going"),
+    ]);
+    let mut s = env.stdio(&[]);
+    s.user("delegate twice");
+    mock.wait_requests(3, DEADLINE)
+        .expect("both children's requests");
+    let children = wait_children(s.pid(), 2);
+    s.send(json!({"cmd": "cancel"}));
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "cancelled", "{:?}", types(&evs));
+    for id in ["t1", "t2"] {
+        let end = end_of(&evs, id);
+        assert_eq!(end["ok"], false, "{end}");
+        assert_eq!(
+            evs.iter()
+                .filter(|e| e["type"] == "tool_end" && e["call_id"] == id)
+                .count(),
+            1,
+            "{id} ends once"
+        );
+    }
+    for child in children {
+        assert!(
+            wait_gone(child),
+            "the child session {child} outlived the cancel"
+        );
+    }
+    assert!(stdio_children(s.pid()).is_empty());
+    assert_eq!(s.finish().0, Some(0));
+    assert_eq!(mock.requests().len(), 3, "no request after the cancel");
 }

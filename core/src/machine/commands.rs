@@ -114,8 +114,16 @@ impl Core {
             // Already ending (a cancel waiting on a tool or a persistence ack): nothing more.
             return;
         }
+        // Every run out is cancelled; the turn ends once each of them ended.
+        self.cancel_runs();
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Idle => self.protocol_error("cancel: no turn is running"),
+            Phase::Hooks { .. } if !self.turn.runs.is_empty() => {
+                // The next call's blocking hooks are left (its answer is ignored; the call
+                // never started); the runs before it are waited for.
+                self.turn.ending = Some(StopReason::Cancelled);
+                self.phase = Phase::RunningTools;
+            }
             Phase::Hooks { .. } | Phase::Backoff { .. } => self.end_turn(StopReason::Cancelled),
             Phase::Streaming(a) => {
                 self.eff(Effect::CancelRequest { request: a.request });
@@ -169,14 +177,9 @@ impl Core {
                     None,
                 );
             }
-            Phase::RunningTool { call, .. } => {
+            Phase::RunningTools => {
                 self.turn.ending = Some(StopReason::Cancelled);
-                let call_id = self.call_id(call);
-                self.eff(Effect::CancelTool { call_id });
-                self.phase = Phase::RunningTool {
-                    call,
-                    cancelling: true,
-                };
+                self.phase = Phase::RunningTools;
             }
         }
     }

@@ -3,16 +3,17 @@
 //! turn is being persisted).
 //!
 //! Invariants: every ending goes through `end_turn`, which fills the round's unresolved tool
-//! results, records the end, leaves the running state and only then emits `done`; an aborted
-//! turn cancels what is in flight, ends an open `tool_start` and settles an open approval
-//! before its `error` and `done error`.
+//! results, records the end, leaves the running state and only then emits `done`; no turn
+//! ends while a run of its round is out (a cancel or a failure at a safe point waits for
+//! them); an aborted turn cancels what is in flight (every run out), ends every open
+//! `tool_start` and settles an open approval before its `error` and `done error`.
 
 use crate::conversation::{Block, Message, Role};
 use crate::record::Record;
 use crate::wire::{ApprovalOutcome, Event, StopReason};
 
 use super::phase::{AfterPersist, Phase};
-use super::turn::Turn;
+use super::turn::{RunState, Turn};
 use super::{Core, Effect};
 
 impl Core {
@@ -81,18 +82,24 @@ impl Core {
     /// (see [`Turn::failure`]), so what the record keeps is still announced; otherwise at once.
     pub(super) fn fail_turn_at_safe_point(&mut self, message: String) {
         match &self.phase {
-            Phase::Persisting { .. } => {
-                self.turn.ending = Some(StopReason::Error);
-                self.turn.failure.get_or_insert(message);
-            }
+            Phase::Persisting { .. } => self.fail_after_acks(message),
+            Phase::RunningTools if self.run_persisting() => self.fail_after_acks(message),
             Phase::Idle => {}
             Phase::Hooks { .. }
             | Phase::Streaming(_)
             | Phase::Backoff { .. }
             | Phase::Planning { .. }
             | Phase::Approving { .. }
-            | Phase::RunningTool { .. } => self.abort_turn(message),
+            | Phase::RunningTools => self.abort_turn(message),
         }
+    }
+
+    /// End the turn `error` with `message` once the records being persisted are on disk (their
+    /// events still go out); the runs still running are cancelled meanwhile.
+    fn fail_after_acks(&mut self, message: String) {
+        self.turn.ending = Some(StopReason::Error);
+        self.turn.failure.get_or_insert(message);
+        self.cancel_runs();
     }
 
     /// Fail the running turn: cancel what is in flight, end an open `tool_start` and settle an
@@ -101,6 +108,17 @@ impl Core {
         // This error is the one reported; a crash's deferred one is dropped with it.
         self.turn.failure = None;
         let failed = format!("the turn failed: {message}");
+        if !self.phase.in_turn() {
+            return;
+        }
+        // The runs out come first in the round: each is cancelled (unless it was) and ends.
+        for (call, run) in std::mem::take(&mut self.turn.runs) {
+            if let RunState::Running { cancelling: false } = run.state {
+                let call_id = self.call_id(call);
+                self.eff(Effect::CancelTool { call_id });
+            }
+            self.force_tool_end(call, &failed);
+        }
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Idle => return,
             Phase::Streaming(a) => self.eff(Effect::CancelRequest { request: a.request }),
@@ -115,11 +133,6 @@ impl Core {
                 self.settle(&approval_id, ApprovalOutcome::Cancelled);
                 self.force_tool_end(call, &failed);
             }
-            Phase::RunningTool { call, .. } => {
-                let call_id = self.call_id(call);
-                self.eff(Effect::CancelTool { call_id });
-                self.force_tool_end(call, &failed);
-            }
             Phase::Persisting {
                 then: AfterPersist::Reply(_) | AfterPersist::Partial { .. },
                 ..
@@ -130,6 +143,7 @@ impl Core {
             }
             Phase::Hooks { .. }
             | Phase::Backoff { .. }
+            | Phase::RunningTools
             | Phase::Persisting {
                 then: AfterPersist::Refusal { .. } | AfterPersist::Compaction { .. },
                 ..

@@ -100,7 +100,7 @@ impl Core {
             | Phase::Persisting { .. }
             | Phase::Planning { .. }
             | Phase::Approving { .. }
-            | Phase::RunningTool { .. }) => self.phase = p,
+            | Phase::RunningTools) => self.phase = p,
         }
         if self.in_turn() {
             match self.config.limits.drain_timeout_ms {

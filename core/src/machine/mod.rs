@@ -31,10 +31,14 @@
 //! - Two state machines, each fact in one place: the session's `lifecycle::Lifecycle`
 //!   (starting, open, draining with its deadline, closed with its exit code) and the turn's
 //!   `phase::Phase` (idle, blocking hooks, streaming, backoff, persisting a record the client
-//!   waits on, planning, approving, running a tool). A drain lets the in-flight turn keep
-//!   running, so the two are independent. The command gate (`gate::Gate`: held client input,
-//!   in-flight mode saves and refreezes, a snapshot deferred to the turn's end) is the third
-//!   piece of state that decides what an input does.
+//!   waits on, planning, approving, waiting on the round's runs). A drain lets the in-flight
+//!   turn keep running, so the two are independent. The command gate (`gate::Gate`: held
+//!   client input, in-flight mode saves and refreezes, a snapshot deferred to the turn's end)
+//!   is the third piece of state that decides what an input does.
+//! - Tool calls of one reply are started one at a time, in order; the runs of consecutive
+//!   `task` calls overlap (up to `[tasks] max_parallel`, `tasks.rs`), each run ends with one
+//!   `tool_end` in the order the results come, and a cancel cancels every run out and ends the
+//!   turn once all of them ended. Every other call runs alone.
 //! - Timers: one [`TimerReason`] at a time, owned by the phase (`StreamIdle` is armed when an
 //!   attempt goes out and reset by every provider item; `RetryBackoff`; `ApprovalTimeout`).
 //!   Expiry comes back as [`Input::Timeout`].
@@ -376,7 +380,7 @@ impl Core {
             | Phase::Persisting { .. }
             | Phase::Planning { .. }
             | Phase::Approving { .. }
-            | Phase::RunningTool { .. }) => self.phase = other,
+            | Phase::RunningTools) => self.phase = other,
         }
     }
 

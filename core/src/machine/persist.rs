@@ -2,7 +2,8 @@
 //!
 //! A record the client waits on (a reply before `message_done`, a tool result before
 //! `tool_end`, a honored refusal before `turn_refused`, a compaction point before `compacted`)
-//! is awaited in [`Phase::Persisting`]; what follows it goes out in the drain of its ack. Other
+//! is awaited in [`Phase::Persisting`], or, for the result of a call that ran, by its run
+//! (`Turn::runs`); what follows it goes out in the drain of its ack. Other
 //! records (the prompt, a mode change, a refreeze, a turn's end) are written in the
 //! background: a failure of one written during a turn fails that turn at its next safe point.
 
@@ -37,7 +38,7 @@ impl Core {
     }
 
     pub(super) fn on_persisted(&mut self, ticket: u64) {
-        if self.compaction_written(ticket, None) {
+        if self.compaction_written(ticket, None) || self.on_run_persisted(ticket) {
             return;
         }
         let Some(then) = self.phase.take_persisted(ticket) else {
@@ -67,6 +68,10 @@ impl Core {
             return;
         }
         let error = format!("the session record could not be written: {message}");
+        if self.is_run_ticket(ticket) {
+            // A run's result: the abort ends it with the rest of the turn.
+            return self.abort_turn(error);
+        }
         let Some(then) = self.phase.take_persisted(ticket) else {
             if self.turn.background.remove(&ticket) && self.in_turn() {
                 self.fail_turn_at_safe_point(error);

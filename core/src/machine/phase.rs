@@ -3,9 +3,12 @@
 //! Invariants:
 //! - `Phase::Idle` ⇔ no turn is running; `done` is emitted only after the phase left every
 //!   running state, so a `user` handled right after `done` is admitted.
-//! - At most one thing is awaited at a time: one request attempt, one tool plan, one approval
-//!   (and its record), one tool run, one blocking hook run or one persistence ticket. Inputs
-//!   naming anything else (a stale attempt, another call id, an old ticket) are ignored.
+//! - The phase awaits at most one thing at a time: one request attempt, one tool plan, one
+//!   approval (and its record), one blocking hook run or one persistence ticket. Beside it,
+//!   the round's runs (`Turn::runs`: calls whose `RunTool` went out) are awaited each on its
+//!   own, and each run's result under its own ticket, so runs of `task` calls can overlap the
+//!   next call's start (`tasks.rs`). Inputs naming anything else (a stale attempt, another
+//!   call id, an old ticket) are ignored.
 //! - Deadlines live in the phase that owns them, so leaving a phase cancels its timer.
 //!
 //! The transitions are in the modules that handle each input; each is one match arm over this
@@ -62,8 +65,9 @@ pub(super) enum Phase {
         /// The plan's [`crate::tool::ToolPlan::confirm`] key, remembered once approved.
         confirm: Option<String>,
     },
-    /// Call `call` runs; `cancelling` once a `CancelTool` went out.
-    RunningTool { call: usize, cancelling: bool },
+    /// No call is being started: the round waits for its runs (`Turn::runs`) to end, before
+    /// it starts its next call, asks the model again or ends the turn.
+    RunningTools,
 }
 
 /// Which blocking hooks a [`Phase::Hooks`] runs, and what follows them.
@@ -144,7 +148,7 @@ impl Phase {
             | Phase::Persisting { .. }
             | Phase::Planning { .. }
             | Phase::Approving { .. }
-            | Phase::RunningTool { .. } => true,
+            | Phase::RunningTools => true,
         }
     }
 
@@ -165,7 +169,7 @@ impl Phase {
             | Phase::Hooks { .. }
             | Phase::Persisting { .. }
             | Phase::Planning { .. }
-            | Phase::RunningTool { .. } => None,
+            | Phase::RunningTools => None,
         }
     }
 
@@ -260,14 +264,6 @@ impl Phase {
     pub(super) fn planning(&self) -> Option<usize> {
         match self {
             Phase::Planning { call } => Some(*call),
-            _ => None,
-        }
-    }
-
-    /// The call running, and whether it is being cancelled.
-    pub(super) fn running(&self) -> Option<(usize, bool)> {
-        match self {
-            Phase::RunningTool { call, cancelling } => Some((*call, *cancelling)),
             _ => None,
         }
     }

@@ -1,8 +1,18 @@
-//! The `task` tool's policy: how deep subagents may nest. A `task` call starts a child
-//! `openmax --stdio` session (the shell drives it); the core decides whether this session may
-//! start one at all, so the simulator and the unit tests see the rule.
+//! The `task` tool's policy: how deep subagents may nest, and which calls of one reply run
+//! side by side. A `task` call starts a child `openmax --stdio` session (the shell drives
+//! it); the core decides whether this session may start one at all and when, so the
+//! simulator and the unit tests see the rules.
 //!
 //! Invariants:
+//! - The calls of a reply are started in order, one at a time (hooks, `tool_start`, plan,
+//!   gate, approval). A call whose run is out does not hold up the next call when both are
+//!   `task` calls: a run of consecutive `task` calls runs side by side, at most
+//!   `max_parallel` at once (the next one starts as soon as one of them ends). Any other call
+//!   runs alone: it starts only once every run before it ended, and nothing starts while it
+//!   runs. So a reply `task, task, read_file, task` runs the two tasks together, then
+//!   `read_file`, then the last task.
+//! - Each run ends with exactly one `tool_end`, in the order the results come; a cancel
+//!   cancels every run that is out, and the turn's `done` waits for all of them.
 //! - A session at depth `d` (0 for a session a human or a client started, `d + 1` for the
 //!   child of a depth-`d` task) may start a task only while `d < max_depth`; otherwise the call
 //!   fails with a tool error saying so, before anything is asked or run.
@@ -35,6 +45,21 @@ impl Default for TaskLimits {
 }
 
 impl TaskLimits {
+    /// Whether a call of `name` may run beside other runs (a `task` call).
+    pub(super) fn runs_beside(name: &str) -> bool {
+        name == TASK_TOOL
+    }
+
+    /// Whether a call of `name` may start now, while `running` runs are out, `all_beside`
+    /// saying whether each of them may run beside others: at once when none is out; beside
+    /// them only a `task` call, while every run out is one and fewer than `max_parallel` are.
+    pub(super) fn may_start(&self, name: &str, running: usize, all_beside: bool) -> bool {
+        running == 0
+            || (Self::runs_beside(name)
+                && all_beside
+                && running < self.max_parallel.max(1) as usize)
+    }
+
     /// The failed result of a call of `name` this session may not make (a `task` call at or
     /// past `max_depth`), with the harness note that rides it; `None` when the call may go on.
     pub(super) fn refusal(&self, name: &str) -> Option<(String, String)> {

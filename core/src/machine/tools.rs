@@ -1,19 +1,25 @@
 //! The tool round: for each call of a completed reply, in order: the blocking `tool_start`
 //! hooks (`tool_hooks`), `tool_start`, plan, policy, approval, run, `diff`s, persist the
 //! result, then `tool_end`; after the last call the next model request (or `max_iterations`).
+//! A call's run need not end before the next call starts when both are `task` calls
+//! (`tasks.rs`: such runs go side by side, up to `[tasks] max_parallel`); every other call
+//! waits for the runs before it and holds up the calls after it.
 //!
 //! Invariants: every `tool_start` is followed by exactly one `tool_end` of the same call before
 //! the turn's `done`; every approval issued settles exactly once; `tool_end` of a call that ran
-//! goes out only after its result is on disk.
+//! goes out only after its result is on disk; a cancel cancels every run that is out, and the
+//! turn ends only once each of them ended.
 
 use crate::conversation::{Block, Message, Role};
+use crate::record::Record;
 use crate::tool::{PlanSandbox, RunSandbox, SourceGate, ToolOutcome, ToolPlan};
 use crate::wire::{ApprovalOutcome, ApprovalReason, Event, StopReason};
 
 use super::approval::{self, Verdict};
 use super::gate::SourceRecord;
 use super::phase::{AfterPersist, Phase};
-use super::{Core, Effect, HookEvent};
+use super::turn::{Run, RunState};
+use super::{Core, Effect, HookEvent, TaskLimits};
 
 impl Core {
     pub(super) fn call_id(&self, call: usize) -> String {
@@ -32,13 +38,36 @@ impl Core {
             .unwrap_or_default()
     }
 
-    /// Start the next call of the round (after its blocking `tool_start` hooks), or finish
-    /// the round.
+    /// The round's next step, once the call being started is settled: start the next call
+    /// when the runs out allow it (after its blocking `tool_start` hooks), else wait for them;
+    /// when none is left and no run is out, finish the round, or end the turn when it is
+    /// ending.
     pub(super) fn next_call(&mut self) {
+        if let Some(stop) = self.turn.ending.clone() {
+            if self.turn.runs.is_empty() {
+                return self.end_turn(stop);
+            }
+            self.phase = Phase::RunningTools;
+            return;
+        }
         let i = self.turn.next_call;
         let Some(call) = self.turn.round.get(i).cloned() else {
-            return self.round_complete();
+            if self.turn.runs.is_empty() {
+                return self.round_complete();
+            }
+            self.phase = Phase::RunningTools;
+            return;
         };
+        let all_beside = self.turn.runs.values().all(|r| r.beside);
+        if !self
+            .config
+            .tasks
+            .may_start(&call.name, self.turn.runs.len(), all_beside)
+        {
+            self.phase = Phase::RunningTools;
+            return;
+        }
+        self.turn.next_call = i + 1;
         match call.args {
             Err(message) => {
                 self.announce_call(i, &serde_json::Map::new());
@@ -98,6 +127,45 @@ impl Core {
     /// The phase's call index when it is `phase_call` naming `call_id`.
     fn current_call_is(&self, call: usize, call_id: &str) -> bool {
         self.turn.round.get(call).is_some_and(|c| c.id == call_id)
+    }
+
+    /// The run out for `call_id` that is still running, and whether it is being cancelled.
+    fn running_call(&self, call_id: &str) -> Option<(usize, bool)> {
+        self.turn
+            .runs
+            .iter()
+            .find_map(|(call, run)| match run.state {
+                RunState::Running { cancelling } if self.current_call_is(*call, call_id) => {
+                    Some((*call, cancelling))
+                }
+                RunState::Running { .. } | RunState::Persisting { .. } => None,
+            })
+    }
+
+    /// Cancel every run still running (each once): a `CancelTool` for each; their answers
+    /// end them.
+    pub(super) fn cancel_runs(&mut self) {
+        let mut ids = Vec::new();
+        for (call, run) in self.turn.runs.iter_mut() {
+            if let RunState::Running { cancelling } = &mut run.state {
+                if !*cancelling {
+                    *cancelling = true;
+                    ids.push(*call);
+                }
+            }
+        }
+        for call in ids {
+            let call_id = self.call_id(call);
+            self.eff(Effect::CancelTool { call_id });
+        }
+    }
+
+    /// Whether a run's result is being persisted (its `tool_end` waits on the ack).
+    pub(super) fn run_persisting(&self) -> bool {
+        self.turn
+            .runs
+            .values()
+            .any(|r| matches!(r.state, RunState::Persisting { .. }))
     }
 
     pub(super) fn on_tool_planned(&mut self, call_id: &str, plan: Box<ToolPlan>) {
@@ -314,24 +382,27 @@ impl Core {
             return;
         };
         self.before_call(c.writes, sandbox);
+        let beside = TaskLimits::runs_beside(&c.name);
         self.eff(Effect::RunTool {
             call_id: c.id,
             name: c.name,
             args: serde_json::Value::Object(c.args.unwrap_or_default()),
             sandbox,
         });
-        self.phase = Phase::RunningTool {
+        self.turn.runs.insert(
             call,
-            cancelling: false,
-        };
+            Run {
+                beside,
+                state: RunState::Running { cancelling: false },
+            },
+        );
+        self.next_call();
     }
 
+    /// A run's answer, in whatever order the runs out end: `diff`s, then its result is
+    /// persisted; `tool_end` follows the ack ([`Core::on_run_persisted`]).
     pub(super) fn on_tool_done(&mut self, call_id: &str, outcome: ToolOutcome) {
-        let Some((call, cancelling)) = self
-            .phase
-            .running()
-            .filter(|(c, _)| self.current_call_is(*c, call_id))
-        else {
+        let Some((call, cancelling)) = self.running_call(call_id) else {
             return;
         };
         for d in outcome.diffs {
@@ -343,20 +414,76 @@ impl Core {
                 removed: d.removed,
             });
         }
-        if cancelling {
+        let (ok, output, images) = if cancelling {
             let mut output = format!("cancelled: {} while this call ran", self.cancel_cause());
             if !outcome.output.is_empty() {
                 output.push_str("; output so far:\n");
                 output.push_str(&outcome.output);
             }
-            self.finish_call(call, false, output, None);
+            (false, output, Vec::new())
         } else {
-            self.finish_call_with(call, outcome.ok, outcome.output, None, outcome.images);
+            (outcome.ok, outcome.output, outcome.images)
+        };
+        let (record, note) = self.result_record(call, ok, &output, None, images);
+        let ticket = self.persist(vec![record]);
+        if let Some(run) = self.turn.runs.get_mut(&call) {
+            run.state = RunState::Persisting {
+                ticket,
+                ok,
+                output,
+                note,
+            };
         }
     }
 
-    /// Put the call's result (and a harness note riding it) into the conversation and persist
-    /// it; `tool_end` follows the ack.
+    /// The ack of `ticket`, when it holds a run's result: `tool_end` (and its note), then,
+    /// when the round was waiting on its runs, its next step. Returns whether it was one.
+    pub(super) fn on_run_persisted(&mut self, ticket: u64) -> bool {
+        let Some(call) = self
+            .turn
+            .runs
+            .iter()
+            .find_map(|(call, run)| match run.state {
+                RunState::Persisting { ticket: t, .. } if t == ticket => Some(*call),
+                RunState::Persisting { .. } | RunState::Running { .. } => None,
+            })
+        else {
+            return false;
+        };
+        let Some(Run {
+            state: RunState::Persisting {
+                ok, output, note, ..
+            },
+            ..
+        }) = self.turn.runs.remove(&call)
+        else {
+            return false;
+        };
+        self.end_call(call, ok, output, note);
+        match self.phase {
+            Phase::RunningTools => self.next_call(),
+            // Another call is being started: the round goes on from there.
+            Phase::Idle
+            | Phase::Hooks { .. }
+            | Phase::Streaming(_)
+            | Phase::Backoff { .. }
+            | Phase::Persisting { .. }
+            | Phase::Planning { .. }
+            | Phase::Approving { .. } => {}
+        }
+        true
+    }
+
+    /// Whether `ticket` holds a run's result.
+    pub(super) fn is_run_ticket(&self, ticket: u64) -> bool {
+        self.turn
+            .runs
+            .values()
+            .any(|r| matches!(r.state, RunState::Persisting { ticket: t, .. } if t == ticket))
+    }
+
+    /// Put the result of the call being started (and a harness note riding it) into the
+    /// conversation and persist it; `tool_end` follows the ack.
     pub(super) fn finish_call(
         &mut self,
         call: usize,
@@ -364,39 +491,7 @@ impl Core {
         output: String,
         note: Option<String>,
     ) {
-        self.finish_call_with(call, ok, output, note, Vec::new());
-    }
-
-    /// [`Core::finish_call`] with the images the call produced, sent after its result.
-    fn finish_call_with(
-        &mut self,
-        call: usize,
-        ok: bool,
-        output: String,
-        note: Option<String>,
-        images: Vec<crate::conversation::Image>,
-    ) {
-        let id = self.call_id(call);
-        let note = match (self.rewrite_note(call), note) {
-            (Some(r), Some(n)) => Some(format!("{r} {n}")),
-            (r, n) => r.or(n),
-        };
-        if let Some(c) = self.turn.round.get_mut(call) {
-            c.resolved = true;
-        }
-        let mut content = vec![Block::ToolResult {
-            id,
-            ok,
-            output: output.clone(),
-        }];
-        content.extend(images.into_iter().map(Block::Image));
-        if let Some(n) = &note {
-            content.push(Block::note(n));
-        }
-        let record = self.push_message(Message {
-            role: Role::User,
-            content,
-        });
+        let (record, note) = self.result_record(call, ok, &output, note, Vec::new());
         self.persist_then(
             vec![record],
             AfterPersist::Result {
@@ -408,7 +503,43 @@ impl Core {
         );
     }
 
-    /// The result is on disk: `tool_end` (and its note), then the next call or the turn's end.
+    /// Mark the call resolved and put its result into the conversation (with the images it
+    /// produced and the note riding it, a hook's rewrite said first); returns the record
+    /// holding it and the note.
+    fn result_record(
+        &mut self,
+        call: usize,
+        ok: bool,
+        output: &str,
+        note: Option<String>,
+        images: Vec<crate::conversation::Image>,
+    ) -> (Record, Option<String>) {
+        let id = self.call_id(call);
+        let note = match (self.rewrite_note(call), note) {
+            (Some(r), Some(n)) => Some(format!("{r} {n}")),
+            (r, n) => r.or(n),
+        };
+        if let Some(c) = self.turn.round.get_mut(call) {
+            c.resolved = true;
+        }
+        let mut content = vec![Block::ToolResult {
+            id,
+            ok,
+            output: output.to_string(),
+        }];
+        content.extend(images.into_iter().map(Block::Image));
+        if let Some(n) = &note {
+            content.push(Block::note(n));
+        }
+        let record = self.push_message(Message {
+            role: Role::User,
+            content,
+        });
+        (record, note)
+    }
+
+    /// The result of the call being started is on disk: `tool_end` (and its note), then the
+    /// round's next step.
     pub(super) fn after_result(
         &mut self,
         call: usize,
@@ -416,6 +547,12 @@ impl Core {
         output: String,
         note: Option<String>,
     ) {
+        self.end_call(call, ok, output, note);
+        self.next_call();
+    }
+
+    /// A call's result is on disk: `tool_end`, the note riding it, the `tool_end` hooks.
+    fn end_call(&mut self, call: usize, ok: bool, output: String, note: Option<String>) {
         let call_id = self.call_id(call);
         self.ev(Event::ToolEnd {
             call_id: call_id.clone(),
@@ -434,12 +571,6 @@ impl Core {
             Some(&name),
             serde_json::json!({"call_id": call_id, "name": name, "ok": ok, "output": output}),
         );
-        if let Some(stop) = self.turn.ending.clone() {
-            self.end_turn(stop);
-        } else {
-            self.turn.next_call = call + 1;
-            self.next_call();
-        }
     }
 
     /// End a call's `tool_start` at once (the turn is failing; nothing waits on disk). The

@@ -2,9 +2,13 @@
 //! ([`Turn`]), one attempt's stream ([`Attempt`]), a completed reply ([`Reply`]) and its calls.
 //!
 //! Invariants:
-//! - A round's tool calls run strictly in order; every `tool_start` gets its `tool_end`
-//!   before the turn's `done`, and every `tool_use` the model made gets a tool result in the
-//!   conversation before the next request (a round cut short fills the rest with "not run").
+//! - A round's tool calls are started strictly in order, one at a time (hooks, `tool_start`,
+//!   plan, gate, approval); once started, a call's run ([`Run`]) may overlap the runs of the
+//!   calls after it only when it and they are `task` calls (up to `[tasks] max_parallel`; see
+//!   `tasks.rs`), and the runs end in whatever order their results come.
+//! - Every `tool_start` gets its `tool_end` before the turn's `done`, and every `tool_use` the
+//!   model made gets a tool result in the conversation before the next request (a round cut
+//!   short fills the rest with "not run").
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -88,6 +92,30 @@ pub(super) struct Call {
     pub writes: bool,
 }
 
+/// A call whose `RunTool` went out and whose `tool_end` has not yet.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Run {
+    /// It may run beside other runs (a `task` call), and they beside it.
+    pub beside: bool,
+    pub state: RunState,
+}
+
+/// Where a [`Run`] is.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum RunState {
+    /// The shell runs it; `cancelling` once its `CancelTool` went out.
+    Running { cancelling: bool },
+    /// Its result is in the conversation and being persisted under `ticket`; its `tool_end`
+    /// (and the note riding it) goes out in the drain of that ack, whatever the round's phase
+    /// is doing meanwhile.
+    Persisting {
+        ticket: u64,
+        ok: bool,
+        output: String,
+        note: Option<String>,
+    },
+}
+
 /// What a running turn accumulates across its requests.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Turn {
@@ -111,6 +139,9 @@ pub(super) struct Turn {
     /// The current round's calls and the index of the next one to start.
     pub round: Vec<Call>,
     pub next_call: usize,
+    /// The round's calls whose `RunTool` went out and whose `tool_end` has not, by index in
+    /// the round. Empty outside a tool round and whenever the turn ends.
+    pub runs: BTreeMap<usize, Run>,
     /// Consecutive attempts of the current request that never reached the endpoint.
     pub unreachable: u32,
     /// The current request's body, re-sent on every attempt.

@@ -30,6 +30,10 @@ pub struct PrintSink<O: Write, E: Write> {
     pending: BTreeMap<String, Declined>,
     /// Reply text goes to stdout (else it is dropped: the caller prints its own result).
     show_reply: bool,
+    /// Calls started and not ended, by id: how their end line names them, and whether
+    /// another call ran beside them (`task` calls of one reply), so their end line must say
+    /// which call it is.
+    open: BTreeMap<String, (String, bool)>,
 }
 
 impl<O: Write, E: Write> PrintSink<O, E> {
@@ -42,6 +46,7 @@ impl<O: Write, E: Write> PrintSink<O, E> {
             thinking_open: false,
             pending: BTreeMap::new(),
             show_reply: true,
+            open: BTreeMap::new(),
         }
     }
 
@@ -116,17 +121,35 @@ impl<O: Write, E: Write> Sink for PrintSink<O, E> {
                     self.out_at_line_start = true;
                 }
             }
-            Event::ToolStart { name, args, .. } => {
+            Event::ToolStart {
+                call_id,
+                name,
+                args,
+            } => {
                 let args = serde_json::Value::Object(args).to_string();
+                let beside = !self.open.is_empty();
+                for (_, b) in self.open.values_mut() {
+                    *b = true;
+                }
+                self.open
+                    .insert(call_id, (format!("{name} {}", one_line(&args, 60)), beside));
                 self.note(&format!("→ {name} {}", one_line(&args, 200)));
             }
-            Event::ToolEnd { ok, output, .. } => {
+            Event::ToolEnd {
+                call_id,
+                ok,
+                output,
+            } => {
                 let first = output.lines().next().unwrap_or("");
                 let lines = output.lines().count();
-                let line = if ok {
-                    format!("  ok ({lines} line{})", if lines == 1 { "" } else { "s" })
+                let what = if ok {
+                    format!("ok ({lines} line{})", if lines == 1 { "" } else { "s" })
                 } else {
-                    format!("  failed: {}", one_line(first, 200))
+                    format!("failed: {}", one_line(first, 200))
+                };
+                let line = match self.open.remove(&call_id) {
+                    Some((call, true)) => format!("  {call}: {what}"),
+                    Some((_, false)) | None => format!("  {what}"),
                 };
                 self.note(&line);
             }
@@ -269,6 +292,45 @@ mod tests {
         assert!(
             err.contains("openmax --approve .openmax/tools/lint.json"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn the_end_of_a_call_that_ran_beside_another_names_it() {
+        let mut s = PrintSink::new(Vec::new(), Vec::new());
+        let start = |id: &str, name: &str, arg: &str| Event::ToolStart {
+            call_id: id.into(),
+            name: name.into(),
+            args: serde_json::json!({"description": arg})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        };
+        let end = |id: &str, ok: bool, output: &str| Event::ToolEnd {
+            call_id: id.into(),
+            ok,
+            output: output.into(),
+        };
+        s.event(start("r1", "read_file", "alone"));
+        s.event(end("r1", true, "one line"));
+        s.event(start("t1", "task", "first"));
+        s.event(start("t2", "task", "second"));
+        s.event(end("t2", false, "it broke"));
+        s.event(end("t1", true, "a\nb"));
+        s.flush();
+        let (_, err) = s.into_inner();
+        let err = String::from_utf8(err).unwrap();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                r#"→ read_file {"description":"alone"}"#,
+                "  ok (1 line)",
+                r#"→ task {"description":"first"}"#,
+                r#"→ task {"description":"second"}"#,
+                r#"  task {"description":"second"}: failed: it broke"#,
+                r#"  task {"description":"first"}: ok (2 lines)"#,
+            ]
         );
     }
 }

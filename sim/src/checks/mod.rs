@@ -8,8 +8,8 @@
 //!
 //! One file per family of guarantees: [`wire`] (validator and pairing), [`done`] (one `done`
 //! per `user`, no turn left running after it), [`endings`] (the ending shapes), [`retries`],
-//! [`approvals`], [`tool_hooks`] (blocking `tool_start` hooks), [`checkpoints`] (undo's
-//! checkpoint before a turn's first write), [`kept`]
+//! [`approvals`], [`tool_hooks`] (blocking `tool_start` hooks), [`tasks`] (task calls side
+//! by side), [`checkpoints`] (undo's checkpoint before a turn's first write), [`kept`]
 //! (what the conversation keeps), [`acks`] (receipts after their
 //! persistence ack), [`limits`] (token cap, refusals, tool rounds), [`shutdown`],
 //! [`liveness`] and [`expect`] (a scenario's own assertions); [`segment`] holds the trace
@@ -29,6 +29,7 @@ mod liveness;
 mod retries;
 mod segment;
 mod shutdown;
+mod tasks;
 mod tool_hooks;
 mod wire;
 
@@ -54,6 +55,7 @@ pub use retries::{
 };
 pub use segment::{live_inputs, Turn, Turns};
 pub use shutdown::quit_drains;
+pub use tasks::concurrent_calls_end_once_and_cancel_ends_them_all;
 pub use tool_hooks::no_call_runs_unless_its_blocking_hooks_passed;
 pub use wire::stream_is_valid;
 
@@ -109,6 +111,10 @@ pub const PROPERTIES: &[(&str, Check)] = &[
     (
         "no_call_runs_unless_its_blocking_hooks_passed",
         no_call_runs_unless_its_blocking_hooks_passed,
+    ),
+    (
+        "concurrent_calls_end_once_and_cancel_ends_them_all",
+        concurrent_calls_end_once_and_cancel_ends_them_all,
     ),
     (
         "only_message_done_text_is_kept",

@@ -1,7 +1,7 @@
 //! quickcheck generators of scenarios: client commands interleaved with faults (every reply
 //! shape, tool outcomes, hooks that run a while, approvals answered, unanswered and bogus,
 //! cancels at random times, quit and end of input, persistence and mode-save failures,
-//! crashes), and real shrinking (drop steps and queue entries, simplify replies, hooks and
+//! crashes, `task` calls whose runs overlap and end in a shuffled order), and real shrinking (drop steps and queue entries, simplify replies, hooks and
 //! configuration, pull times together).
 //!
 //! - [`GenScenario`]: any scenario (it usually ends with end of input).
@@ -21,6 +21,7 @@ use crate::scenario::{Action, HookScript, Scenario, Step, ToolScript};
 use crate::script::{Reply, StreamEnd, StreamItem};
 
 mod session;
+mod tasks;
 pub use session::EXTERNAL_TOOL;
 
 /// A generated scenario.
@@ -236,13 +237,15 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
         sc.mode_save_failures.push(0);
     }
     session::add_features(g, &mut sc, may_quit);
-    if chance(g, 1, 3) {
+    let focused = chance(g, 1, 3);
+    if focused {
         session::recipe(g, &mut sc, may_quit);
     }
     // The sandbox a call's plan asks for (an escalation) or allows (read-only), mostly on the
     // first call, which the approval recipe asks about. Drawn last, so the draws above (and
     // the rest of a seed's cases) stay as they were.
-    if chance(g, 1, 3) {
+    let sandboxed = chance(g, 1, 3);
+    if sandboxed {
         if sc.tools.is_empty() {
             sc.tools.push(ToolScript::default());
         }
@@ -269,6 +272,12 @@ pub fn generate(g: &mut Gen, may_quit: bool) -> Scenario {
         if chance(g, 1, 6) {
             ts.sandbox = Some(plan_sandbox(g));
         }
+    }
+    // Task calls side by side, drawn last like the sandbox above, and only where neither a
+    // focused recipe nor the sandbox draw shaped the first call (its reply and script would
+    // be pushed back).
+    if !focused && !sandboxed && chance(g, 1, 3) {
+        tasks::add(g, &mut sc);
     }
     sc
 }
@@ -586,6 +595,9 @@ pub fn shrink(sc: &Scenario) -> Vec<Scenario> {
     }
     if c.deliver_after_cancel {
         out.push(with(&|s| s.config.deliver_after_cancel = false));
+    }
+    if c.max_parallel != d.max_parallel {
+        out.push(with(&|s| s.config.max_parallel = d.max_parallel));
     }
     if c.retry != d.retry {
         out.push(with(&|s| s.config.retry = d.retry.clone()));

@@ -25,6 +25,10 @@
 //!   transport error after connecting, not `ECONNREFUSED`; for a true refusal use
 //!   [`unused_loopback_url`] (nothing listens there).
 //!
+//! Every request is logged with when it arrived and when the mock had answered it in full
+//! ([`LoggedRequest::arrived`], [`LoggedRequest::answered`]), so a test can show that requests
+//! overlapped in time (the children of one reply's `task` calls).
+//!
 //! Invariants: binds loopback only; every task it starts stops when the server stops
 //! ([`MockServer::shutdown`] or drop); the bytes of a stream depend only on the script and the
 //! request (fixed ids and timestamps).
@@ -73,6 +77,12 @@ pub struct LoggedRequest {
     pub body_len: usize,
     /// The reply served (`None` when none was consumed).
     pub reply: Option<Reply>,
+    /// When the request reached the mock (its head was read).
+    pub arrived: Instant,
+    /// When the mock had answered it in full: a stream's last event handed to the connection,
+    /// an error response made, a transport fault's connection closed. `None` while a stream
+    /// is still going, and for a stream that stalls or was cut short by the client.
+    pub answered: Option<Instant>,
 }
 
 impl LoggedRequest {

@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -121,8 +121,12 @@ impl Shared {
     }
 
     /// Consume the next reply (if `consume`), log the request, and return the reply with its
-    /// sequence number.
-    fn log(&self, mut entry: LoggedRequest, consume: bool) -> Option<(Reply, u64)> {
+    /// sequence number, and the entry's index in the log (when requests are logged).
+    fn log(
+        &self,
+        mut entry: LoggedRequest,
+        consume: bool,
+    ) -> (Option<(Reply, u64)>, Option<usize>) {
         let mut state = self.lock();
         let taken = if consume {
             let reply = state
@@ -135,13 +139,24 @@ impl Shared {
             None
         };
         entry.reply = taken.as_ref().map(|(reply, _)| reply.clone());
-        if state.keep_log {
+        let index = state.keep_log.then(|| {
             state.log.push(entry);
-        }
+            state.log.len() - 1
+        });
         drop(state);
         self.changed.notify_all();
         self.notify.notify_waiters();
-        taken
+        (taken, index)
+    }
+
+    /// The request logged at `index` was answered in full now.
+    fn answered(&self, index: Option<usize>) {
+        let Some(i) = index else {
+            return;
+        };
+        if let Some(entry) = self.lock().log.get_mut(i) {
+            entry.answered = Some(Instant::now());
+        }
     }
 }
 
@@ -215,6 +230,7 @@ async fn handle(
     req: Request<Incoming>,
     shared: Arc<Shared>,
 ) -> Result<Response<MockBody>, CloseWithoutResponse> {
+    let arrived = Instant::now();
     let method = req.method().to_string();
     let path = req.uri().path_and_query().map_or_else(
         || req.uri().path().to_string(),
@@ -247,9 +263,12 @@ async fn handle(
         body: body.clone().unwrap_or(Value::Null),
         body_len: bytes.len(),
         reply: None,
+        arrived,
+        answered: None,
     };
     let Some(flavor) = flavor else {
-        shared.log(entry, false);
+        let (_, index) = shared.log(entry, false);
+        shared.answered(index);
         return Ok(json_response(
             Flavor::Openai,
             0,
@@ -260,7 +279,8 @@ async fn handle(
         ));
     };
     let Some(body) = body else {
-        shared.log(entry, false);
+        let (_, index) = shared.log(entry, false);
+        shared.answered(index);
         return Ok(json_response(
             flavor,
             0,
@@ -270,25 +290,32 @@ async fn handle(
             Some("mock: the request body is not JSON"),
         ));
     };
-    let Some((reply, seq)) = shared.log(entry, true) else {
+    let (Some((reply, seq)), index) = shared.log(entry, true) else {
         // `log` with `consume` always returns a reply.
         return Err(CloseWithoutResponse);
     };
     match reply {
         // Transport: the request was read, then the connection closes with no response.
-        Reply::Unreachable | Reply::Transport => Err(CloseWithoutResponse),
+        Reply::Unreachable | Reply::Transport => {
+            shared.answered(index);
+            Err(CloseWithoutResponse)
+        }
         Reply::Status {
             status,
             retry_after,
             error,
             message,
-        } => Ok(json_response(
-            flavor,
-            seq,
-            status,
-            retry_after.as_deref(),
-            error.as_deref(),
-            message.as_deref(),
+        } => Ok(answered_now(
+            &shared,
+            index,
+            json_response(
+                flavor,
+                seq,
+                status,
+                retry_after.as_deref(),
+                error.as_deref(),
+                message.as_deref(),
+            ),
         )),
         Reply::RawStatus { status, body } => {
             let mut response = Response::new(MockBody::full(body));
@@ -297,7 +324,7 @@ async fn handle(
             let h = response.headers_mut();
             h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             insert_request_id(h, flavor, seq);
-            Ok(response)
+            Ok(answered_now(&shared, index, response))
         }
         Reply::Stream {
             items,
@@ -307,7 +334,13 @@ async fn handle(
             let facts = RequestFacts::from_body(seq, &body, bytes.len());
             let rendered = render_stream(flavor, &facts, &items, &end);
             let (tx, rx) = mpsc::channel(4);
-            tokio::spawn(produce(tx, rendered, Duration::from_millis(delay_ms)));
+            let ended = shared.clone();
+            tokio::spawn(produce(
+                tx,
+                rendered,
+                Duration::from_millis(delay_ms),
+                move || ended.answered(index),
+            ));
             let mut response = Response::new(MockBody::channel(rx));
             let h = response.headers_mut();
             h.insert(
@@ -358,9 +391,25 @@ fn json_response(
     response
 }
 
+/// A response made whole at once: the request counts as answered now.
+fn answered_now(
+    shared: &Shared,
+    index: Option<usize>,
+    response: Response<MockBody>,
+) -> Response<MockBody> {
+    shared.answered(index);
+    response
+}
+
 /// Feed a rendered stream into the body: the prelude at once, each step `delay` after the
-/// previous one, then the tail (`delay` after the last step).
-async fn produce(tx: mpsc::Sender<Chunk>, rendered: super::render::Rendered, delay: Duration) {
+/// previous one, then the tail (`delay` after the last step); `ended` once the end (or the
+/// abort) was handed to the connection.
+async fn produce(
+    tx: mpsc::Sender<Chunk>,
+    rendered: super::render::Rendered,
+    delay: Duration,
+    ended: impl FnOnce(),
+) {
     if send(&tx, rendered.prelude).await.is_err() {
         return;
     }
@@ -379,11 +428,15 @@ async fn produce(tx: mpsc::Sender<Chunk>, rendered: super::render::Rendered, del
     }
     match rendered.tail {
         Tail::End(bytes) => {
-            let _ = send(&tx, bytes).await;
+            if send(&tx, bytes).await.is_ok() {
+                ended();
+            }
             // Dropping `tx` ends the body properly.
         }
         Tail::Abort => {
-            let _ = tx.send(Chunk::Abort).await;
+            if tx.send(Chunk::Abort).await.is_ok() {
+                ended();
+            }
         }
         // Silent until the body is dropped (client gone, or the server stopped).
         Tail::Stall => tx.closed().await,
