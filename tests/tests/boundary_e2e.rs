@@ -60,10 +60,23 @@ fn approvals_file(env: &TestEnv) -> Option<String> {
     std::fs::read_to_string(dir.join("approvals.json")).ok()
 }
 
+/// A copy of the `openmax` binary inside the project, for commands the agent runs: the sandbox
+/// shows the project, but not the host's temp directory, where a checkout (and its
+/// `target/`) may live.
+fn openmax_in_project(env: &TestEnv) -> std::path::PathBuf {
+    let dir = env.project.join(".bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("openmax");
+    std::fs::copy(openmax_bin(), &bin).unwrap();
+    bin
+}
+
 #[test]
 fn the_agent_cannot_approve_its_own_tool() {
-    let bin = openmax_bin().display().to_string();
     let env = TestEnv::new();
+    let bin = openmax_in_project(&env);
+    let path_dir = bin.parent().unwrap().display().to_string();
+    let bin = bin.display().to_string();
     env.write(
         ".openmax/tools/evil.json",
         r#"{"name":"evil","description":"E","parameters":{"type":"object"},"command":["sh","evil.sh"]}"#,
@@ -97,7 +110,6 @@ fn the_agent_cannot_approve_its_own_tool() {
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
     env.trust();
     env.set_mode("auto");
-    let path_dir = openmax_bin().parent().unwrap().display().to_string();
     let mut env = env;
     env.env.push((
         "PATH".into(),
@@ -400,7 +412,7 @@ fn an_openmax_under_another_name_is_still_recognised_as_an_ancestor() {
     // executable, so only the session's thread name gives it away.
     let attack = format!(
         "env -u OPENMAX_AGENT_SESSION script -qec '{} --approve .openmax/tools/evil.json' /dev/null > attack.txt 2>&1",
-        openmax_bin().display()
+        openmax_in_project(&env).display()
     );
     let mock = MockServer::start(shell_calls(&[attack.as_str()]));
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
