@@ -493,6 +493,27 @@ pub(crate) enum Opener {
     Acp,
 }
 
+/// A resumed or copied session, its notices on stderr; a failure is the start-up's error.
+fn taken<T>(
+    read: Option<Result<T, crate::session::resume::ResumeError>>,
+    notices: impl Fn(&T) -> &Vec<String>,
+) -> Result<Option<T>, OpenError> {
+    match read {
+        Some(Ok(t)) => {
+            for n in notices(&t) {
+                eprintln!("openmax: {n}");
+            }
+            Ok(Some(t))
+        }
+        Some(Err(e)) => Err(OpenError {
+            code: e.exit_code(),
+            message: e.to_string(),
+            untrusted: false,
+        }),
+        None => Ok(None),
+    }
+}
+
 /// Open a session: settings, provider, the sandbox set-up, the session to resume, trust and
 /// mode, the MCP servers, the freeze, the session file, the backend and the core. `project`
 /// overrides the discovered project (ACP's `cwd`); `opener` says which frontend opens it;
@@ -558,38 +579,8 @@ pub(crate) async fn open(
         ),
         Resume::Fork(p) => (None, Some(crate::session::resume::read_copy(&state, &p))),
     };
-    let resumed = match resumed {
-        Some(Ok(r)) => {
-            for n in &r.notices {
-                eprintln!("openmax: {n}");
-            }
-            Some(r)
-        }
-        Some(Err(e)) => {
-            return Err(OpenError {
-                code: e.exit_code(),
-                message: e.to_string(),
-                untrusted: false,
-            })
-        }
-        None => None,
-    };
-    let forked = match forked {
-        Some(Ok(c)) => {
-            for n in &c.notices {
-                eprintln!("openmax: {n}");
-            }
-            Some(c)
-        }
-        Some(Err(e)) => {
-            return Err(OpenError {
-                code: e.exit_code(),
-                message: e.to_string(),
-                untrusted: false,
-            })
-        }
-        None => None,
-    };
+    let resumed = taken(resumed, |r| &r.notices)?;
+    let forked = taken(forked, |c| &c.notices)?;
     let session_id = resumed
         .as_ref()
         .map(|r| r.session_id.clone())
