@@ -7,7 +7,6 @@
 
 pub use openmax_core as core;
 
-mod acp;
 pub mod app;
 pub mod checkpoint;
 pub mod config;
@@ -19,11 +18,13 @@ pub mod human;
 pub mod images;
 pub mod mcp;
 pub mod oneshot;
+#[cfg(feature = "panic-trigger")]
+pub mod panic_trigger;
 pub mod provider;
 mod run;
 pub mod sandbox;
 pub mod session;
+pub mod start;
 pub mod tasks;
 pub mod tools;
-mod tui;
 pub mod utc;

@@ -296,6 +296,16 @@ pub struct PrintOptions {
 }
 
 impl Cli {
+    /// What a session's start-up takes from these flags.
+    pub fn flags(&self) -> crate::start::Flags {
+        crate::start::Flags {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            project: self.project.clone(),
+        }
+    }
+
     /// The chosen action, or a usage message when none (or a meaningless mix) was given.
     pub fn action(&self) -> Result<Action, String> {
         // The common options (`--project`, …) go with a command; the modes do not.

@@ -16,12 +16,12 @@ use openmax_core::machine::Input;
 use openmax_core::wire::{Command, Hello};
 
 use super::cli::{Cli, Pick, PrintOptions};
-use super::{open, Opened, Opener, PrintOpen, Resume};
 use crate::exit;
 use crate::frontend::output_schema::OutputSchema;
 use crate::frontend::print_run::OutputFormat;
 use crate::frontend::print_run::PrintRun;
 use crate::run::{Runtime, SignalPolicy};
+use crate::start::{open, Opened, Opener, PrintOpen, Resume};
 
 /// The largest prompt `-p -` reads from stdin: the contract's largest command line.
 pub const MAX_STDIN_PROMPT: usize = openmax_core::wire::MAX_LINE_BYTES;
@@ -90,7 +90,7 @@ pub fn run(cli: &Cli, prompt: &str, pick: Pick, opts: &PrintOptions) -> i32 {
         notices,
         prices,
         ..
-    } = match rt.block_on(open(cli, None, resume, opener, Vec::new())) {
+    } = match rt.block_on(open(&cli.flags(), None, resume, opener, Vec::new())) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("openmax: {}", e.message);
