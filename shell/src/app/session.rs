@@ -95,12 +95,7 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
 }
 
 pub(super) fn session(cli: &Cli, front: Front, pick: cli::Pick) -> i32 {
-    let resume = match pick {
-        cli::Pick::New => Resume::New,
-        cli::Pick::Latest => Resume::Latest,
-        cli::Pick::Resume(id) => Resume::Prefix(id),
-        cli::Pick::Fork(id) => Resume::Fork(id),
-    };
+    let resume = pick.resume();
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -116,7 +116,8 @@ fn user_only(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
 }
 
 /// Every limit a project may only lower: its key, the project's and the user's values, and the
-/// default the project's is measured against when the user sets none.
+/// default the project's is measured against when the user sets none. (Longer than most
+/// functions here because it is a table: one entry per key, read top to bottom.)
 fn limits(user: &FileConfig, project: &FileConfig) -> [Limit; 14] {
     let ld = Limits::default();
     let rd = RetrySettings::default();

@@ -175,8 +175,9 @@ impl<S: Sink> Runtime<S> {
         Millis(self.start.elapsed().as_millis() as u64)
     }
 
-    /// Run until the core asks to exit; returns the exit code and the sink.
-    pub async fn run(mut self) -> (i32, S) {
+    /// What runs beside the loop: the signal task, the persistence thread, the forwarder of
+    /// the MCP servers' notices.
+    fn start_tasks(&mut self) {
         if let Some(policy) = self.signals {
             self.spawn_signal_task(policy);
         }
@@ -194,6 +195,29 @@ impl<S: Sink> Runtime<S> {
                 }
             });
         }
+    }
+
+    /// What the runtime itself keeps of an input before the core takes it: a finished call's
+    /// or hook's cancel handle dropped, the backend told what was planned, done or installed.
+    fn note_input(&mut self, input: &Input) {
+        match input {
+            Input::ToolDone { call_id, outcome } => {
+                self.tool_cancels.remove(call_id);
+                self.backend.note_tool_done(outcome);
+            }
+            Input::ToolPlanned { call_id, plan } => self.backend.note_planned(call_id, plan),
+            Input::HookDone { hook_run, .. } => {
+                self.hook_cancels.remove(hook_run);
+            }
+            Input::Frozen { .. } => self.backend.install_refreeze(),
+            Input::Provider { .. } => self.backend.provider_item_taken(),
+            _ => {}
+        }
+    }
+
+    /// Run until the core asks to exit; returns the exit code and the sink.
+    pub async fn run(mut self) -> (i32, S) {
+        self.start_tasks();
         loop {
             let input = match self.ready.pop_front() {
                 Some(i) => i,
@@ -214,19 +238,7 @@ impl<S: Sink> Runtime<S> {
             if let Input::Line(line) = &input {
                 crate::panic_trigger::check_line(line);
             }
-            match &input {
-                Input::ToolDone { call_id, outcome } => {
-                    self.tool_cancels.remove(call_id);
-                    self.backend.note_tool_done(outcome);
-                }
-                Input::ToolPlanned { call_id, plan } => self.backend.note_planned(call_id, plan),
-                Input::HookDone { hook_run, .. } => {
-                    self.hook_cancels.remove(hook_run);
-                }
-                Input::Frozen { .. } => self.backend.install_refreeze(),
-                Input::Provider { .. } => self.backend.provider_item_taken(),
-                _ => {}
-            }
+            self.note_input(&input);
             let now = self.now();
             self.core.handle(now, input);
             let mut exit = None;
@@ -377,7 +389,9 @@ impl<S: Sink> Runtime<S> {
         });
     }
 
-    /// Carry out one effect. Returns the exit code for [`Effect::Exit`].
+    /// Carry out one effect. Returns the exit code for [`Effect::Exit`]. One arm per effect,
+    /// as the core's transitions are one arm each (longer than most functions for that reason:
+    /// an arm that grows past a few lines becomes a method of its own).
     fn perform(&mut self, effect: Effect) -> Option<i32> {
         match effect {
             Effect::SendRequest {

@@ -169,6 +169,8 @@ fn seed_of(session_id: &str) -> u64 {
 /// overrides the discovered project (ACP's `cwd`); `opener` says which frontend opens it;
 /// `client_mcp` are the client's MCP servers (ACP's `mcpServers`), started with the
 /// configured ones. Runs on the session's runtime: the MCP servers' connections live on it.
+/// (A little over 80 lines: the start-up's steps in their order, one call each, most of the
+/// length being the patterns that name what each step returns.)
 pub(crate) async fn open(
     flags: &Flags,
     project: Option<&Path>,
@@ -176,62 +178,35 @@ pub(crate) async fn open(
     opener: Opener,
     client_mcp: Vec<crate::mcp::ServerDef>,
 ) -> Result<Opened, OpenError> {
-    let print = matches!(opener, Opener::Print(_));
     // The freeze's problems also go to stderr where the client is a program.
     let echo_notes = matches!(opener, Opener::Stdio | Opener::Acp);
-    let setup = match project {
-        Some(p) => setup::setup_at(flags, p),
-        None => setup::setup(flags, print),
-    }
-    .map_err(OpenError::new)?;
-    let provider = backend::provider_from(&setup.settings.provider).map_err(OpenError::new)?;
-    let state = ProjectState::open(&setup.home, &setup.project);
-    crate::session::perms::check(setup.home.root(), Some(state.dir())).map_err(OpenError::new)?;
-    let trusted = state.trusted() || setup.settings.trusts(state.project());
-    if !trusted && opener == Opener::Acp {
-        return Err(OpenError {
-            code: 1,
-            message: format!(
-                "the project {} is not trusted: run `openmax --trust` in it first",
-                state.project().display()
-            ),
-            untrusted: true,
-        });
-    }
-    let sandbox = setup::sandbox_policy(&setup.settings, &state, setup.home.root())
-        .map_err(OpenError::new)?;
-    take_over_process(&sandbox);
+    let Prepared {
+        setup,
+        provider,
+        state,
+        trusted,
+        sandbox,
+    } = prepare(flags, project, opener)?;
     let picked = Picked::read(&state, resume)?;
     let session_id = picked.session_id();
     let mode = picked.mode(&setup, &state, opener)?;
-    // MCP servers start concurrently before the freeze; their notices reach the core once the
-    // runtime loop runs.
-    let (notice_tx, notices) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let mcp_ctx = StartContext {
-        project: state.project().to_path_buf(),
-        log_path: Some(state.sessions_dir().join(format!("{session_id}.mcp.log"))),
-        agent_session: session_id.clone(),
-        notices: Some(notice_tx),
-        policy: sandbox.clone(),
-    };
-    let mcp = backend::start_mcp(
-        &setup.settings.mcp,
+    let Sources {
+        mcp,
+        mcp_ctx,
+        notices,
+        frozen,
+        hooks,
+        hook_configs,
+    } = Sources::start(
+        &setup,
         &state,
         mode,
-        mcp_ctx.clone(),
+        &sandbox,
+        &session_id,
         &client_mcp,
+        echo_notes,
     )
     .await;
-    let hook_configs = setup.settings.hooks.clone();
-    let (frozen, hooks) = backend::freeze_now(
-        setup.home.root(),
-        state.project(),
-        &setup.start,
-        &state,
-        &hook_configs,
-        &mcp,
-        echo_notes,
-    );
     let project = state.project().display().to_string();
     let mut turns_before = picked.turns();
     let record = picked.into_record(&frozen.freeze, &mcp, &client_mcp, &state, &session_id)?;
@@ -263,24 +238,14 @@ pub(crate) async fn open(
     if let Some(p) = &checkpoints {
         turns_before = turns_before.max(start_checkpoints(&mut backend, p, &setup, &session_id)?);
     }
-    let mut cfg = CoreConfig::new(&session_id, record.freeze);
-    cfg.seed = seed_of(&session_id);
-    cfg.trusted = trusted;
-    cfg.agent_spawned = agent_spawned();
-    cfg.mode = mode;
-    cfg.permissions = setup.settings.permissions.clone();
-    cfg.retry = setup.settings.retry.clone();
-    cfg.limits = setup.settings.limits.clone();
-    cfg.context_tokens = setup.settings.context_tokens;
-    cfg.history = record.history;
-    cfg.non_interactive = print;
-    cfg.driver_ends_input = matches!(opener, Opener::Print(p) if p.driver_ends_input);
-    cfg.checkpoints = checkpoints.is_some();
-    cfg.turns_before = turns_before;
-    cfg.tasks = openmax_core::machine::TaskLimits {
-        depth: crate::tasks::depth_from_env(),
-        ..setup.settings.tasks
-    };
+    let cfg = CoreSettings {
+        trusted,
+        mode,
+        opener,
+        checkpoints: checkpoints.is_some(),
+        turns_before,
+    }
+    .config(&setup, &session_id, record.freeze, record.history);
     Ok(Opened {
         core: Core::new(cfg),
         backend,
@@ -297,6 +262,148 @@ pub(crate) async fn open(
         checkpoints,
         state,
     })
+}
+
+/// A session's ground before its record: the set-up, the provider, the project's state, trust
+/// (ACP refuses an untrusted project here, before anything is started or written), the
+/// sandbox policy; this process taken over ([`take_over_process`]).
+struct Prepared {
+    setup: Setup,
+    provider: crate::provider::Provider,
+    state: ProjectState,
+    trusted: bool,
+    sandbox: crate::sandbox::Policy,
+}
+
+fn prepare(flags: &Flags, project: Option<&Path>, opener: Opener) -> Result<Prepared, OpenError> {
+    let print = matches!(opener, Opener::Print(_));
+    let setup = match project {
+        Some(p) => setup::setup_at(flags, p),
+        None => setup::setup(flags, print),
+    }
+    .map_err(OpenError::new)?;
+    let provider = backend::provider_from(&setup.settings.provider).map_err(OpenError::new)?;
+    let state = ProjectState::open(&setup.home, &setup.project);
+    crate::session::perms::check(setup.home.root(), Some(state.dir())).map_err(OpenError::new)?;
+    let trusted = state.trusted() || setup.settings.trusts(state.project());
+    if !trusted && opener == Opener::Acp {
+        return Err(OpenError {
+            code: 1,
+            message: format!(
+                "the project {} is not trusted: run `openmax --trust` in it first",
+                state.project().display()
+            ),
+            untrusted: true,
+        });
+    }
+    let sandbox = setup::sandbox_policy(&setup.settings, &state, setup.home.root())
+        .map_err(OpenError::new)?;
+    take_over_process(&sandbox);
+    Ok(Prepared {
+        setup,
+        provider,
+        state,
+        trusted,
+        sandbox,
+    })
+}
+
+/// A session's tool sources: its MCP servers (started concurrently before the freeze; their
+/// notices reach the core once the runtime loop runs) and the freeze of its tools, skills,
+/// prompt and hooks.
+struct Sources {
+    mcp: crate::mcp::McpSet,
+    mcp_ctx: StartContext,
+    notices: tokio::sync::mpsc::UnboundedReceiver<String>,
+    frozen: crate::extensions::freeze::Frozen,
+    hooks: Vec<crate::hooks::FrozenHook>,
+    hook_configs: Vec<(crate::config::HookConfig, crate::hooks::Origin)>,
+}
+
+impl Sources {
+    async fn start(
+        setup: &Setup,
+        state: &ProjectState,
+        mode: Mode,
+        sandbox: &crate::sandbox::Policy,
+        session_id: &str,
+        client_mcp: &[crate::mcp::ServerDef],
+        echo_notes: bool,
+    ) -> Sources {
+        let (notice_tx, notices) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let mcp_ctx = StartContext {
+            project: state.project().to_path_buf(),
+            log_path: Some(state.sessions_dir().join(format!("{session_id}.mcp.log"))),
+            agent_session: session_id.to_string(),
+            notices: Some(notice_tx),
+            policy: sandbox.clone(),
+        };
+        let mcp = backend::start_mcp(
+            &setup.settings.mcp,
+            state,
+            mode,
+            mcp_ctx.clone(),
+            client_mcp,
+        )
+        .await;
+        let hook_configs = setup.settings.hooks.clone();
+        let (frozen, hooks) = backend::freeze_now(
+            setup.home.root(),
+            state.project(),
+            &setup.start,
+            state,
+            &hook_configs,
+            &mcp,
+            echo_notes,
+        );
+        Sources {
+            mcp,
+            mcp_ctx,
+            notices,
+            frozen,
+            hooks,
+            hook_configs,
+        }
+    }
+}
+
+/// What the core is told beyond the settings: what the start-up decided.
+struct CoreSettings {
+    trusted: bool,
+    mode: Mode,
+    opener: Opener,
+    checkpoints: bool,
+    turns_before: u64,
+}
+
+impl CoreSettings {
+    fn config(
+        self,
+        setup: &Setup,
+        session_id: &str,
+        freeze: Freeze,
+        history: Vec<openmax_core::conversation::Message>,
+    ) -> CoreConfig {
+        let mut cfg = CoreConfig::new(session_id, freeze);
+        cfg.seed = seed_of(session_id);
+        cfg.trusted = self.trusted;
+        cfg.agent_spawned = agent_spawned();
+        cfg.mode = self.mode;
+        cfg.permissions = setup.settings.permissions.clone();
+        cfg.retry = setup.settings.retry.clone();
+        cfg.limits = setup.settings.limits.clone();
+        cfg.context_tokens = setup.settings.context_tokens;
+        cfg.history = history;
+        cfg.non_interactive = matches!(self.opener, Opener::Print(_));
+        cfg.driver_ends_input = matches!(self.opener, Opener::Print(p) if p.driver_ends_input);
+        cfg.checkpoints = self.checkpoints;
+        cfg.turns_before = self.turns_before;
+        cfg.tasks = openmax_core::machine::TaskLimits {
+            depth: crate::tasks::depth_from_env(),
+            ..setup.settings.tasks
+        };
+        cfg
+    }
 }
 
 /// What this process becomes before a session starts: not dumpable (no process of the same
