@@ -1,7 +1,7 @@
 //! What one invocation of `openmax` does, from parsed flags to an exit code: a dispatcher. The
-//! one-shot actions ([`actions`], `--check`, `--spec`, [`undo`]) run and exit; a session is
+//! one-shot actions (`actions`, `--check`, `--spec`, [`undo`]) run and exit; a session is
 //! opened by [`crate::start`] and handed to its frontend: `--stdio` and the terminal UI
-//! ([`session`]), `-p` ([`print`]), ACP ([`crate::frontend::acp`]). No frontend imports this
+//! (`session`), `-p` ([`print`]), ACP ([`crate::frontend::acp`]). No frontend imports this
 //! module: each gets what it needs as data.
 //!
 //! Invariants:
