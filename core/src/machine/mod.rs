@@ -128,6 +128,7 @@ mod checkpoint;
 mod commands;
 mod context;
 mod ending;
+mod forward;
 mod gate;
 mod hooks;
 mod interface;
@@ -316,6 +317,12 @@ impl Core {
             } => self.on_request_failed(request, attempt, failure),
             Input::ToolPlanned { call_id, plan } => self.on_tool_planned(&call_id, plan),
             Input::ToolDone { call_id, outcome } => self.on_tool_done(&call_id, outcome),
+            Input::TaskApproval { call_id, request } => self.on_task_approval(&call_id, *request),
+            Input::TaskApprovalSettled {
+                call_id,
+                approval_id,
+                outcome,
+            } => self.on_task_approval_settled(&call_id, &approval_id, outcome),
             Input::HookDone { hook_run, outcome } => self.on_hook_done(hook_run, outcome),
             Input::Persisted { ticket } => self.on_persisted(ticket),
             Input::PersistFailed { ticket, message } => self.on_persist_failed(ticket, message),
