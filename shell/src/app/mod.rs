@@ -602,6 +602,8 @@ pub(crate) async fn open(
         })?,
         _ => mode,
     };
+    // A subagent runs in the mode of the session that started it when that is stricter.
+    let mode = crate::tasks::narrowed_mode(mode);
     // MCP servers start concurrently before the freeze; their notices reach the core once the
     // runtime loop runs.
     let (notice_tx, notices) = tokio::sync::mpsc::unbounded_channel::<String>();
