@@ -649,3 +649,37 @@ fn at_end_of_input_a_pending_forwarded_approval_is_declined_and_the_child_finish
         "the child went on after the decline"
     );
 }
+
+#[test]
+fn print_mode_answers_a_childs_requests_as_it_does_its_own() {
+    let (env, mock) = setup_ask(vec![
+        tasks_reply(&[task("t1", "ship it", "Write the notes, then deploy.")]),
+        child_writes("w1", "notes.txt", "shipped\n"),
+        tool_reply("d1", "deploy", json!({})),
+        text_reply("could not deploy"),
+        text_reply("half shipped"),
+    ]);
+    deploy_tool(&env);
+    // This run chose auto: the child (in the saved ask) asks, and the gate is approved as
+    // this run would approve its own; the external bytes are declined, as -p declines its
+    // own, and said on stderr with the command that approves them.
+    let out = env.run(&["-p", "ship", "--mode", "auto"]);
+    assert_eq!(out.code, Some(3), "{}", out.stderr);
+    assert!(out.stdout.contains("half shipped"), "{}", out.stdout);
+    assert_eq!(env.read("notes.txt").as_deref(), Some("shipped\n"));
+    assert!(
+        out.stderr.contains("declined: ship it: ")
+            && out
+                .stderr
+                .contains("openmax --approve .openmax/tools/deploy.json"),
+        "{}",
+        out.stderr
+    );
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 5);
+    assert!(
+        reqs[3].body.to_string().contains("declined"),
+        "{}",
+        reqs[3].body
+    );
+}
