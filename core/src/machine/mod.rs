@@ -39,6 +39,10 @@
 //!   `task` calls overlap (up to `[tasks] max_parallel`, `tasks.rs`), each run ends with one
 //!   `tool_end` in the order the results come, and a cancel cancels every run out and ends the
 //!   turn once all of them ended. Every other call runs alone.
+//! - A running `task` call's child asks this session for approvals ([`Input::TaskApproval`]):
+//!   `forward.rs` turns each into an `approval_request` of this session (or answers it by the
+//!   mode's rule) and settles it exactly once, beside whatever the phase awaits; the answer
+//!   goes down as [`Effect::AnswerTask`].
 //! - Timers: one [`TimerReason`] at a time, owned by the phase (`StreamIdle` is armed when an
 //!   attempt goes out and reset by every provider item; `RetryBackoff`; `ApprovalTimeout`).
 //!   Expiry comes back as [`Input::Timeout`].
