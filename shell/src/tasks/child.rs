@@ -442,4 +442,44 @@ mod tests {
         r.died = Some("it exited before its done".into());
         assert!(!r.ok());
     }
+
+    #[test]
+    fn a_childs_approval_request_goes_up_whole_and_a_decline_is_listed() {
+        let mut r = Report::default();
+        let Some(Answer::Ask(req)) = r.event(&json!({
+            "session_id": "c1", "type": "approval_request", "approval_id": "a1",
+            "name": "deploy", "summary": "deploy it", "detail": "d",
+            "reason": "unapproved_source", "source_path": ".openmax/tools/deploy.json",
+            "source_sha": "0123456789ab", "env": ["DEPLOY_TOKEN"]
+        })) else {
+            panic!("not asked")
+        };
+        assert_eq!(
+            (
+                req.approval_id.as_str(),
+                req.name.as_str(),
+                req.summary.as_str()
+            ),
+            ("a1", "deploy", "deploy it")
+        );
+        assert_eq!(req.reason, ApprovalReason::UnapprovedSource);
+        assert_eq!(
+            (req.source_path.as_str(), req.source_sha.as_str()),
+            (".openmax/tools/deploy.json", "0123456789ab")
+        );
+        assert_eq!(req.env, ["DEPLOY_TOKEN"]);
+        r.answered("a1", false);
+        // Answered: the child's own settling of it is not reported up again.
+        assert!(r
+            .event(&json!({"session_id":"c1","type":"approval_settled","approval_id":"a1","outcome":"declined"}))
+            .is_none());
+        // One the child settles itself first (its timeout) is.
+        assert!(r.event(&json!({"session_id":"c1","type":"approval_request","approval_id":"a2","name":"write_file","summary":"write b","detail":"","reason":"gate","source_path":"","source_sha":""})).is_some());
+        assert!(matches!(
+            r.event(&json!({"session_id":"c1","type":"approval_settled","approval_id":"a2","outcome":"timed_out"})),
+            Some(Answer::SettledThere(id, ApprovalOutcome::TimedOut)) if id == "a2"
+        ));
+        r.stop_reason = Some("end_turn".into());
+        assert!(r.render("ship").contains("\ndeclined: deploy it\n"));
+    }
 }
