@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Mutation testing of the policy code above the machine with cargo-mutants: the permission
+# rules (core/src/permissions) and the shell's policy directories (config, sandbox, the human
+# check, extensions, hooks, mcp, ACP's translation, the session store, the providers). Every
+# mutant is judged in two passes, like bench/mutants.sh for the machine:
+# 1. `unit`: the package's own tests (the core's unit tests and its shell-rule properties
+#    against quickcheck and the real bash; the shell's unit tests and its session, provider and
+#    tool integration tests).
+# 2. `full`: each survivor against the end-to-end tests that exercise that policy through the
+#    real binary (config, secrets, sessions, sandbox and boundary attacks, MCP, hooks,
+#    extensions, providers, ACP).
+# Too slow for CI on 2 cores (3,300 mutants; a shell mutant costs a build of the shell and of
+# the binary): run it sharded. cargo-mutants takes every N-th mutant for shard K of N, so one
+# shard is a systematic sample of the whole set.
+#
+#   bench/mutants-policy.sh core 0 20     # shard 0 of 20 of core/src/permissions
+#   bench/mutants-policy.sh shell 0 100   # shard 0 of 100 of the shell's policy code
+#   bench/mutants-policy.sh core --list   # list the mutants
+#
+# cargo-mutants is installed into target/tools/ when missing. Results in
+# target/mutants-policy/<set>-K-of-N/ (unit/ and full/ with cargo-mutants' caught.txt,
+# missed.txt, timeout.txt, unviable.txt; missed.txt: the survivors of both passes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+tools=$root/target/tools
+if ! command -v cargo-mutants >/dev/null 2>&1 && [ ! -x "$tools/bin/cargo-mutants" ]; then
+  cargo install --locked cargo-mutants --root "$tools"
+fi
+export PATH=$tools/bin:$PATH
+
+set_name=${1:?usage: bench/mutants-policy.sh core|shell [K N | --list]}
+case "$set_name" in
+  core)
+    package=openmax-core
+    files=(-f 'core/src/permissions/**')
+    unit=(--lib --test shell_rules_props --test shell_rules_bash)
+    e2e=(--test shell_rules_e2e --test secrets_e2e --test escalation_e2e)
+    ;;
+  shell)
+    package=openmax-shell
+    files=(-f 'shell/src/config/**' -f 'shell/src/sandbox/**' -f shell/src/human.rs
+      -f 'shell/src/extensions/**' -f 'shell/src/hooks/**' -f 'shell/src/mcp/**'
+      -f shell/src/frontend/acp/translate.rs -f 'shell/src/session/**' -f 'shell/src/provider/**')
+    unit=(--lib --test session_crash --test session_lock --test session_state
+      --test session_store --test provider_mock --test provider_raw --test provider_render
+      --test tools_shell)
+    e2e=(--test cli --test secrets_e2e --test sessions_e2e --test sessions_find_e2e
+      --test sessions_order_e2e --test sandbox_e2e --test sandbox_layers_e2e --test host_e2e
+      --test boundary_e2e --test escalation_e2e --test mcp_e2e --test hooks --test extensions
+      --test providers --test provider_errors --test peers_config_e2e
+      --test peers_provider_e2e --test acp_e2e --test shell_rules_e2e)
+    ;;
+  *)
+    echo "unknown set $set_name: core or shell" >&2
+    exit 2
+    ;;
+esac
+if [ "${2:-}" = "--list" ]; then
+  exec cargo mutants --package "$package" "${files[@]}" --list
+fi
+k=${2:-0}
+n=${3:-1}
+out=$root/target/mutants-policy/$set_name-$k-of-$n
+rm -rf "$out"
+mkdir -p "$out"
+common=(--package "$package" "${files[@]}" --build-timeout 3600 --jobs "${JOBS:-1}")
+
+echo "== pass 1: $package's own tests"
+cargo mutants "${common[@]}" --shard "$k/$n" --baseline run --timeout "${TEST_TIMEOUT:-600}" \
+  --test-package "$package" --output "$out/unit" -- "${unit[@]}" 2>&1 | tee "$out/unit.log" || true
+u=$out/unit/mutants.out
+if grep -q '^ERROR' "$out/unit.log" || [ ! -f "$u/missed.txt" ]; then
+  echo "pass 1 did not run: see $out/unit.log" >&2
+  exit 1
+fi
+
+echo "== pass 2: the survivors against the end-to-end tests"
+left=()
+while IFS= read -r m; do
+  [ -n "$m" ] && left+=(-F "^$(printf '%s' "$m" | sed 's/[][\.|$(){}?+*^]/\\&/g')\$")
+done <"$u/missed.txt"
+f=$out/full/mutants.out
+mkdir -p "$f"
+: >"$f/caught.txt"
+: >"$f/missed.txt"
+: >"$f/timeout.txt"
+if [ ${#left[@]} -gt 0 ]; then
+  cargo test -p openmax-tests "${e2e[@]}" >"$out/oracle-check.log" 2>&1 || {
+    echo "the end-to-end oracle fails on the unmutated tree: see $out/oracle-check.log" >&2
+    exit 1
+  }
+  cargo mutants "${common[@]}" "${left[@]}" --baseline skip --timeout "${TEST_TIMEOUT:-900}" \
+    --test-package openmax-tests --output "$out/full" -- "${e2e[@]}" 2>&1 |
+    tee "$out/full.log" || true
+fi
+cp "$f/missed.txt" "$out/missed.txt"
+caught=$(cat "$u/caught.txt" "$f/caught.txt" | wc -l)
+missed=$(wc -l <"$f/missed.txt")
+timeout=$(cat "$u/timeout.txt" "$f/timeout.txt" | wc -l)
+unviable=$(wc -l <"$u/unviable.txt")
+viable=$((caught + missed + timeout))
+echo "$set_name shard $k/$n: caught $caught (by $package's own tests $(wc -l <"$u/caught.txt")), missed $missed, timeout $timeout, unviable $unviable"
+echo "score (caught + timeout) / viable: $((caught + timeout)) / $viable"
+cat "$out/missed.txt"
