@@ -10,12 +10,15 @@
 #    real binary (config, secrets, sessions, sandbox and boundary attacks, MCP, hooks,
 #    extensions, providers, ACP).
 # Too slow for CI on 2 cores (3,300 mutants; a shell mutant costs a build of the shell and of
-# the binary): run it sharded. cargo-mutants takes every N-th mutant for shard K of N, so one
-# shard is a systematic sample of the whole set.
+# the binary): run it sharded. Shard K of N takes every N-th mutant (round-robin), so one shard
+# is a systematic sample of the whole set; SHARDING=slice takes the K-th consecutive range
+# instead (one file's neighbourhood).
 #
 #   bench/mutants-policy.sh core 0 20     # shard 0 of 20 of core/src/permissions
 #   bench/mutants-policy.sh shell 0 100   # shard 0 of 100 of the shell's policy code
 #   bench/mutants-policy.sh core --list   # list the mutants
+#
+# It mutates the checkout in place (see `common` below): leave the tree alone while it runs.
 #
 # cargo-mutants is installed into target/tools/ when missing. Results in
 # target/mutants-policy/<set>-K-of-N/ (unit/ and full/ with cargo-mutants' caught.txt,
@@ -35,7 +38,7 @@ case "$set_name" in
     package=openmax-core
     files=(-f 'core/src/permissions/**')
     unit=(--lib --test shell_rules_props --test shell_rules_bash)
-    e2e=(--test shell_rules_e2e --test secrets_e2e --test escalation_e2e)
+    e2e=(--test shell_rules_e2e --test secrets_e2e --test escalation_e2e --test tool_hooks_e2e)
     ;;
   shell)
     package=openmax-shell
@@ -49,7 +52,7 @@ case "$set_name" in
       --test sessions_order_e2e --test sandbox_e2e --test sandbox_layers_e2e --test host_e2e
       --test boundary_e2e --test escalation_e2e --test mcp_e2e --test hooks --test extensions
       --test providers --test provider_errors --test peers_config_e2e
-      --test peers_provider_e2e --test acp_e2e --test shell_rules_e2e)
+      --test peers_provider_e2e --test acp_e2e --test shell_rules_e2e --test mcp_resources_e2e)
     ;;
   *)
     echo "unknown set $set_name: core or shell" >&2
@@ -64,10 +67,15 @@ n=${3:-1}
 out=$root/target/mutants-policy/$set_name-$k-of-$n
 rm -rf "$out"
 mkdir -p "$out"
-common=(--package "$package" "${files[@]}" --build-timeout 3600 --jobs "${JOBS:-1}")
+# In place, not in cargo-mutants' scratch copy: that copy lives in the system temp directory,
+# which the sandbox replaces with the session's own, so the end-to-end tests that run openmax
+# inside the sandbox (a nested openmax) would fail for every mutant and count it as caught.
+# So the tree must not be edited while a run goes, and one run at a time per checkout.
+common=(--package "$package" "${files[@]}" --build-timeout 3600 --in-place)
+shard=(--shard "$k/$n" --sharding "${SHARDING:-round-robin}")
 
 echo "== pass 1: $package's own tests"
-cargo mutants "${common[@]}" --shard "$k/$n" --baseline run --timeout "${TEST_TIMEOUT:-600}" \
+cargo mutants "${common[@]}" "${shard[@]}" --baseline run --timeout "${TEST_TIMEOUT:-600}" \
   --test-package "$package" --output "$out/unit" -- "${unit[@]}" 2>&1 | tee "$out/unit.log" || true
 u=$out/unit/mutants.out
 if grep -q '^ERROR' "$out/unit.log" || [ ! -f "$u/missed.txt" ]; then
