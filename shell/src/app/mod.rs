@@ -738,6 +738,13 @@ pub(crate) async fn open(
         depth: task_depth,
         ..setup.settings.tasks
     };
+    // A named agent's session: only its tools, and at most its tool rounds.
+    if let Some(agent) = crate::tasks::inherited_agent() {
+        cfg.only_tools = agent.tools.clone();
+        if let Some(n) = agent.max_iterations {
+            cfg.limits.max_iterations = cfg.limits.max_iterations.min(n);
+        }
+    }
     Ok(Opened {
         core: Core::new(cfg),
         backend,

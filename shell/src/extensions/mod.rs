@@ -1,5 +1,5 @@
 //! Project extensions and the freeze: external tools (`.openmax/tools/<name>.json`), skills
-//! (`.openmax/skills/<name>/SKILL.md`), the prompt files (`AGENTS.md`, `CLAUDE.md`) and the
+//! (`.openmax/skills/<name>/SKILL.md`), named agents (`.openmax/agents/<name>.md`), the prompt files (`AGENTS.md`, `CLAUDE.md`) and the
 //! prompt's environment section, and the snapshot of their
 //! exact bytes that a session is frozen on.
 //!
@@ -9,6 +9,7 @@
 //! [`openmax_core::tool::SourceGate`]). A broken manifest never stops the others from loading: it
 //! becomes a note for the model and a line on stderr.
 
+pub mod agents;
 pub mod approve;
 pub mod environment;
 pub mod external;

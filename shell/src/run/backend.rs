@@ -48,6 +48,8 @@ use super::input::InputTx;
 struct Extensions {
     external: Vec<ExternalTool>,
     skills: Vec<Skill>,
+    /// Named agents, for `task` calls.
+    agents: Vec<crate::extensions::agents::Agent>,
     mcp: McpSet,
 }
 
@@ -167,6 +169,10 @@ pub fn freeze_now(
             eprintln!("openmax: {p}");
         }
         frozen.freeze.notes.push(p.clone());
+    }
+    // A named agent's session: its instructions and only its tools (every refreeze too).
+    if let Some(agent) = crate::tasks::inherited_agent() {
+        crate::tasks::narrow_freeze(agent, &mut frozen.freeze);
     }
     let hooks = hooks::freeze(hook_configs, project, &|p, sha| {
         state.source_approved(p, sha)
@@ -306,6 +312,7 @@ impl Backend {
         let ext = Arc::new(Extensions {
             external: frozen.external.clone(),
             skills: frozen.skills.clone(),
+            agents: frozen.agents.clone(),
             mcp,
         });
         Ok(Backend {
@@ -414,6 +421,9 @@ impl Backend {
             if name == SKILL_TOOL && !ext.skills.is_empty() {
                 return plan_skill(&ext.skills, &args);
             }
+            if name == openmax_core::tool::TASK_TOOL {
+                return crate::tasks::plan(&args, &ext.agents);
+            }
             crate::tools::plan(&ctx, &name, &args)
         }
     }
@@ -463,7 +473,7 @@ impl Backend {
                 }
             }
             let mut outcome = match tasks {
-                Some(spawner) => spawner.run(args, cancel).await,
+                Some(spawner) => spawner.run(args, ext.agents.clone(), cancel).await,
                 None => Self::run_call(ctx.clone(), ext, planned, name, args, cancel).await,
             };
             // The provider key never reaches the session file or the model.
@@ -799,6 +809,7 @@ impl Backend {
         self.ext = Arc::new(Extensions {
             external: p.frozen.external,
             skills: p.frozen.skills,
+            agents: p.frozen.agents,
             mcp: p.mcp,
         });
         if let Ok(mut s) = self.shared.lock() {

@@ -16,7 +16,8 @@ use tokio::process::ChildStdin;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::{Spawner, TaskArgs, DEPTH_ENV};
+use super::{Spawner, TaskArgs, AGENT_DEF_ENV, DEPTH_ENV};
+use crate::extensions::agents::Agent;
 use crate::extensions::process::kill_group;
 use crate::sandbox::AGENT_ENV;
 
@@ -143,20 +144,36 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Start the child, drive its one turn, end it.
-pub async fn drive(sp: &Spawner, a: &TaskArgs, mut cancel: oneshot::Receiver<()>) -> Report {
+/// Start the child in `project` (the parent's, or its worktree), as `agent` when named, drive
+/// its one turn, end it.
+pub async fn drive(
+    sp: &Spawner,
+    a: &TaskArgs,
+    agent: Option<&Agent>,
+    project: &std::path::Path,
+    mut cancel: oneshot::Receiver<()>,
+) -> Report {
     let mut report = Report::default();
     let mut cmd = tokio::process::Command::new(&sp.exe);
-    cmd.arg("--stdio").arg("--project").arg(&sp.project).args([
+    let model = agent.and_then(|g| g.model.as_deref()).unwrap_or(&sp.model);
+    cmd.arg("--stdio").arg("--project").arg(project).args([
         "--provider",
         &sp.provider,
         "--model",
-        &sp.model,
+        model,
     ]);
     if let Some(url) = &sp.base_url {
         cmd.args(["--base-url", url]);
     }
-    cmd.current_dir(&sp.project)
+    match agent.map(serde_json::to_string) {
+        Some(Ok(def)) => {
+            cmd.env(AGENT_DEF_ENV, def);
+        }
+        _ => {
+            cmd.env_remove(AGENT_DEF_ENV);
+        }
+    }
+    cmd.current_dir(project)
         .env("OPENMAX_HOME", &sp.home)
         .env(AGENT_ENV, &sp.session_id)
         .env(DEPTH_ENV, (sp.depth + 1).to_string())
