@@ -72,11 +72,7 @@ fn a_named_agent_narrows_the_childs_tools_and_iterations() {
         ),
         // The child: a tool it was not given, then another call; its two rounds spent, its
         // turn ends `max_iterations` (the config allows 50).
-        tool_reply(
-            "c1",
-            "shell",
-            json!({"command": "echo pwned > pwned.txt"}),
-        ),
+        tool_reply("c1", "shell", json!({"command": "echo pwned > pwned.txt"})),
         tool_reply("c2", "read_file", json!({"path": "README.md"})),
         text_reply("parent done"),
     ]);
@@ -111,7 +107,8 @@ fn a_named_agent_narrows_the_childs_tools_and_iterations() {
     // Its call of a tool it lacks failed with a clear error, and nothing ran.
     let second = reqs[2].body.to_string();
     assert!(
-        second.contains("does not give it `shell`") && second.contains("its tools: grep, read_file"),
+        second.contains("does not give it `shell`")
+            && second.contains("its tools: grep, read_file"),
         "{second}"
     );
 }

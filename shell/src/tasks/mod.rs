@@ -23,6 +23,7 @@
 //!   `blocked`, `unverified` or a child that died before its `done` fail it.
 
 pub mod child;
+pub mod worktree;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -256,13 +257,65 @@ impl Spawner {
             Ok(x) => x,
             Err(message) => return fail(message),
         };
-        let report = child::drive(&self, &a, agent, &self.project, cancel).await;
+        if !a.worktree {
+            let report = child::drive(&self, &a, agent, &self.project, cancel).await;
+            return ToolOutcome {
+                ok: report.ok(),
+                output: report.render(&a.description),
+                diffs: Vec::new(),
+                images: Vec::new(),
+            };
+        }
+        let (project, description) = (self.project.clone(), a.description.clone());
+        let made =
+            tokio::task::spawn_blocking(move || self::worktree::create(&project, &description))
+                .await
+                .unwrap_or_else(|e| Err(format!("task: could not make a worktree: {e}")));
+        let wt = match made {
+            Ok(wt) => wt,
+            Err(message) => return fail(message),
+        };
+        if let Err(e) = self.admit(&wt.project) {
+            return fail(format!(
+                "task: could not prepare the worktree's project: {e}"
+            ));
+        }
+        let mut told = a.clone();
+        told.prompt = format!(
+            "{}\n\n(You work in a git worktree of your own, on the branch {}. openmax commits \
+             your changes on that branch when you finish; do not commit them yourself.)",
+            a.prompt, wt.branch
+        );
+        let report = child::drive(&self, &told, agent, &wt.project, cancel).await;
+        let description = a.description.clone();
+        let wt2 = wt.clone();
+        let settled = tokio::task::spawn_blocking(move || wt2.finish(&description))
+            .await
+            .unwrap_or_else(|e| format!("worktree: branch {} (not settled: {e})", wt.branch));
+        let output = report.render(&a.description);
+        let output = match output.split_once('\n') {
+            Some((head, rest)) => format!("{head}\n{settled}\n{rest}"),
+            None => format!("{output}\n{settled}"),
+        };
         ToolOutcome {
             ok: report.ok(),
-            output: report.render(&a.description),
+            output,
             diffs: Vec::new(),
             images: Vec::new(),
         }
+    }
+
+    /// A worktree's project is trusted, in the saved mode of this session's project: openmax
+    /// made it from this trusted project (the agent cannot trust a project itself).
+    fn admit(&self, project: &std::path::Path) -> std::io::Result<()> {
+        let home = crate::session::Home::new(self.home.clone());
+        let ours = crate::session::ProjectState::open(&home, &self.project);
+        let theirs = crate::session::ProjectState::open(&home, project);
+        theirs.set_trusted()?;
+        if let Some(mode) = ours.mode() {
+            theirs.save_mode(mode)?;
+        }
+        Ok(())
     }
 }
 
