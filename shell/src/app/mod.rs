@@ -705,6 +705,7 @@ pub(crate) async fn open(
             depth: task_depth,
             drain_ms: setup.settings.limits.drain_timeout_ms,
             policy: backend.sandbox_policy(),
+            progress: Default::default(),
         });
     }
     let mut turns_before = turns_before;
@@ -860,6 +861,7 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             home,
             provider: backend.provider().clone(),
             sandbox: backend.sandbox_policy(),
+            tasks: backend.task_board(),
             trusted,
             prices,
             undo: checkpoints.map(|p| (p, session_id.clone())),

@@ -365,6 +365,15 @@ impl Backend {
         self.tools.web = web;
     }
 
+    /// The running `task` calls and the finished children's totals (an empty board when this
+    /// session starts no subagents).
+    pub fn task_board(&self) -> crate::tasks::progress::Board {
+        self.tasks
+            .as_ref()
+            .map(|s| s.progress.clone())
+            .unwrap_or_default()
+    }
+
     /// Start subagents (`task` calls) with `spawner` from now on.
     pub fn set_tasks(&mut self, spawner: crate::tasks::Spawner) {
         self.tasks = Some(Arc::new(spawner));
@@ -451,6 +460,7 @@ impl Backend {
         let ext = Arc::clone(&self.ext);
         let planned = self.planned.remove(call_id);
         let barrier = self.before_call(&name, &args);
+        let call_id = call_id.to_string();
         let tasks = (name == openmax_core::tool::TASK_TOOL)
             .then(|| self.tasks.clone())
             .flatten();
@@ -473,7 +483,7 @@ impl Backend {
                 }
             }
             let mut outcome = match tasks {
-                Some(spawner) => spawner.run(args, ext.agents.clone(), cancel).await,
+                Some(spawner) => spawner.run(call_id, args, ext.agents.clone(), cancel).await,
                 None => Self::run_call(ctx.clone(), ext, planned, name, args, cancel).await,
             };
             // The provider key never reaches the session file or the model.

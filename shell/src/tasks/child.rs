@@ -16,6 +16,7 @@ use tokio::process::ChildStdin;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::progress::Watch;
 use super::{Spawner, TaskArgs, AGENT_DEF_ENV, DEPTH_ENV};
 use crate::extensions::agents::Agent;
 use crate::extensions::process::kill_group;
@@ -38,6 +39,9 @@ pub struct Report {
     /// The sums of its `usage` lines.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The sum of their cached tokens (`None`: none reported), and how many there were.
+    pub cached_tokens: Option<u64>,
+    pub requests: u64,
     /// Its `error` and `protocol_error` messages.
     pub errors: Vec<String>,
     /// Its approval requests this call declined (no human answers a child's approvals yet).
@@ -64,6 +68,16 @@ impl Report {
                 .stop_reason
                 .as_deref()
                 .is_some_and(|r| !FAILED.contains(&r))
+    }
+
+    /// The child's usage, added up.
+    pub fn usage(&self) -> openmax_core::usage::UsageTotals {
+        openmax_core::usage::UsageTotals {
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            cached_tokens: self.cached_tokens,
+            requests: self.requests,
+        }
     }
 
     /// The tool result the model reads.
@@ -108,6 +122,10 @@ impl Report {
             "usage" => {
                 self.prompt_tokens += v["prompt_tokens"].as_u64().unwrap_or(0);
                 self.completion_tokens += v["completion_tokens"].as_u64().unwrap_or(0);
+                if let Some(c) = v["cached_tokens"].as_u64() {
+                    self.cached_tokens = Some(self.cached_tokens.unwrap_or(0) + c);
+                }
+                self.requests += 1;
             }
             "error" | "protocol_error" => self.errors.push(s("message")),
             "approval_request" => {
@@ -151,6 +169,7 @@ pub async fn drive(
     a: &TaskArgs,
     agent: Option<&Agent>,
     project: &std::path::Path,
+    watch: &Watch,
     mut cancel: oneshot::Receiver<()>,
 ) -> Report {
     let mut report = Report::default();
@@ -232,7 +251,9 @@ pub async fn drive(
                 Ok(Some(l)) => {
                     let Ok(v) = serde_json::from_str::<Value>(&l) else { continue };
                     let first = !sent_user && v["type"] == "hello";
-                    match report.event(&v) {
+                    let answer = report.event(&v);
+                    watch.tool_calls(report.tool_calls);
+                    match answer {
                         Some(Answer::Done) => break,
                         Some(Answer::Decline(id)) => {
                             send(&mut stdin, json!({"cmd": "approve", "approval_id": id, "approved": false})).await;

@@ -23,6 +23,7 @@
 //!   `blocked`, `unverified` or a child that died before its `done` fail it.
 
 pub mod child;
+pub mod progress;
 pub mod worktree;
 
 use std::path::PathBuf;
@@ -242,6 +243,8 @@ pub struct Spawner {
     pub drain_ms: u64,
     /// Containment: the child's group is tracked like a tool's.
     pub policy: Arc<Policy>,
+    /// The running calls and the finished children's totals, for the frontends.
+    pub progress: progress::Board,
 }
 
 impl Spawner {
@@ -249,6 +252,7 @@ impl Spawner {
     /// current freeze.
     pub async fn run(
         self: Arc<Self>,
+        call_id: String,
         call: Value,
         known: Vec<Agent>,
         cancel: oneshot::Receiver<()>,
@@ -258,7 +262,9 @@ impl Spawner {
             Err(message) => return fail(message),
         };
         if !a.worktree {
-            let report = child::drive(&self, &a, agent, &self.project, cancel).await;
+            let watch = self.progress.start(&call_id, &a.description);
+            let report = child::drive(&self, &a, agent, &self.project, &watch, cancel).await;
+            watch.ended(&report.usage(), report.tool_calls);
             return ToolOutcome {
                 ok: report.ok(),
                 output: report.render(&a.description),
@@ -286,7 +292,9 @@ impl Spawner {
              your changes on that branch when you finish; do not commit them yourself.)",
             a.prompt, wt.branch
         );
-        let report = child::drive(&self, &told, agent, &wt.project, cancel).await;
+        let watch = self.progress.start(&call_id, &a.description);
+        let report = child::drive(&self, &told, agent, &wt.project, &watch, cancel).await;
+        watch.ended(&report.usage(), report.tool_calls);
         let description = a.description.clone();
         let wt2 = wt.clone();
         let settled = tokio::task::spawn_blocking(move || wt2.finish(&description))
