@@ -42,11 +42,15 @@ pub fn openmax_bin() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
         let exe = std::env::current_exe().expect("the test executable has a path");
-        // target/<profile>/deps/<test> → target/<profile>/openmax
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test executables live in target/<profile>/deps");
+        // target/<profile>/deps/<test> → target/<profile>/openmax; a bench binary of this
+        // crate lives in target/<profile>/ itself.
+        let dir = exe.parent().expect("the test executable is in a directory");
+        let profile_dir = if dir.ends_with("deps") {
+            dir.parent()
+                .expect("test executables live in target/<profile>/deps")
+        } else {
+            dir
+        };
         let bin = profile_dir.join(format!("openmax{}", std::env::consts::EXE_SUFFIX));
         if !bin.exists() {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
