@@ -446,3 +446,46 @@ fn the_reader_sees_uses_paths_and_leaves_tests_and_comments_out() {
     let chain = e(&[("p", "q"), ("q", "r")]);
     assert!(components(&n, &chain).iter().all(|c| c.len() == 1));
 }
+
+/// The rooms a room's files import (other rooms only).
+fn imports_of(edges: &BTreeMap<Module, BTreeSet<Module>>, from: &str) -> BTreeSet<String> {
+    let room = |m: &Module| m.first().cloned().unwrap_or_else(|| "lib".into());
+    edges
+        .iter()
+        .filter(|(a, _)| room(a) == from)
+        .flat_map(|(_, to)| to.iter().map(room))
+        .filter(|r| r != from)
+        .collect()
+}
+
+#[test]
+fn the_frontends_stand_above_the_runtime_and_nothing_imports_the_dispatcher() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let files = files(&root);
+    let edges = graph(&files);
+    let rooms: BTreeSet<String> = files
+        .keys()
+        .map(|m| m.first().cloned().unwrap_or_else(|| "lib".into()))
+        .collect();
+    for r in &rooms {
+        let to = imports_of(&edges, r);
+        // `app` is the dispatcher: only the binary's `main` (and `lib`, which declares it)
+        // reaches it.
+        if !matches!(r.as_str(), "main" | "lib") {
+            assert!(!to.contains("app"), "{r} imports the dispatcher app/");
+        }
+        // The frontends are reached only from the dispatcher: no room below uses one.
+        if !matches!(r.as_str(), "app" | "main" | "lib") {
+            assert!(!to.contains("frontend"), "{r} imports a frontend");
+        }
+    }
+    // The frontends use the runtime and the start-up; neither uses them back.
+    let front = imports_of(&edges, "frontend");
+    assert!(
+        front.contains("run") && front.contains("start"),
+        "{front:?}"
+    );
+    // The check itself: a room that imports `app` is seen (the dispatcher does import
+    // `frontend`, so the reader finds arrows into it).
+    assert!(imports_of(&edges, "app").contains("frontend"));
+}

@@ -151,7 +151,10 @@ impl Pane {
         cmd.arg("-S")
             .arg(&self.socket)
             .args(args)
-            .env_remove("TMUX");
+            .env_remove("TMUX")
+            // A command given as one string runs through tmux's default shell, which is
+            // $SHELL or else the user's login shell: the ordinary test user's is nologin.
+            .env("SHELL", "/bin/sh");
         self.who.apply(&mut cmd);
         let out = cmd.output().expect("tmux runs");
         assert!(

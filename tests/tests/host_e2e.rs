@@ -74,12 +74,32 @@ impl Tmux {
         };
         let out = t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "victim", "sh"]);
         assert!(out.status.success(), "{out:?}");
+        t.alive();
         t
+    }
+
+    /// The server still runs (its session's shell did not end at once).
+    fn alive(&self) {
+        std::thread::sleep(Duration::from_millis(200));
+        let out = self.run(&["has-session", "-t", "victim"]);
+        assert!(
+            out.status.success(),
+            "the test's tmux server of {} is gone: {}",
+            self.who.label(),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     fn run(&self, args: &[&str]) -> std::process::Output {
         let mut c = std::process::Command::new(&self.tmux);
-        c.arg("-S").arg(&self.socket).args(args).env_remove("TMUX");
+        // A command given as one string (the pane's `sh`, a `new-window` payload) runs through
+        // tmux's default shell: $SHELL, else the user's login shell, which for the ordinary
+        // test user is nologin (the pane would end at once, and the server with it).
+        c.arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .env_remove("TMUX")
+            .env("SHELL", "/bin/sh");
         self.who.apply(&mut c);
         c.output().unwrap()
     }

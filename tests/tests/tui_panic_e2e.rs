@@ -10,7 +10,7 @@ use std::path::Path;
 use openmax_tests::tmux::Pane;
 use openmax_tests::*;
 
-/// The variable the trigger reads (`shell/src/tui/panic_trigger.rs`).
+/// The variable the trigger reads (`shell/src/panic_trigger.rs`).
 const VAR: &str = "OPENMAX_TEST_PANIC";
 
 fn has_trigger(bin: &Path) -> bool {

@@ -231,6 +231,19 @@ pub enum Pick {
     Fork(String),
 }
 
+impl Pick {
+    /// The session the start-up opens for this pick.
+    pub(crate) fn resume(self) -> crate::start::Resume {
+        use crate::start::Resume;
+        match self {
+            Pick::New => Resume::New,
+            Pick::Latest => Resume::Latest,
+            Pick::Resume(id) => Resume::Prefix(id),
+            Pick::Fork(id) => Resume::Fork(id),
+        }
+    }
+}
+
 /// What one invocation does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -296,6 +309,16 @@ pub struct PrintOptions {
 }
 
 impl Cli {
+    /// What a session's start-up takes from these flags.
+    pub fn flags(&self) -> crate::start::Flags {
+        crate::start::Flags {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            project: self.project.clone(),
+        }
+    }
+
     /// The chosen action, or a usage message when none (or a meaningless mix) was given.
     pub fn action(&self) -> Result<Action, String> {
         // The common options (`--project`, …) go with a command; the modes do not.
@@ -344,29 +367,8 @@ impl Cli {
         if self.acp {
             return Ok(Action::Acp);
         }
-        match &self.command {
-            None => {}
-            Some(Sub::Mcp {
-                command: McpCommand::List,
-            }) => return Ok(Action::McpList),
-            Some(Sub::Sandbox {
-                command: SandboxCommand::Check,
-            }) => return Ok(Action::SandboxCheck),
-            Some(Sub::Undo(a)) => return Ok(Action::Undo(*a)),
-            Some(Sub::Sessions(a)) => {
-                return Ok(match a.command {
-                    None => Action::Sessions {
-                        json: a.json,
-                        all: a.all,
-                    },
-                    Some(SessionsCommand::Repair) if a.json || a.all => {
-                        return Err("--json and --all go with `openmax sessions`, not with \
-                                    `sessions repair`"
-                            .into())
-                    }
-                    Some(SessionsCommand::Repair) => Action::SessionsRepair,
-                })
-            }
+        if let Some(sub) = &self.command {
+            return sub.action();
         }
         let pick = match (&self.resume, &self.fork, self.continue_) {
             (Some(id), _, _) => Pick::Resume(id.clone()),
@@ -388,6 +390,33 @@ impl Cli {
             (None, true) => Ok(Action::Stdio { pick }),
             (None, false) => Ok(Action::Tui { pick }),
         }
+    }
+}
+
+impl Sub {
+    /// The action of a command (`openmax mcp list`, `sandbox check`, `undo`, `sessions`).
+    fn action(&self) -> Result<Action, String> {
+        Ok(match self {
+            Sub::Mcp {
+                command: McpCommand::List,
+            } => Action::McpList,
+            Sub::Sandbox {
+                command: SandboxCommand::Check,
+            } => Action::SandboxCheck,
+            Sub::Undo(a) => Action::Undo(*a),
+            Sub::Sessions(a) => match a.command {
+                None => Action::Sessions {
+                    json: a.json,
+                    all: a.all,
+                },
+                Some(SessionsCommand::Repair) if a.json || a.all => {
+                    return Err("--json and --all go with `openmax sessions`, not with \
+                                `sessions repair`"
+                        .into())
+                }
+                Some(SessionsCommand::Repair) => Action::SessionsRepair,
+            },
+        })
     }
 }
 

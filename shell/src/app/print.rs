@@ -16,57 +16,23 @@ use openmax_core::machine::Input;
 use openmax_core::wire::{Command, Hello};
 
 use super::cli::{Cli, Pick, PrintOptions};
-use super::{open, Opened, Opener, PrintOpen, Resume};
 use crate::exit;
 use crate::frontend::output_schema::OutputSchema;
 use crate::frontend::print_run::OutputFormat;
 use crate::frontend::print_run::PrintRun;
 use crate::run::{Runtime, SignalPolicy};
+use crate::start::{open, Opened, Opener, PrintOpen};
 
 /// The largest prompt `-p -` reads from stdin: the contract's largest command line.
 pub const MAX_STDIN_PROMPT: usize = openmax_core::wire::MAX_LINE_BYTES;
 
 /// Run `-p`; the process exit code.
 pub fn run(cli: &Cli, prompt: &str, pick: Pick, opts: &PrintOptions) -> i32 {
-    let prompt = if prompt == "-" {
-        use std::io::IsTerminal;
-        if std::io::stdin().is_terminal() {
-            eprintln!("openmax: reading the prompt from stdin; end it with Ctrl-D");
-        }
-        match read_prompt(std::io::stdin().lock()) {
-            Ok(p) => p,
-            Err(e) => return usage(e),
-        }
-    } else {
-        prompt.to_string()
+    let (text, images, schema) = match the_prompt(cli, prompt, opts) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
-    if prompt.trim().is_empty() {
-        return usage("the prompt is empty: give -p a prompt, or -p - with one on stdin");
-    }
-    let schema = match &opts.schema {
-        Some(path) => match OutputSchema::load(path) {
-            Ok(s) => Some(s),
-            Err(e) => return usage(e),
-        },
-        None => None,
-    };
-    let mut images = Vec::new();
-    for path in &cli.images {
-        match crate::images::from_file(&path.display().to_string(), path) {
-            Ok(img) => images.push(img),
-            Err(e) => return usage(format!("--image {e}")),
-        }
-    }
-    let text = match &schema {
-        Some(s) => s.instruct(&prompt),
-        None => prompt,
-    };
-    let resume = match pick {
-        Pick::New => Resume::New,
-        Pick::Latest => Resume::Latest,
-        Pick::Resume(id) => Resume::Prefix(id),
-        Pick::Fork(id) => Resume::Fork(id),
-    };
+    let resume = pick.resume();
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -90,7 +56,7 @@ pub fn run(cli: &Cli, prompt: &str, pick: Pick, opts: &PrintOptions) -> i32 {
         notices,
         prices,
         ..
-    } = match rt.block_on(open(cli, None, resume, opener, Vec::new())) {
+    } = match rt.block_on(open(&cli.flags(), None, resume, opener, Vec::new())) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("openmax: {}", e.message);
@@ -139,6 +105,58 @@ pub fn run(cli: &Cli, prompt: &str, pick: Pick, opts: &PrintOptions) -> i32 {
     rt.shutdown_background();
     crate::sandbox::reaper::sweep();
     sink.finish(code, prices.as_ref())
+}
+
+/// The prompt's text (with the schema's instruction), its images and the `--output-schema`,
+/// checked before anything starts; a problem is a usage error (its exit code).
+fn the_prompt(
+    cli: &Cli,
+    prompt: &str,
+    opts: &PrintOptions,
+) -> Result<
+    (
+        String,
+        Vec<openmax_core::conversation::Image>,
+        Option<OutputSchema>,
+    ),
+    i32,
+> {
+    let prompt = if prompt == "-" {
+        use std::io::IsTerminal;
+        if std::io::stdin().is_terminal() {
+            eprintln!("openmax: reading the prompt from stdin; end it with Ctrl-D");
+        }
+        match read_prompt(std::io::stdin().lock()) {
+            Ok(p) => p,
+            Err(e) => return Err(usage(e)),
+        }
+    } else {
+        prompt.to_string()
+    };
+    if prompt.trim().is_empty() {
+        return Err(usage(
+            "the prompt is empty: give -p a prompt, or -p - with one on stdin",
+        ));
+    }
+    let schema = match &opts.schema {
+        Some(path) => match OutputSchema::load(path) {
+            Ok(s) => Some(s),
+            Err(e) => return Err(usage(e)),
+        },
+        None => None,
+    };
+    let mut images = Vec::new();
+    for path in &cli.images {
+        match crate::images::from_file(&path.display().to_string(), path) {
+            Ok(img) => images.push(img),
+            Err(e) => return Err(usage(format!("--image {e}"))),
+        }
+    }
+    let text = match &schema {
+        Some(s) => s.instruct(&prompt),
+        None => prompt,
+    };
+    Ok((text, images, schema))
 }
 
 fn usage(e: impl std::fmt::Display) -> i32 {

@@ -32,15 +32,15 @@ type Failed = (i32, String);
 
 fn go(cli: &Cli, args: UndoArgs, out: &mut dyn Write) -> Result<i32, Failed> {
     let fail = |m: String| (1, m);
-    if super::agent_spawned() {
+    if crate::start::agent_spawned() {
         return Err(fail(format!(
             "openmax undo is refused in a process started by an agent ({} is set): a human \
              runs it",
-            super::AGENT_ENV
+            crate::start::AGENT_ENV
         )));
     }
     let home = Home::from_env().map_err(fail)?;
-    let root = super::project_of(cli).map_err(fail)?;
+    let root = crate::start::project_of(&cli.flags()).map_err(fail)?;
     let state = ProjectState::open(&home, &root);
     crate::session::perms::check(home.root(), Some(state.dir())).map_err(fail)?;
     let layers = config::load_layers(home.root(), &root).map_err(|e| fail(e.0))?;

@@ -133,66 +133,11 @@ pub fn resolve(
             u64::from(chosen.kind.default_max_output_tokens()),
         )?;
     }
-    let defaults = RetrySettings::default();
-    let retry = RetrySettings {
-        max_attempts: p.max_attempts.unwrap_or(defaults.max_attempts).max(1),
-        retry_base_ms: p.retry_base_ms.unwrap_or(defaults.retry_base_ms),
-        retry_max_ms: defaults.retry_max_ms,
-        stream_idle_timeout_ms: match p.stream_idle_timeout_s {
-            Some(s) => seconds_to_ms(s, "[provider] stream_idle_timeout_s")?,
-            None => defaults.stream_idle_timeout_ms,
-        },
-    };
-    let l = layers.merged.limits;
-    let ldef = Limits::default();
-    let limits = Limits {
-        max_iterations: l.max_iterations.unwrap_or(ldef.max_iterations),
-        max_agent_tokens: l.max_agent_tokens.unwrap_or(ldef.max_agent_tokens),
-        approval_timeout_ms: match l.approval_timeout_s {
-            Some(s) => seconds_to_ms(s, "[limits] approval_timeout_s")?,
-            None => ldef.approval_timeout_ms,
-        },
-        max_reply_bytes: l.max_reply_bytes.unwrap_or(ldef.max_reply_bytes),
-        max_thinking_bytes: l.max_thinking_bytes.unwrap_or(ldef.max_thinking_bytes),
-        max_tool_calls: l.max_tool_calls.unwrap_or(ldef.max_tool_calls),
-        drain_timeout_ms: match l.drain_timeout_s {
-            Some(s) => seconds_to_ms(s, "[limits] drain_timeout_s")?,
-            None => ldef.drain_timeout_ms,
-        },
-    };
-    let tdef = ToolTimeouts::default();
-    let tool_timeouts = ToolTimeouts {
-        tool_ms: match l.tool_timeout_s {
-            Some(s) => seconds_to_ms(s, "[limits] tool_timeout_s")?,
-            None => tdef.tool_ms,
-        },
-        shell_ms: match l.shell_timeout_s {
-            Some(s) if s <= 0.0 => {
-                return Err(ConfigError(
-                    "[limits] shell_timeout_s must be a positive number of seconds".to_string(),
-                ))
-            }
-            Some(s) if s > crate::tools::SHELL_MAX_TIMEOUT_S => {
-                return Err(ConfigError(format!(
-                    "[limits] shell_timeout_s must be at most {} seconds",
-                    crate::tools::SHELL_MAX_TIMEOUT_S
-                )))
-            }
-            Some(s) => seconds_to_ms(s, "[limits] shell_timeout_s")?,
-            None => tdef.shell_ms,
-        },
-    };
-    let mut permissions = Permissions::default();
-    for r in &layers.merged.permissions.deny {
-        permissions
-            .deny
-            .push(Rule::parse(r).map_err(|e| ConfigError(format!("[permissions] deny: {e}")))?);
-    }
-    for r in &layers.merged.permissions.ask {
-        permissions
-            .ask
-            .push(Rule::parse(r).map_err(|e| ConfigError(format!("[permissions] ask: {e}")))?);
-    }
+    let retry = retry_of(&p)?;
+    let l = &layers.merged.limits;
+    let limits = limits_of(l)?;
+    let tool_timeouts = tool_timeouts_of(l)?;
+    let permissions = permissions_of(&layers.merged.permissions)?;
     let provider::Chosen {
         name,
         kind,
@@ -232,6 +177,82 @@ pub fn resolve(
         sandbox: layers.merged.sandbox,
         tool_timeouts,
     })
+}
+
+/// `[provider]`'s retry settings over the defaults.
+fn retry_of(p: &ProviderSection) -> Result<RetrySettings, ConfigError> {
+    let defaults = RetrySettings::default();
+    Ok(RetrySettings {
+        max_attempts: p.max_attempts.unwrap_or(defaults.max_attempts).max(1),
+        retry_base_ms: p.retry_base_ms.unwrap_or(defaults.retry_base_ms),
+        retry_max_ms: defaults.retry_max_ms,
+        stream_idle_timeout_ms: match p.stream_idle_timeout_s {
+            Some(s) => seconds_to_ms(s, "[provider] stream_idle_timeout_s")?,
+            None => defaults.stream_idle_timeout_ms,
+        },
+    })
+}
+
+/// `[limits]` over the defaults.
+fn limits_of(l: &LimitsSection) -> Result<Limits, ConfigError> {
+    let ldef = Limits::default();
+    Ok(Limits {
+        max_iterations: l.max_iterations.unwrap_or(ldef.max_iterations),
+        max_agent_tokens: l.max_agent_tokens.unwrap_or(ldef.max_agent_tokens),
+        approval_timeout_ms: match l.approval_timeout_s {
+            Some(s) => seconds_to_ms(s, "[limits] approval_timeout_s")?,
+            None => ldef.approval_timeout_ms,
+        },
+        max_reply_bytes: l.max_reply_bytes.unwrap_or(ldef.max_reply_bytes),
+        max_thinking_bytes: l.max_thinking_bytes.unwrap_or(ldef.max_thinking_bytes),
+        max_tool_calls: l.max_tool_calls.unwrap_or(ldef.max_tool_calls),
+        drain_timeout_ms: match l.drain_timeout_s {
+            Some(s) => seconds_to_ms(s, "[limits] drain_timeout_s")?,
+            None => ldef.drain_timeout_ms,
+        },
+    })
+}
+
+/// `[limits]`'s tool timeouts over the defaults (a shell timeout within its bounds).
+fn tool_timeouts_of(l: &LimitsSection) -> Result<ToolTimeouts, ConfigError> {
+    let tdef = ToolTimeouts::default();
+    Ok(ToolTimeouts {
+        tool_ms: match l.tool_timeout_s {
+            Some(s) => seconds_to_ms(s, "[limits] tool_timeout_s")?,
+            None => tdef.tool_ms,
+        },
+        shell_ms: match l.shell_timeout_s {
+            Some(s) if s <= 0.0 => {
+                return Err(ConfigError(
+                    "[limits] shell_timeout_s must be a positive number of seconds".to_string(),
+                ))
+            }
+            Some(s) if s > crate::tools::SHELL_MAX_TIMEOUT_S => {
+                return Err(ConfigError(format!(
+                    "[limits] shell_timeout_s must be at most {} seconds",
+                    crate::tools::SHELL_MAX_TIMEOUT_S
+                )))
+            }
+            Some(s) => seconds_to_ms(s, "[limits] shell_timeout_s")?,
+            None => tdef.shell_ms,
+        },
+    })
+}
+
+/// `[permissions]`: every rule parsed.
+fn permissions_of(section: &PermissionsSection) -> Result<Permissions, ConfigError> {
+    let mut permissions = Permissions::default();
+    for r in &section.deny {
+        permissions
+            .deny
+            .push(Rule::parse(r).map_err(|e| ConfigError(format!("[permissions] deny: {e}")))?);
+    }
+    for r in &section.ask {
+        permissions
+            .ask
+            .push(Rule::parse(r).map_err(|e| ConfigError(format!("[permissions] ask: {e}")))?);
+    }
+    Ok(permissions)
 }
 
 fn default_context_tokens(provider: &str) -> u64 {

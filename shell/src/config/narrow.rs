@@ -39,6 +39,34 @@ pub const OUTPUT_CAP: &str = "[provider] max_output_tokens";
 
 /// Refuse a project config that widens what `user` set.
 pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(), ConfigError> {
+    user_only(path, user, project)?;
+    let file = path.display();
+    for l in limits(user, project) {
+        let Some(proj) = l.project else { continue };
+        if l.user.is_none() && l.default.is_infinite() {
+            continue;
+        }
+        let (user_value, whose) = match l.user {
+            Some(v) => (v, "the user's value"),
+            None => (l.default, "the default"),
+        };
+        if widens(l.key, proj, user_value) {
+            return Err(ConfigError(format!(
+                "{file}: {} = {} would raise {whose} {} (a project config can only lower \
+                 limits; raise it in {})",
+                l.key,
+                show(proj),
+                show(user_value),
+                crate::session::shown("config.toml")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuse what only the user config may set: the provider, prices, the sandbox's widening keys,
+/// a Unix socket the user's list does not name.
+fn user_only(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(), ConfigError> {
     let file = path.display();
     if project.provider.name.is_some() {
         return Err(ConfigError(format!(
@@ -84,11 +112,18 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
             )));
         }
     }
+    Ok(())
+}
+
+/// Every limit a project may only lower: its key, the project's and the user's values, and the
+/// default the project's is measured against when the user sets none. (Longer than most
+/// functions here because it is a table: one entry per key, read top to bottom.)
+fn limits(user: &FileConfig, project: &FileConfig) -> [Limit; 14] {
     let ld = Limits::default();
     let rd = RetrySettings::default();
     let (u, p) = (&user.limits, &project.limits);
     let (up, pp) = (&user.provider, &project.provider);
-    let limits = [
+    [
         Limit {
             key: "[limits] max_iterations",
             project: p.max_iterations.map(f64::from),
@@ -175,28 +210,7 @@ pub fn check(path: &Path, user: &FileConfig, project: &FileConfig) -> Result<(),
             // chose it: [`output_cap`] checks a project value the user config leaves open.
             default: f64::INFINITY,
         },
-    ];
-    for l in limits {
-        let Some(proj) = l.project else { continue };
-        if l.user.is_none() && l.default.is_infinite() {
-            continue;
-        }
-        let (user_value, whose) = match l.user {
-            Some(v) => (v, "the user's value"),
-            None => (l.default, "the default"),
-        };
-        if widens(l.key, proj, user_value) {
-            return Err(ConfigError(format!(
-                "{file}: {} = {} would raise {whose} {} (a project config can only lower \
-                 limits; raise it in {})",
-                l.key,
-                show(proj),
-                show(user_value),
-                crate::session::shown("config.toml")
-            )));
-        }
-    }
-    Ok(())
+    ]
 }
 
 /// Refuse a project's `[provider] max_output_tokens` (`value`, set in `path`) that the user

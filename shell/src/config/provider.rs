@@ -75,31 +75,9 @@ pub fn choose(
     let name = match named {
         Some(n) => n,
         None => {
-            let found: Vec<(ProviderKind, &str)> = FROM_KEYS
-                .iter()
-                .copied()
-                .filter(|(_, var)| env(var).is_some())
-                .collect();
-            let Some(&(kind, var)) = found.first() else {
-                return Err(ConfigError(format!(
-                    "no provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or set \
-                     [provider] name in {}, or OPENMAX_PROVIDER, or pass --provider ({}; \
-                     `--provider demo` needs no key)",
-                    shown("config.toml"),
-                    PROVIDER_NAMES.join(", ")
-                )));
-            };
-            if found.len() > 1 {
-                let others: Vec<&str> = found[1..].iter().map(|(_, v)| *v).collect();
-                notice = Some(format!(
-                    "both {var} and {} are set and no provider is configured: using {kind} \
-                     ({var} wins); pass --provider {} or set [provider] name in {} to choose",
-                    others.join(", "),
-                    found[1].0,
-                    shown("config.toml"),
-                ));
-            }
-            kind.as_str().to_string()
+            let (name, found_notice) = from_keys(&env)?;
+            notice = found_notice;
+            name
         }
     };
     let kind = ProviderKind::parse(&name).ok_or_else(|| {
@@ -159,6 +137,39 @@ pub fn choose(
         api_key,
         notice,
     })
+}
+
+/// With no provider named: the first vendor whose key variable is set (and a notice naming
+/// the others when several are).
+fn from_keys(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(String, Option<String>), ConfigError> {
+    let mut notice = None;
+    let found: Vec<(ProviderKind, &str)> = FROM_KEYS
+        .iter()
+        .copied()
+        .filter(|(_, var)| env(var).is_some())
+        .collect();
+    let Some(&(kind, var)) = found.first() else {
+        return Err(ConfigError(format!(
+            "no provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or set \
+             [provider] name in {}, or OPENMAX_PROVIDER, or pass --provider ({}; \
+             `--provider demo` needs no key)",
+            shown("config.toml"),
+            PROVIDER_NAMES.join(", ")
+        )));
+    };
+    if found.len() > 1 {
+        let others: Vec<&str> = found[1..].iter().map(|(_, v)| *v).collect();
+        notice = Some(format!(
+            "both {var} and {} are set and no provider is configured: using {kind} \
+             ({var} wins); pass --provider {} or set [provider] name in {} to choose",
+            others.join(", "),
+            found[1].0,
+            shown("config.toml"),
+        ));
+    }
+    Ok((kind.as_str().to_string(), notice))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::io::Write;
 
 use openmax_core::wire::{Event, Line};
 
-use super::Sink;
+use crate::run::Sink;
 
 /// The `--stdio` event writer.
 pub struct JsonlSink<W: Write> {

@@ -17,7 +17,7 @@ use std::io::Write;
 use openmax_core::wire::{ApprovalOutcome, Event};
 
 use super::tally::{declined_note, Declined};
-use super::Sink;
+use crate::run::Sink;
 
 /// The `-p` renderer.
 pub struct PrintSink<O: Write, E: Write> {

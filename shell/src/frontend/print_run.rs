@@ -25,9 +25,10 @@ use openmax_core::wire::{Command, Event};
 use super::output_schema::{OutputSchema, Verdict};
 use super::print_result;
 use super::tally::{declined_note, Tally};
-use super::{JsonlSink, PrintSink, Sink};
+use super::{JsonlSink, PrintSink};
 use crate::exit;
 use crate::run::InputTx;
+use crate::run::Sink;
 
 /// `-p --output-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

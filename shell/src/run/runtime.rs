@@ -32,14 +32,15 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-use openmax_core::machine::{Effect, HookOutcome, Input, Output};
+use openmax_core::conversation::ModelRequest;
+use openmax_core::machine::{Effect, HookEvent, HookOutcome, Input, Output};
 use openmax_core::provider::RequestId;
-use openmax_core::tool::ToolOutcome;
+use openmax_core::tool::{RunSandbox, ToolOutcome};
 use openmax_core::{Core, Millis};
 
 use super::backend::Backend;
 use super::input::InputTx;
-use crate::frontend::Sink;
+use super::sink::Sink;
 
 /// Events buffered past this are flushed even while inputs keep coming, so a provider faster
 /// than the client never piles events up in memory: the blocking write to stdout paces the loop
@@ -59,6 +60,8 @@ pub struct Runtime<S: Sink> {
     hook_cancels: BTreeMap<u64, oneshot::Sender<()>>,
     start: Instant,
     signals: Option<SignalPolicy>,
+    /// Run before a second signal exits the process at once ([`Runtime::before_forced_exit`]).
+    forced_exit_hook: Option<fn()>,
     /// End of input was queued because the sink found the client gone.
     client_gone: bool,
     /// Notices from tool sources (MCP `tools/list_changed`), forwarded as `Input::Notice`.
@@ -92,6 +95,7 @@ impl<S: Sink> Runtime<S> {
             hook_cancels: BTreeMap::new(),
             start: Instant::now(),
             signals: None,
+            forced_exit_hook: None,
             client_gone: false,
             notices: None,
         }
@@ -108,10 +112,17 @@ impl<S: Sink> Runtime<S> {
         self.signals = Some(policy);
     }
 
+    /// `hook` runs before a second signal exits the process at once: the terminal UI passes
+    /// the function that gives the terminal back, so its raw mode never outlives the process.
+    pub fn before_forced_exit(&mut self, hook: fn()) {
+        self.forced_exit_hook = Some(hook);
+    }
+
     #[cfg(unix)]
     fn spawn_signal_task(&self, policy: SignalPolicy) {
         use tokio::signal::unix::{signal, SignalKind};
         let tx = self.tx.clone();
+        let hook = self.forced_exit_hook;
         let (Ok(mut int), Ok(mut term)) = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
@@ -127,8 +138,9 @@ impl<S: Sink> Runtime<S> {
                 }
                 seen += 1;
                 if seen > 1 {
-                    // The terminal UI's raw mode must not outlive the process.
-                    crate::tui::restore();
+                    if let Some(hook) = hook {
+                        hook();
+                    }
                     crate::sandbox::reaper::exit_now(130);
                 }
                 if policy == SignalPolicy::CancelTurn {
@@ -163,8 +175,9 @@ impl<S: Sink> Runtime<S> {
         Millis(self.start.elapsed().as_millis() as u64)
     }
 
-    /// Run until the core asks to exit; returns the exit code and the sink.
-    pub async fn run(mut self) -> (i32, S) {
+    /// What runs beside the loop: the signal task, the persistence thread, the forwarder of
+    /// the MCP servers' notices.
+    fn start_tasks(&mut self) {
         if let Some(policy) = self.signals {
             self.spawn_signal_task(policy);
         }
@@ -182,6 +195,29 @@ impl<S: Sink> Runtime<S> {
                 }
             });
         }
+    }
+
+    /// What the runtime itself keeps of an input before the core takes it: a finished call's
+    /// or hook's cancel handle dropped, the backend told what was planned, done or installed.
+    fn note_input(&mut self, input: &Input) {
+        match input {
+            Input::ToolDone { call_id, outcome } => {
+                self.tool_cancels.remove(call_id);
+                self.backend.note_tool_done(outcome);
+            }
+            Input::ToolPlanned { call_id, plan } => self.backend.note_planned(call_id, plan),
+            Input::HookDone { hook_run, .. } => {
+                self.hook_cancels.remove(hook_run);
+            }
+            Input::Frozen { .. } => self.backend.install_refreeze(),
+            Input::Provider { .. } => self.backend.provider_item_taken(),
+            _ => {}
+        }
+    }
+
+    /// Run until the core asks to exit; returns the exit code and the sink.
+    pub async fn run(mut self) -> (i32, S) {
+        self.start_tasks();
         loop {
             let input = match self.ready.pop_front() {
                 Some(i) => i,
@@ -200,21 +236,9 @@ impl<S: Sink> Runtime<S> {
             }
             #[cfg(feature = "panic-trigger")]
             if let Input::Line(line) = &input {
-                crate::tui::panic_trigger::check_line(line);
+                crate::panic_trigger::check_line(line);
             }
-            match &input {
-                Input::ToolDone { call_id, outcome } => {
-                    self.tool_cancels.remove(call_id);
-                    self.backend.note_tool_done(outcome);
-                }
-                Input::ToolPlanned { call_id, plan } => self.backend.note_planned(call_id, plan),
-                Input::HookDone { hook_run, .. } => {
-                    self.hook_cancels.remove(hook_run);
-                }
-                Input::Frozen { .. } => self.backend.install_refreeze(),
-                Input::Provider { .. } => self.backend.provider_item_taken(),
-                _ => {}
-            }
+            self.note_input(&input);
             let now = self.now();
             self.core.handle(now, input);
             let mut exit = None;
@@ -275,31 +299,106 @@ impl<S: Sink> Runtime<S> {
         }
     }
 
-    /// Carry out one effect. Returns the exit code for [`Effect::Exit`].
+    /// A model request on a task of its own; a panic of that task is the turn's crash.
+    fn send_request(&mut self, request: RequestId, attempt: u32, body: ModelRequest) {
+        let handle = self
+            .backend
+            .spawn_request(request, attempt, body, self.tx.clone());
+        if let Some(old) = self.requests.insert(request, handle.abort_handle()) {
+            old.abort();
+        }
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            if let Err(e) = handle.await {
+                if e.is_panic() {
+                    let _ = tx.send(Input::Crashed {
+                        message: format!("the model request task crashed: {e}"),
+                    });
+                }
+            }
+        });
+    }
+
+    /// A tool call's plan, worked out on a blocking thread (it may read files).
+    fn plan_tool(&mut self, call_id: String, name: String, args: serde_json::Value) {
+        let job = self.backend.plan_job(name, args);
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let input = match tokio::task::spawn_blocking(job).await {
+                Ok(plan) => Input::ToolPlanned {
+                    call_id,
+                    plan: Box::new(plan),
+                },
+                Err(e) => Input::Crashed {
+                    message: format!("inspecting tool call {call_id} crashed: {e}"),
+                },
+            };
+            let _ = tx.send(input);
+        });
+    }
+
+    /// A tool call on a task of its own, cancellable by `CancelTool`.
+    fn run_tool(
+        &mut self,
+        call_id: String,
+        name: String,
+        args: serde_json::Value,
+        sandbox: RunSandbox,
+    ) {
+        let (cancel_tx, cancel_rx) = oneshot::channel();
+        self.tool_cancels.insert(call_id.clone(), cancel_tx);
+        let job = tokio::spawn(
+            self.backend
+                .run_job(&call_id, name, args, cancel_rx, sandbox),
+        );
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let outcome = match job.await {
+                Ok(o) => o,
+                Err(e) => ToolOutcome {
+                    ok: false,
+                    output: format!("the tool crashed: {e}"),
+                    diffs: Vec::new(),
+                    images: Vec::new(),
+                },
+            };
+            let _ = tx.send(Input::ToolDone { call_id, outcome });
+        });
+    }
+
+    /// A hook process on a task of its own, cancellable when its turn ends.
+    fn run_hook(
+        &mut self,
+        hook_run: u64,
+        hook: String,
+        event: HookEvent,
+        payload: serde_json::Value,
+    ) {
+        let (cancel_tx, cancel_rx) = oneshot::channel();
+        self.hook_cancels.insert(hook_run, cancel_tx);
+        let job = tokio::spawn(self.backend.hook_job(&hook, event, payload, cancel_rx));
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let outcome = match job.await {
+                Ok(o) => o,
+                Err(e) => HookOutcome::Failed {
+                    detail: format!("the hook task crashed: {e}"),
+                },
+            };
+            let _ = tx.send(Input::HookDone { hook_run, outcome });
+        });
+    }
+
+    /// Carry out one effect. Returns the exit code for [`Effect::Exit`]. One arm per effect,
+    /// as the core's transitions are one arm each (longer than most functions for that reason:
+    /// an arm that grows past a few lines becomes a method of its own).
     fn perform(&mut self, effect: Effect) -> Option<i32> {
         match effect {
             Effect::SendRequest {
                 request,
                 attempt,
                 body,
-            } => {
-                let handle = self
-                    .backend
-                    .spawn_request(request, attempt, *body, self.tx.clone());
-                if let Some(old) = self.requests.insert(request, handle.abort_handle()) {
-                    old.abort();
-                }
-                let tx = self.tx.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = handle.await {
-                        if e.is_panic() {
-                            let _ = tx.send(Input::Crashed {
-                                message: format!("the model request task crashed: {e}"),
-                            });
-                        }
-                    }
-                });
-            }
+            } => self.send_request(request, attempt, *body),
             Effect::CancelRequest { request } => {
                 if let Some(h) = self.requests.remove(&request) {
                     h.abort();
@@ -309,48 +408,13 @@ impl<S: Sink> Runtime<S> {
                 call_id,
                 name,
                 args,
-            } => {
-                let job = self.backend.plan_job(name, args);
-                let tx = self.tx.clone();
-                tokio::spawn(async move {
-                    let input = match tokio::task::spawn_blocking(job).await {
-                        Ok(plan) => Input::ToolPlanned {
-                            call_id,
-                            plan: Box::new(plan),
-                        },
-                        Err(e) => Input::Crashed {
-                            message: format!("inspecting tool call {call_id} crashed: {e}"),
-                        },
-                    };
-                    let _ = tx.send(input);
-                });
-            }
+            } => self.plan_tool(call_id, name, args),
             Effect::RunTool {
                 call_id,
                 name,
                 args,
                 sandbox,
-            } => {
-                let (cancel_tx, cancel_rx) = oneshot::channel();
-                self.tool_cancels.insert(call_id.clone(), cancel_tx);
-                let job = tokio::spawn(
-                    self.backend
-                        .run_job(&call_id, name, args, cancel_rx, sandbox),
-                );
-                let tx = self.tx.clone();
-                tokio::spawn(async move {
-                    let outcome = match job.await {
-                        Ok(o) => o,
-                        Err(e) => ToolOutcome {
-                            ok: false,
-                            output: format!("the tool crashed: {e}"),
-                            diffs: Vec::new(),
-                            images: Vec::new(),
-                        },
-                    };
-                    let _ = tx.send(Input::ToolDone { call_id, outcome });
-                });
-            }
+            } => self.run_tool(call_id, name, args, sandbox),
             Effect::CancelTool { call_id } => {
                 if let Some(c) = self.tool_cancels.remove(&call_id) {
                     let _ = c.send(());
@@ -361,21 +425,7 @@ impl<S: Sink> Runtime<S> {
                 hook,
                 event,
                 payload,
-            } => {
-                let (cancel_tx, cancel_rx) = oneshot::channel();
-                self.hook_cancels.insert(hook_run, cancel_tx);
-                let job = tokio::spawn(self.backend.hook_job(&hook, event, payload, cancel_rx));
-                let tx = self.tx.clone();
-                tokio::spawn(async move {
-                    let outcome = match job.await {
-                        Ok(o) => o,
-                        Err(e) => HookOutcome::Failed {
-                            detail: format!("the hook task crashed: {e}"),
-                        },
-                    };
-                    let _ = tx.send(Input::HookDone { hook_run, outcome });
-                });
-            }
+            } => self.run_hook(hook_run, hook, event, payload),
             Effect::Persist { ticket, records } => {
                 // On the writer thread: the answer comes on the channel once it is durable.
                 if let Some(input) = self.backend.persist(ticket, records) {

@@ -138,6 +138,12 @@ impl ProjectState {
         self.dir.join("sessions")
     }
 
+    /// The project's prompt history (the terminal UI's Up and Down), inside
+    /// [`ProjectState::dir`].
+    pub fn prompt_history(&self) -> PathBuf {
+        self.dir.join("prompt-history.jsonl")
+    }
+
     /// Whether `openmax --trust` marked this project trusted.
     pub fn trusted(&self) -> bool {
         read_json::<TrustFile>(&self.dir.join(TRUST_FILE))

@@ -44,9 +44,9 @@ use super::prompt;
 use super::rpc::{self, Incoming, RpcError};
 use super::session;
 use super::translate::{self, Out, PromptEnd, Translator};
-use crate::app::cli::Cli;
-use crate::app::{Opened, Resume};
 use crate::run::InputTx;
+use crate::start::Flags;
+use crate::start::{Opened, Resume};
 
 /// A live session of this connection.
 struct Live {
@@ -80,7 +80,7 @@ enum Pending {
 
 /// The connection state.
 pub struct Connection {
-    cli: Cli,
+    flags: Flags,
     tx: UnboundedSender<Msg>,
     rx: UnboundedReceiver<Msg>,
     out: Vec<u8>,
@@ -118,11 +118,11 @@ fn internal(message: impl Into<String>) -> RpcError {
 }
 
 impl Connection {
-    pub fn new(cli: Cli) -> Connection {
+    pub fn new(flags: Flags) -> Connection {
         let (tx, rx) = unbounded_channel();
         let (opened_tx, opened_rx) = unbounded_channel();
         Connection {
-            cli,
+            flags,
             tx,
             rx,
             out: Vec::with_capacity(8 * 1024),
@@ -509,7 +509,7 @@ impl Connection {
             self.loading.insert(sid.clone());
         }
         let args = OpenArgs {
-            cli: self.cli.clone(),
+            flags: self.flags.clone(),
             cwd: cwd.to_path_buf(),
             resume,
             client_mcp,

@@ -29,10 +29,10 @@ pub mod undo;
 #[cfg(test)]
 mod stop_tests;
 
-use crate::app::cli::Cli;
+use crate::start::Flags;
 
 /// Serve ACP on stdio until stdin ends and every session has ended; returns the exit code.
-pub fn run(cli: Cli) -> i32 {
+pub fn run(flags: Flags) -> i32 {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -44,7 +44,7 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     let local = tokio::task::LocalSet::new();
-    let code = local.block_on(&rt, connection::Connection::new(cli).serve());
+    let code = local.block_on(&rt, connection::Connection::new(flags).serve());
     drop(local);
     rt.shutdown_background();
     crate::sandbox::reaper::sweep();

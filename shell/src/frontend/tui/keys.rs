@@ -263,7 +263,7 @@ impl View {
             return;
         }
         #[cfg(feature = "panic-trigger")]
-        super::panic_trigger::check("ui", trimmed);
+        crate::panic_trigger::check("ui", trimmed);
         if let Some(cmd) = trimmed
             .strip_prefix('/')
             .filter(|c| !c.starts_with("mcp__"))

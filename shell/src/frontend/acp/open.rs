@@ -17,9 +17,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::files::AcpFiles;
 use super::msg::Msg;
 use super::rpc::{self, RpcError};
-use crate::app::cli::Cli;
-use crate::app::{Opened, Resume};
 use crate::mcp::ServerDef;
+use crate::start::Flags;
+use crate::start::{Opened, Resume};
 use crate::tools::client_files::ClientFilesRef;
 
 /// The outcome of one open, for the request `id`.
@@ -32,7 +32,7 @@ pub(crate) struct Opening {
 
 /// What an open needs, taken from the connection.
 pub(crate) struct OpenArgs {
-    pub cli: Cli,
+    pub flags: Flags,
     pub cwd: PathBuf,
     pub resume: Resume,
     pub client_mcp: Vec<ServerDef>,
@@ -43,8 +43,8 @@ pub(crate) struct OpenArgs {
 
 /// Open the session and make it ready to run.
 pub(crate) async fn open(a: OpenArgs) -> Result<Opened, RpcError> {
-    let opener = crate::app::Opener::Acp;
-    let mut opened = crate::app::open(&a.cli, Some(&a.cwd), a.resume, opener, a.client_mcp)
+    let opener = crate::start::Opener::Acp;
+    let mut opened = crate::start::open(&a.flags, Some(&a.cwd), a.resume, opener, a.client_mcp)
         .await
         .map_err(|e| {
             let code = if e.untrusted {

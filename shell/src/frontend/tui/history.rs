@@ -3,15 +3,10 @@
 //! or unreadable file is an empty history; a line that does not parse is skipped.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// How many prompts are kept.
 pub const KEEP: usize = 500;
-
-/// The history file of a project state directory.
-pub fn path_in(state_dir: &Path) -> PathBuf {
-    state_dir.join("prompt-history.jsonl")
-}
 
 /// The prompts, oldest first.
 pub fn load(path: &Path) -> Vec<String> {

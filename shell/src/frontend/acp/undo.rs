@@ -12,7 +12,7 @@ use agent_client_protocol_schema::v1::{
 
 use crate::checkpoint::undo::{self as u, Pick};
 use crate::checkpoint::Project;
-use crate::tui::undo::{parse, UndoAsk};
+use crate::frontend::tui::undo::{parse, UndoAsk};
 
 /// The `available_commands_update` of a session.
 pub fn commands(session_id: &str) -> SessionNotification {

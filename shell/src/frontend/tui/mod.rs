@@ -29,8 +29,6 @@ pub mod history;
 pub mod keys;
 pub mod live;
 pub mod markdown;
-#[cfg(feature = "panic-trigger")]
-pub mod panic_trigger;
 pub mod requests;
 pub mod signals;
 pub mod slash;
@@ -55,7 +53,7 @@ use openmax_core::machine::Input;
 use openmax_core::wire::{Command, Event, Mode, Transcript};
 use openmax_core::Core;
 
-use crate::frontend::Sink;
+use crate::run::Sink;
 use crate::run::{Backend, InputTx, Runtime, SignalPolicy};
 
 pub use term::restore;
@@ -230,6 +228,7 @@ fn run_inner(
     }) {
         eprintln!("openmax: signals end input as for --stdio ({e})");
         runtime.handle_signals(SignalPolicy::EndInput);
+        runtime.before_forced_exit(restore);
     }
     let input = runtime.sender();
     if let Err(e) = term::enter() {

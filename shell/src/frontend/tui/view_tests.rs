@@ -754,7 +754,7 @@ fn every_command_of_the_table_does_what_it_says_and_refuses_a_wrong_argument() {
                 assert_eq!(cmds, [Command::Quit]);
             }
             "resume" => assert!(v.wants_sessions),
-            "undo" => assert_eq!(asks, [crate::tui::undo::UndoAsk::List]),
+            "undo" => assert_eq!(asks, [crate::frontend::tui::undo::UndoAsk::List]),
             "reload" => assert_eq!(cmds, [Command::Reload]),
             "quit" => assert_eq!(cmds, [Command::Quit]),
             "mode" => assert_eq!(

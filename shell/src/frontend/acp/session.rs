@@ -14,7 +14,7 @@ use openmax_core::wire::{Event, Mode};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::msg::Msg;
-use crate::frontend::Sink;
+use crate::run::Sink;
 use crate::run::{InputTx, Runtime};
 
 /// The sink of one session: forwards to the connection.
@@ -40,7 +40,7 @@ impl Sink for AcpSink {
 
 /// Start the opened session's runtime on the current `LocalSet`; returns its input sender.
 pub(crate) fn spawn(
-    opened: crate::app::Opened,
+    opened: crate::start::Opened,
     tx: UnboundedSender<Msg>,
     gone: Rc<Cell<bool>>,
 ) -> InputTx {
