@@ -19,6 +19,9 @@
 //!   (a [`HookOutcome`]), [`Input::Persisted`] / [`Input::PersistFailed`],
 //!   [`Input::ModeSaved`] / [`Input::ModeSaveFailed`], [`Input::SourceApproved`] /
 //!   [`Input::SourceApprovalFailed`], [`Input::Frozen`], [`Input::Checkpointed`];
+//! - from a running `task` call's child session: [`Input::TaskApproval`] (it asked for an
+//!   approval, a [`machine::ChildApproval`]) and [`Input::TaskApprovalSettled`] (it settled
+//!   one itself first);
 //! - from outside a call: [`Input::Notice`] (a tool source announced a change);
 //! - from the person, not the wire: [`Input::Compact`] (compact now, the TUI's `/compact`);
 //! - from the driver itself: [`Input::Timeout`] (a deadline of [`Core::poll_timeout`] is due)
@@ -31,11 +34,12 @@
 //!   session id with [`wire::Line`]);
 //! - [`Output::Effect`]: an [`Effect`] for the driver: [`Effect::SendRequest`] /
 //!   [`Effect::CancelRequest`], [`Effect::PlanTool`] / [`Effect::RunTool`] /
-//!   [`Effect::CancelTool`], [`Effect::RunHook`], [`Effect::Persist`], [`Effect::SaveMode`],
+//!   [`Effect::CancelTool`], [`Effect::AnswerTask`] (the answer to a child's approval),
+//!   [`Effect::RunHook`], [`Effect::Persist`], [`Effect::SaveMode`],
 //!   [`Effect::ApproveSource`], [`Effect::Refreeze`], [`Effect::Checkpoint`] (the project's
 //!   files recorded for undo, before a turn's first write and as it ends: a
 //!   [`CheckpointMoment`]), [`Effect::Exit`]. Every answer comes back as an `Input` above
-//!   (`CancelRequest`, `CancelTool` and `Exit` have none).
+//!   (`CancelRequest`, `CancelTool`, `AnswerTask` and `Exit` have none).
 //!
 //! [`Core::poll_timeout`] names the one pending deadline and its [`TimerReason`]:
 //! [`TimerReason::RetryBackoff`], [`TimerReason::StreamIdle`],

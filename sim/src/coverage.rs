@@ -93,6 +93,9 @@ pub const WANTED: &[&str] = &[
     "feature:runs_side_by_side",
     "feature:runs_end_out_of_order",
     "fault:cancel_with_runs_out",
+    "feature:child_approval_forwarded",
+    "feature:child_approval_answered",
+    "fault:cancel_with_child_approvals_pending",
 ];
 
 /// The names of [`WANTED`] (and only those) that this run exercised.
@@ -285,7 +288,39 @@ pub fn observe(sc: &Scenario, run: &Run) -> BTreeSet<&'static str> {
         seen.insert("feature:token_cap_reached_exactly");
     }
     runs_side_by_side(run, &mut seen);
+    child_approvals(run, &mut seen);
     seen
+}
+
+/// A child's request forwarded as an approval of this session; one answered down after the
+/// client's `approve`; a drain settling two or more forwarded ones `cancelled` with the runs.
+fn child_approvals(run: &Run, seen: &mut BTreeSet<&'static str>) {
+    for fed in &run.trace {
+        let asked = matches!(fed.input, FedInput::Core(Input::TaskApproval { .. }));
+        let approve = matches!(&fed.input, FedInput::Core(Input::Line(l))
+            if matches!(Command::parse_line(l), Ok(Some(Command::Approve { .. }))));
+        let mut cancelled = 0;
+        let mut cancels = false;
+        for o in &fed.outputs {
+            match o {
+                Output::Event(Event::ApprovalRequest { .. }) if asked => {
+                    seen.insert("feature:child_approval_forwarded");
+                }
+                Output::Effect(Effect::AnswerTask { .. }) if approve => {
+                    seen.insert("feature:child_approval_answered");
+                }
+                Output::Event(Event::ApprovalSettled {
+                    outcome: ApprovalOutcome::Cancelled,
+                    ..
+                }) => cancelled += 1,
+                Output::Effect(Effect::CancelTool { .. }) => cancels = true,
+                _ => {}
+            }
+        }
+        if cancels && cancelled >= 2 {
+            seen.insert("fault:cancel_with_child_approvals_pending");
+        }
+    }
 }
 
 /// Runs out together: a `RunTool` while another run is out; a run ending before one that

@@ -16,7 +16,9 @@
 //!
 //! Effects answered: `SendRequest` (stream items, or `RequestFailed`), `CancelRequest` (drops
 //! the request's pending answers, as a shell that aborted the socket would), `PlanTool`,
-//! `RunTool`, `CancelTool` (the pending `ToolDone` comes at once as a killed outcome), `RunHook`,
+//! `RunTool` (a `task` call's scripted child requests come as `TaskApproval`s first),
+//! `CancelTool` (the pending `ToolDone` comes at once as a killed outcome), `AnswerTask`
+//! (taken by the child; no answer), `RunHook`,
 //! `Persist`, `SaveMode`, `ApproveSource`, `Refreeze`, `Exit` (ends the run).
 //!
 //! Client steps after an `eof` step are dropped: stdin is closed, no line can arrive.
@@ -488,6 +490,8 @@ impl<'a> Driver<'a> {
                     self.schedule(delay, Owner::Request(request), input);
                 }
             }
+            // The child takes the answer; nothing comes back.
+            Effect::AnswerTask { .. } => {}
             Effect::CancelRequest { request } if !self.sc.config.deliver_after_cancel => {
                 self.cancelled.insert(request);
                 self.scheduled
@@ -505,6 +509,18 @@ impl<'a> Driver<'a> {
             }
             Effect::RunTool { call_id, .. } => {
                 let script = self.bound.get(&call_id).cloned().unwrap_or_default();
+                // The child's requests come before its answer (at the same instant too).
+                for (k, ask) in script.asks.iter().enumerate() {
+                    let request = Box::new(ask.request(&call_id, k));
+                    self.schedule(
+                        ask.after_ms,
+                        Owner::Tool(call_id.clone()),
+                        Input::TaskApproval {
+                            call_id: call_id.clone(),
+                            request,
+                        },
+                    );
+                }
                 let outcome = ToolOutcome {
                     ok: script.ok,
                     output: script.output.clone(),

@@ -22,11 +22,11 @@ use serde::{Deserialize, Serialize};
 
 use openmax_core::conversation::{Message, ToolSchema};
 use openmax_core::machine::{
-    FramingFault, Freeze, HookOutcome, HookSpec, Limits, RetrySettings, TaskLimits,
+    ChildApproval, FramingFault, Freeze, HookOutcome, HookSpec, Limits, RetrySettings, TaskLimits,
 };
 use openmax_core::permissions::{Permissions, Rule};
 use openmax_core::tool::{FileDiff, PlanSandbox, SourceGate, ToolPlan};
-use openmax_core::wire::Mode;
+use openmax_core::wire::{ApprovalReason, Mode};
 use openmax_core::CoreConfig;
 
 use crate::script::{Flavor, Reply};
@@ -266,6 +266,43 @@ pub struct ToolScript {
     /// session's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<PlanSandbox>,
+    /// For a `task` call: the approvals its child asks for while it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asks: Vec<ChildAsk>,
+}
+
+/// One approval a `task` call's child asks for (an `Input::TaskApproval`), `after_ms` after
+/// its `RunTool`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildAsk {
+    pub after_ms: u64,
+    pub reason: ApprovalReason,
+}
+
+impl ChildAsk {
+    /// The request as the child of call `call_id` sends it, its `k`-th (child id `c<k+1>`).
+    pub fn request(&self, call_id: &str, k: usize) -> ChildApproval {
+        let (name, source_path, source_sha, env) = match self.reason {
+            ApprovalReason::Gate => ("write_file", "", "", Vec::new()),
+            ApprovalReason::UnapprovedSource => (
+                "deploy",
+                ".openmax/tools/deploy.json",
+                "0123456789ab",
+                vec!["DEPLOY_TOKEN".to_string()],
+            ),
+        };
+        ChildApproval {
+            approval_id: format!("c{}", k + 1),
+            description: format!("look into {call_id}"),
+            name: name.into(),
+            summary: format!("{name} for the child's step {}", k + 1),
+            detail: "+a line".into(),
+            reason: self.reason,
+            source_path: source_path.into(),
+            source_sha: source_sha.into(),
+            env,
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -283,6 +320,7 @@ impl Default for ToolScript {
             invalid: None,
             source: None,
             sandbox: None,
+            asks: Vec::new(),
         }
     }
 }

@@ -87,6 +87,11 @@ property!(retry_after_up_to_a_minute_waits, 18, RECORD_CASES);
 property!(turn_end_refusals_bounded, 19, RECORD_CASES);
 property!(tool_rounds_bounded, 20, RECORD_CASES);
 property!(no_turn_in_flight_after_done, 21, RECORD_CASES);
+property!(
+    forwarded_approvals_settle_once_and_a_cancel_settles_them,
+    22,
+    RECORD_CASES
+);
 
 #[test]
 fn liveness_after_faults() {

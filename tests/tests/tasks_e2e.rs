@@ -386,3 +386,300 @@ fn cancel_during_two_childrens_streams_ends_both_and_leaves_no_child_process() {
     assert_eq!(s.finish().0, Some(0));
     assert_eq!(mock.requests().len(), 3, "no request after the cancel");
 }
+
+// ----- a child's approvals, carried up to the parent's client -------------------------------
+
+/// A trusted project in `ask` mode whose mock serves `replies`.
+fn setup_ask(replies: Vec<Reply>) -> (TestEnv, MockServer) {
+    let (env, mock) = setup(replies);
+    env.set_mode("ask");
+    (env, mock)
+}
+
+/// A child's `write_file` call of `path`.
+fn child_writes(id: &str, path: &str, content: &str) -> Reply {
+    tool_reply(id, "write_file", json!({"path": path, "content": content}))
+}
+
+/// Read until the next `approval_request`; it.
+fn next_request(s: &mut Session) -> Value {
+    s.until_type("approval_request").pop().unwrap()
+}
+
+/// Approve the parent's own gate of the `task` call (its summary is `task: <description>`).
+fn approve_the_task(s: &mut Session, description: &str) {
+    let req = next_request(s);
+    assert_eq!(req["summary"], format!("task: {description}"), "{req}");
+    s.approve(&req["approval_id"], true);
+}
+
+/// The `approval_settled` of `id` among `evs`.
+fn settled_of<'a>(evs: &'a [Value], id: &Value) -> &'a Value {
+    evs.iter()
+        .find(|e| e["type"] == "approval_settled" && e["approval_id"] == *id)
+        .unwrap_or_else(|| panic!("no approval_settled for {id}: {:?}", types(evs)))
+}
+
+#[test]
+fn a_childs_write_file_approval_reaches_the_client_with_the_description_and_both_answers_reach_the_child(
+) {
+    let (env, mock) = setup_ask(vec![
+        tasks_reply(&[task("t1", "write the notes", "Write two files.")]),
+        child_writes("w1", "notes.txt", "kept\n"),
+        child_writes("w2", "other.txt", "refused\n"),
+        text_reply("wrote notes.txt; other.txt was declined"),
+        text_reply("the subagent is done"),
+    ]);
+    let mut s = env.stdio(&[]);
+    s.user("delegate the writing");
+    approve_the_task(&mut s, "write the notes");
+    // The child's first write: a request of the parent, its summary behind the description.
+    let first = next_request(&mut s);
+    assert_eq!(first["name"], "write_file", "{first}");
+    assert_eq!(first["reason"], "gate", "{first}");
+    assert_eq!(
+        (&first["source_path"], &first["source_sha"]),
+        (&json!(""), &json!(""))
+    );
+    assert!(first.get("env").is_none(), "{first}");
+    let summary = first["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("write the notes: ") && summary.contains("notes.txt"),
+        "{summary}"
+    );
+    assert_eq!(
+        env.read("notes.txt"),
+        None,
+        "nothing is written before the answer"
+    );
+    s.approve(&first["approval_id"], true);
+    // Approved: the child wrote it before it asked for the second.
+    let second = next_request(&mut s);
+    assert_ne!(second["approval_id"], first["approval_id"]);
+    assert_eq!(env.read("notes.txt").as_deref(), Some("kept\n"));
+    assert!(
+        second["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("write the notes: "),
+        "{second}"
+    );
+    s.approve(&second["approval_id"], false);
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
+    assert_eq!(
+        settled_of(&evs, &second["approval_id"])["outcome"],
+        "declined"
+    );
+    let end = end_of(&evs, "t1");
+    assert_eq!(end["ok"], true, "{end}");
+    let out = end["output"].as_str().unwrap();
+    assert!(
+        out.contains("\ndeclined: ") && out.contains("other.txt"),
+        "{out}"
+    );
+    assert!(out.ends_with("other.txt was declined"), "{out}");
+    assert_eq!(env.read("other.txt"), None, "the declined write never ran");
+    // The decline reached the child: its next request carries the declined result.
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 5);
+    let child_third = reqs[3].body.to_string();
+    assert!(child_third.contains("declined"), "{child_third}");
+    // A settled forwarded id is answered like any settled id.
+    s.approve(&first["approval_id"], true);
+    let e = s.event();
+    assert_eq!(e["type"], "protocol_error", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("already settled"),
+        "{e}"
+    );
+    assert_eq!(s.finish().0, Some(0));
+}
+
+/// The `deploy` tool: a manifest naming a project script (external code no human approved).
+fn deploy_tool(env: &TestEnv) {
+    env.write(
+        ".openmax/tools/deploy.json",
+        r#"{"name":"deploy","description":"Deploy","parameters":{"type":"object"},"command":["sh","tools/deploy.sh"],"env":["DEPLOY_TOKEN"]}"#,
+    );
+    env.write("tools/deploy.sh", "cat >/dev/null; echo deployed\n");
+}
+
+#[test]
+fn an_unapproved_source_in_a_child_is_forwarded_in_auto_while_its_gate_is_approved() {
+    let (env, mock) = setup_ask(vec![
+        tasks_reply(&[task("t1", "ship it", "Write the notes, then deploy.")]),
+        // The child's first reply comes slowly: the client switches to auto meanwhile.
+        Reply::Stream {
+            items: vec![
+                StreamItem::Text {
+                    text: "On it.".into(),
+                },
+                StreamItem::ToolCall {
+                    id: "w1".into(),
+                    name: "write_file".into(),
+                    args: json!({"path": "notes.txt", "content": "shipped\n"}),
+                },
+            ],
+            end: StreamEnd::Complete { finish: None },
+            delay_ms: 1500,
+        },
+        tool_reply("d1", "deploy", json!({})),
+        text_reply("deployed it"),
+        text_reply("all shipped"),
+    ]);
+    deploy_tool(&env);
+    let mut s = env.stdio(&[]);
+    s.user("ship");
+    approve_the_task(&mut s, "ship it");
+    // The child started in ask (the saved mode); now the parent goes auto.
+    mock.wait_requests(2, DEADLINE)
+        .expect("the child's request");
+    s.send(json!({"cmd": "approval_mode", "mode": "auto"}));
+    s.until_type("approval_mode");
+    // The child's write is a gate: in auto the parent answers it as it would its own (no
+    // request on its wire); the external bytes are the client's alone to approve.
+    let req = next_request(&mut s);
+    assert_eq!(req["reason"], "unapproved_source", "{req}");
+    assert_eq!(req["name"], "deploy");
+    assert_eq!(req["source_path"], ".openmax/tools/deploy.json");
+    assert_eq!(req["source_sha"].as_str().unwrap().len(), 12, "{req}");
+    assert_eq!(req["env"], json!(["DEPLOY_TOKEN"]));
+    assert!(
+        req["summary"].as_str().unwrap().starts_with("ship it: "),
+        "{req}"
+    );
+    assert_eq!(env.read("notes.txt").as_deref(), Some("shipped\n"));
+    // Not answered by anything but the client: nothing settles it while the client waits.
+    let quiet = s.try_event(Duration::from_millis(700));
+    assert!(
+        quiet.is_none(),
+        "the forwarded request was answered for the client: {quiet:?}"
+    );
+    assert_eq!(mock.requests().len(), 3, "the child waits for the answer");
+    s.approve(&req["approval_id"], true);
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
+    assert_eq!(settled_of(&evs, &req["approval_id"])["outcome"], "approved");
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e["type"] == "approval_request")
+            .count(),
+        0,
+        "one request only: {:?}",
+        types(&evs)
+    );
+    let end = end_of(&evs, "t1");
+    assert!(
+        end["output"].as_str().unwrap().ends_with("deployed it"),
+        "{end}"
+    );
+    // The deploy ran in the child: its next request carries the tool's output.
+    let reqs = mock.requests();
+    assert!(
+        reqs[3].body.to_string().contains("deployed"),
+        "{}",
+        reqs[3].body
+    );
+    assert_eq!(s.finish().0, Some(0));
+}
+
+#[test]
+fn cancel_with_a_forwarded_approval_pending_settles_it_cancelled_and_ends_the_child() {
+    let (env, mock) = setup_ask(vec![
+        tasks_reply(&[task("t1", "write the notes", "Write a file.")]),
+        child_writes("w1", "notes.txt", "never\n"),
+    ]);
+    let mut s = env.stdio(&[]);
+    s.user("delegate");
+    approve_the_task(&mut s, "write the notes");
+    let req = next_request(&mut s);
+    let child = wait_children(s.pid(), 1)[0];
+    s.send(json!({"cmd": "cancel"}));
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "cancelled", "{:?}", types(&evs));
+    assert_eq!(
+        settled_of(&evs, &req["approval_id"])["outcome"],
+        "cancelled"
+    );
+    assert_eq!(end_of(&evs, "t1")["ok"], false);
+    assert!(
+        wait_gone(child),
+        "the child session {child} outlived the cancel"
+    );
+    assert_eq!(env.read("notes.txt"), None);
+    // Control: the same id answered now is a settled id.
+    s.approve(&req["approval_id"], true);
+    assert_eq!(s.event()["type"], "protocol_error");
+    assert_eq!(s.finish().0, Some(0));
+    assert_eq!(mock.requests().len(), 2, "nothing asked after the cancel");
+}
+
+#[test]
+fn at_end_of_input_a_pending_forwarded_approval_is_declined_and_the_child_finishes() {
+    let (env, mock) = setup_ask(vec![
+        tasks_reply(&[task("t1", "write the notes", "Write a file.")]),
+        child_writes("w1", "notes.txt", "never\n"),
+        text_reply("the write was declined"),
+        text_reply("parent done"),
+    ]);
+    let mut s = env.stdio(&[]);
+    s.user("delegate");
+    approve_the_task(&mut s, "write the notes");
+    let req = next_request(&mut s);
+    let (code, rest, _) = s.finish();
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        settled_of(&rest, &req["approval_id"])["outcome"],
+        "declined"
+    );
+    let end = end_of(&rest, "t1");
+    assert_eq!(end["ok"], true, "{end}");
+    assert!(
+        end["output"]
+            .as_str()
+            .unwrap()
+            .ends_with("the write was declined"),
+        "{end}"
+    );
+    assert_eq!(env.read("notes.txt"), None);
+    assert_eq!(
+        mock.requests().len(),
+        4,
+        "the child went on after the decline"
+    );
+}
+
+#[test]
+fn print_mode_answers_a_childs_requests_as_it_does_its_own() {
+    let (env, mock) = setup_ask(vec![
+        tasks_reply(&[task("t1", "ship it", "Write the notes, then deploy.")]),
+        child_writes("w1", "notes.txt", "shipped\n"),
+        tool_reply("d1", "deploy", json!({})),
+        text_reply("could not deploy"),
+        text_reply("half shipped"),
+    ]);
+    deploy_tool(&env);
+    // This run chose auto: the child (in the saved ask) asks, and the gate is approved as
+    // this run would approve its own; the external bytes are declined, as -p declines its
+    // own, and said on stderr with the command that approves them.
+    let out = env.run(&["-p", "ship", "--mode", "auto"]);
+    assert_eq!(out.code, Some(3), "{}", out.stderr);
+    assert!(out.stdout.contains("half shipped"), "{}", out.stdout);
+    assert_eq!(env.read("notes.txt").as_deref(), Some("shipped\n"));
+    assert!(
+        out.stderr.contains("declined: ship it: ")
+            && out
+                .stderr
+                .contains("openmax --approve .openmax/tools/deploy.json"),
+        "{}",
+        out.stderr
+    );
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 5);
+    assert!(
+        reqs[3].body.to_string().contains("declined"),
+        "{}",
+        reqs[3].body
+    );
+}

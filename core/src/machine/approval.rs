@@ -127,6 +127,33 @@ pub(super) fn decide(
     }
 }
 
+/// What this session does with an approval a subagent (the child of a `task` call) asked
+/// for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Forward {
+    /// Ask this session's client, as an approval of its own.
+    Ask,
+    /// Answer the child `approved: true` without asking.
+    Approve,
+    /// Answer the child `approved: false` without asking.
+    Decline,
+}
+
+/// The rule for a child's request in this session's `mode`: the child runs as this session
+/// would. `unapproved_source` is the human content boundary, answered only by this session's
+/// client, in every mode (no code, this core included, approves external bytes). A `gate`
+/// request is asked in `ask`, approved in `auto` (this session would run the call without
+/// asking) and declined in `readonly` (this session would refuse a mutating call without
+/// asking; a child asks only in a mode looser than this one, after a mode change while it
+/// ran).
+pub(super) fn forward(mode: Mode, reason: ApprovalReason) -> Forward {
+    match (reason, mode) {
+        (ApprovalReason::UnapprovedSource, _) | (ApprovalReason::Gate, Mode::Ask) => Forward::Ask,
+        (ApprovalReason::Gate, Mode::Auto) => Forward::Approve,
+        (ApprovalReason::Gate, Mode::Readonly) => Forward::Decline,
+    }
+}
+
 /// A call that asks to run outside the sandbox (deny rules already checked).
 fn escalation(mode: Mode, human: bool, name: &str) -> Verdict {
     let refuse = |output: String, advice: &str| Verdict::Refuse {

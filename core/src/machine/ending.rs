@@ -20,6 +20,9 @@ impl Core {
     /// End the running turn: fill unresolved tool results, record the end, leave the running
     /// state, then emit `done` (and exit when draining).
     pub(super) fn end_turn(&mut self, stop_reason: StopReason) {
+        // Every run ended before this (their forwarded approvals with them); none is left
+        // open past the turn's `done` even if one were.
+        self.settle_forwarded(None, ApprovalOutcome::Cancelled, false);
         if let Some(message) = self.turn.failure.take() {
             self.ev(Event::Error { message });
         }
@@ -111,6 +114,7 @@ impl Core {
         if !self.phase.in_turn() {
             return;
         }
+        self.settle_forwarded(None, ApprovalOutcome::Cancelled, false);
         // The runs out come first in the round: each is cancelled (unless it was) and ends.
         for (call, run) in std::mem::take(&mut self.turn.runs) {
             if let RunState::Running { cancelling: false } = run.state {

@@ -7,7 +7,7 @@ use crate::permissions::Permissions;
 use crate::provider::{ProviderItem, RequestFailure, RequestId};
 use crate::record::Record;
 use crate::tool::{RunSandbox, ToolOutcome, ToolPlan};
-use crate::wire::{Event, Mode};
+use crate::wire::{ApprovalOutcome, ApprovalReason, Event, Mode};
 
 /// A stdin framing fault the shell detected before the core could see a line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,6 +71,25 @@ pub enum Input {
         call_id: String,
         /// Its result.
         outcome: ToolOutcome,
+    },
+    /// The child session of a running `task` call asked its client (this session's shell)
+    /// for an approval: the core decides what it becomes here (`machine::forward`), and any
+    /// answer goes back as [`Effect::AnswerTask`].
+    TaskApproval {
+        /// The `task` call whose child asked.
+        call_id: String,
+        /// The child's request (boxed: most inputs are small).
+        request: Box<ChildApproval>,
+    },
+    /// The child of a running `task` call settled one of its approvals itself (its approval
+    /// timeout, its own shutdown) before this session answered it.
+    TaskApprovalSettled {
+        /// The `task` call whose child settled it.
+        call_id: String,
+        /// The child's approval id.
+        approval_id: String,
+        /// The child's outcome.
+        outcome: ApprovalOutcome,
     },
     /// A hook finished.
     HookDone {
@@ -177,6 +196,31 @@ impl Input {
     }
 }
 
+/// A child session's `approval_request`, as the runner of its `task` call read it: the
+/// child's own fields, and the description of the task it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildApproval {
+    /// The child's approval id (answered with [`Effect::AnswerTask`]).
+    pub approval_id: String,
+    /// The `task` call's description (the forwarded summary starts with it).
+    pub description: String,
+    /// The child's tool name, carried over.
+    pub name: String,
+    /// The child's summary (the forwarded one is the description, `: `, this).
+    pub summary: String,
+    /// The child's detail, carried over.
+    pub detail: String,
+    /// The child's reason, carried over.
+    pub reason: ApprovalReason,
+    /// The child's source path, carried over.
+    pub source_path: String,
+    /// The child's source sha, carried over.
+    pub source_sha: String,
+    /// The child's env names, carried over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+}
+
 /// What a hook run reported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -252,6 +296,16 @@ pub enum Effect {
     CancelTool {
         /// The call to kill.
         call_id: String,
+    },
+    /// Answer an approval the child of a running `task` call asked for (send it `approve`).
+    /// No answer comes back.
+    AnswerTask {
+        /// The `task` call whose child asked.
+        call_id: String,
+        /// The child's approval id.
+        approval_id: String,
+        /// The answer.
+        approved: bool,
     },
     /// Run a hook with a JSON payload. Answer with `HookDone`.
     RunHook {

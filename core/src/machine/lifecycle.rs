@@ -78,6 +78,8 @@ impl Core {
             return;
         }
         self.lifecycle = Lifecycle::Draining { deadline: None };
+        // The children asking are answered as the contract says of pending approvals.
+        self.settle_forwarded(None, ApprovalOutcome::Declined, true);
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Idle => return self.exit(),
             Phase::Approving {

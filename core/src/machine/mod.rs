@@ -39,6 +39,10 @@
 //!   `task` calls overlap (up to `[tasks] max_parallel`, `tasks.rs`), each run ends with one
 //!   `tool_end` in the order the results come, and a cancel cancels every run out and ends the
 //!   turn once all of them ended. Every other call runs alone.
+//! - A running `task` call's child asks this session for approvals ([`Input::TaskApproval`]):
+//!   `forward.rs` turns each into an `approval_request` of this session (or answers it by the
+//!   mode's rule) and settles it exactly once, beside whatever the phase awaits; the answer
+//!   goes down as [`Effect::AnswerTask`].
 //! - Timers: one [`TimerReason`] at a time, owned by the phase (`StreamIdle` is armed when an
 //!   attempt goes out and reset by every provider item; `RetryBackoff`; `ApprovalTimeout`).
 //!   Expiry comes back as [`Input::Timeout`].
@@ -128,6 +132,7 @@ mod checkpoint;
 mod commands;
 mod context;
 mod ending;
+mod forward;
 mod gate;
 mod hooks;
 mod interface;
@@ -316,6 +321,12 @@ impl Core {
             } => self.on_request_failed(request, attempt, failure),
             Input::ToolPlanned { call_id, plan } => self.on_tool_planned(&call_id, plan),
             Input::ToolDone { call_id, outcome } => self.on_tool_done(&call_id, outcome),
+            Input::TaskApproval { call_id, request } => self.on_task_approval(&call_id, *request),
+            Input::TaskApprovalSettled {
+                call_id,
+                approval_id,
+                outcome,
+            } => self.on_task_approval_settled(&call_id, &approval_id, outcome),
             Input::HookDone { hook_run, outcome } => self.on_hook_done(hook_run, outcome),
             Input::Persisted { ticket } => self.on_persisted(ticket),
             Input::PersistFailed { ticket, message } => self.on_persist_failed(ticket, message),

@@ -130,7 +130,7 @@ impl Core {
     }
 
     /// The run out for `call_id` that is still running, and whether it is being cancelled.
-    fn running_call(&self, call_id: &str) -> Option<(usize, bool)> {
+    pub(super) fn running_call(&self, call_id: &str) -> Option<(usize, bool)> {
         self.turn
             .runs
             .iter()
@@ -145,6 +145,9 @@ impl Core {
     /// Cancel every run still running (each once): a `CancelTool` for each; their answers
     /// end them.
     pub(super) fn cancel_runs(&mut self) {
+        // Their children are cancelled: what they asked for settles `cancelled` here (and
+        // there, by their own cancel).
+        self.settle_forwarded(None, ApprovalOutcome::Cancelled, false);
         let mut ids = Vec::new();
         for (call, run) in self.turn.runs.iter_mut() {
             if let RunState::Running { cancelling } = &mut run.state {
@@ -293,6 +296,9 @@ impl Core {
             }
             Some(false) => {}
         }
+        if self.approve_forwarded(approval_id, approved) {
+            return;
+        }
         let Some((call, source, sandbox, confirm)) = self.phase.take_pending_approval(approval_id)
         else {
             // An unsettled id is always the current approval; say so rather than panic.
@@ -408,6 +414,8 @@ impl Core {
         let Some((call, cancelling)) = self.running_call(call_id) else {
             return;
         };
+        // The child is gone: what it asked for and nobody answered settles with it.
+        self.settle_forwarded(Some(call), ApprovalOutcome::Cancelled, false);
         for d in outcome.diffs {
             self.ev(Event::Diff {
                 call_id: call_id.to_string(),

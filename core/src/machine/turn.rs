@@ -116,6 +116,15 @@ pub(super) enum RunState {
     },
 }
 
+/// A child's approval forwarded to the client as one of this session's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Forwarded {
+    /// The `task` call (index in the round) whose child asked.
+    pub call: usize,
+    /// The child's approval id.
+    pub child_id: String,
+}
+
 /// What a running turn accumulates across its requests.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Turn {
@@ -142,6 +151,9 @@ pub(super) struct Turn {
     /// The round's calls whose `RunTool` went out and whose `tool_end` has not, by index in
     /// the round. Empty outside a tool round and whenever the turn ends.
     pub runs: BTreeMap<usize, Run>,
+    /// Approvals the children of runs out asked for, forwarded to the client and not settled
+    /// yet: this session's approval id → the call and the child's id (`forward.rs`).
+    pub forwarded: BTreeMap<String, Forwarded>,
     /// Consecutive attempts of the current request that never reached the endpoint.
     pub unreachable: u32,
     /// The current request's body, re-sent on every attempt.

@@ -446,7 +446,8 @@ impl Backend {
     }
 
     /// A future that runs a tool call until done or `cancel` fires, in the sandbox the core
-    /// chose (`sandbox`, from the run-tool effect).
+    /// chose (`sandbox`, from the run-tool effect); a `task` call's child reaches the core
+    /// over `link`.
     pub fn run_job(
         &mut self,
         call_id: &str,
@@ -454,6 +455,7 @@ impl Backend {
         args: serde_json::Value,
         cancel: oneshot::Receiver<()>,
         sandbox: RunSandbox,
+        link: Option<crate::tasks::Link>,
     ) -> impl Future<Output = ToolOutcome> + Send + 'static {
         let mut ctx = self.tools.clone();
         ctx.run_sandbox = sandbox;
@@ -483,7 +485,11 @@ impl Backend {
                 }
             }
             let mut outcome = match tasks {
-                Some(spawner) => spawner.run(call_id, args, ext.agents.clone(), cancel).await,
+                Some(spawner) => {
+                    spawner
+                        .run(call_id, args, ext.agents.clone(), cancel, link)
+                        .await
+                }
                 None => Self::run_call(ctx.clone(), ext, planned, name, args, cancel).await,
             };
             // The provider key never reaches the session file or the model.

@@ -57,6 +57,9 @@ pub struct Runtime<S: Sink> {
     ready: VecDeque<Input>,
     requests: BTreeMap<RequestId, AbortHandle>,
     tool_cancels: BTreeMap<String, oneshot::Sender<()>>,
+    /// The running `task` calls' channels down to their children: the core's answers to the
+    /// approvals they asked for.
+    task_answers: BTreeMap<String, mpsc::UnboundedSender<(String, bool)>>,
     hook_cancels: BTreeMap<u64, oneshot::Sender<()>>,
     start: Instant,
     signals: Option<SignalPolicy>,
@@ -92,6 +95,7 @@ impl<S: Sink> Runtime<S> {
             ready: VecDeque::new(),
             requests: BTreeMap::new(),
             tool_cancels: BTreeMap::new(),
+            task_answers: BTreeMap::new(),
             hook_cancels: BTreeMap::new(),
             start: Instant::now(),
             signals: None,
@@ -203,6 +207,7 @@ impl<S: Sink> Runtime<S> {
         match input {
             Input::ToolDone { call_id, outcome } => {
                 self.tool_cancels.remove(call_id);
+                self.task_answers.remove(call_id);
                 self.backend.note_tool_done(outcome);
             }
             Input::ToolPlanned { call_id, plan } => self.backend.note_planned(call_id, plan),
@@ -347,9 +352,21 @@ impl<S: Sink> Runtime<S> {
     ) {
         let (cancel_tx, cancel_rx) = oneshot::channel();
         self.tool_cancels.insert(call_id.clone(), cancel_tx);
+        // A `task` call's child reaches the core over its link (its approval requests up,
+        // the answers down).
+        let link = (name == openmax_core::tool::TASK_TOOL).then(|| {
+            let (answers_tx, answers) = mpsc::unbounded_channel();
+            self.task_answers.insert(call_id.clone(), answers_tx);
+            crate::tasks::Link {
+                call_id: call_id.clone(),
+                inputs: self.tx.clone(),
+                answers,
+                mode: self.core.mode(),
+            }
+        });
         let job = tokio::spawn(
             self.backend
-                .run_job(&call_id, name, args, cancel_rx, sandbox),
+                .run_job(&call_id, name, args, cancel_rx, sandbox, link),
         );
         let tx = self.tx.clone();
         tokio::spawn(async move {
@@ -415,6 +432,15 @@ impl<S: Sink> Runtime<S> {
                 args,
                 sandbox,
             } => self.run_tool(call_id, name, args, sandbox),
+            Effect::AnswerTask {
+                call_id,
+                approval_id,
+                approved,
+            } => {
+                if let Some(tx) = self.task_answers.get(&call_id) {
+                    let _ = tx.send((approval_id, approved));
+                }
+            }
             Effect::CancelTool { call_id } => {
                 if let Some(c) = self.tool_cancels.remove(&call_id) {
                     let _ = c.send(());

@@ -496,7 +496,9 @@ impl Picked {
                 message,
                 untrusted: false,
             }),
-            _ => Ok(mode),
+            // A subagent runs in the mode of the session that started it when that is
+            // stricter.
+            _ => Ok(crate::tasks::narrowed_mode(mode)),
         }
     }
 

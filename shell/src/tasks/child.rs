@@ -5,11 +5,20 @@
 //!
 //! The parent reads nothing but the contract's guarantees: it waits only for `done` (or the
 //! end of the child's stdout, which means it died), never for any other event.
+//!
+//! The child's `approval_request`s go up to this session's core ([`super::Link`]) and its
+//! answers come down as `approve` commands; an approval the child settles itself before an
+//! answer came (its own timeout) is reported up too. Without a link (no core to ask) a
+//! request is declined at once.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
+use openmax_core::machine::{ChildApproval, Input};
+use openmax_core::wire::{ApprovalOutcome, ApprovalReason};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::ChildStdin;
@@ -17,7 +26,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::progress::Watch;
-use super::{Spawner, TaskArgs, AGENT_DEF_ENV, DEPTH_ENV};
+use super::{Link, Spawner, TaskArgs, AGENT_DEF_ENV, DEPTH_ENV, MODE_ENV};
 use crate::extensions::agents::Agent;
 use crate::extensions::process::kill_group;
 use crate::sandbox::AGENT_ENV;
@@ -44,8 +53,11 @@ pub struct Report {
     pub requests: u64,
     /// Its `error` and `protocol_error` messages.
     pub errors: Vec<String>,
-    /// Its approval requests this call declined (no human answers a child's approvals yet).
+    /// Its approval requests that were declined (by the human, by the mode's rule, or at
+    /// shutdown): their summaries.
     pub declined: Vec<String>,
+    /// Its approval requests sent up and not answered yet: the child's id → its summary.
+    asked: BTreeMap<String, String>,
     /// Why it ended without a `done` (it died, or could not start).
     pub died: Option<String>,
 }
@@ -129,13 +141,42 @@ impl Report {
             }
             "error" | "protocol_error" => self.errors.push(s("message")),
             "approval_request" => {
-                self.declined.push(format!(
-                    "{} ({}): no human answers a subagent's approvals in this version, so it \
-                     was not run",
-                    s("summary"),
-                    s("reason")
-                ));
-                return Some(Answer::Decline(s("approval_id")));
+                let reason = match v["reason"].as_str() {
+                    Some("unapproved_source") => ApprovalReason::UnapprovedSource,
+                    _ => ApprovalReason::Gate,
+                };
+                let env = v["env"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|e| e.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                self.asked.insert(s("approval_id"), s("summary"));
+                return Some(Answer::Ask(ChildApproval {
+                    approval_id: s("approval_id"),
+                    description: String::new(),
+                    name: s("name"),
+                    summary: s("summary"),
+                    detail: s("detail"),
+                    reason,
+                    source_path: s("source_path"),
+                    source_sha: s("source_sha"),
+                    env,
+                }));
+            }
+            "approval_settled" => {
+                let id = s("approval_id");
+                if self.asked.remove(&id).is_some() {
+                    let outcome = match v["outcome"].as_str() {
+                        Some("timed_out") => ApprovalOutcome::TimedOut,
+                        Some("declined") => ApprovalOutcome::Declined,
+                        Some("approved") => ApprovalOutcome::Approved,
+                        _ => ApprovalOutcome::Cancelled,
+                    };
+                    return Some(Answer::SettledThere(id, outcome));
+                }
             }
             "done" => {
                 self.stop_reason = Some(s("stop_reason"));
@@ -149,8 +190,23 @@ impl Report {
 
 /// What an event asks of the parent.
 enum Answer {
-    Decline(String),
+    /// The child asks for an approval.
+    Ask(ChildApproval),
+    /// The child settled an approval it had asked for before an answer came.
+    SettledThere(String, ApprovalOutcome),
     Done,
+}
+
+impl Report {
+    /// The answer to the child's approval `id` goes down: it is no longer awaited, and a
+    /// decline is listed in the result.
+    fn answered(&mut self, id: &str, approved: bool) {
+        if let Some(summary) = self.asked.remove(id) {
+            if !approved {
+                self.declined.push(summary);
+            }
+        }
+    }
 }
 
 /// Kills the child's group when dropped while armed (the call's future dropped mid-run).
@@ -171,6 +227,7 @@ pub async fn drive(
     project: &std::path::Path,
     watch: &Watch,
     mut cancel: oneshot::Receiver<()>,
+    link: Option<Link>,
 ) -> Report {
     let mut report = Report::default();
     let mut cmd = tokio::process::Command::new(&sp.exe);
@@ -204,6 +261,13 @@ pub async fn drive(
     if let Some((name, value)) = &sp.key {
         cmd.env(name, value);
     }
+    let (call_id, inputs, mut answers) = match link {
+        Some(l) => {
+            cmd.env(MODE_ENV, l.mode.as_str());
+            (l.call_id, Some(l.inputs), Some(l.answers))
+        }
+        None => (String::new(), None, None),
+    };
     // No sweep may take the new process for a stray before it is tracked.
     let spawning = crate::sandbox::reaper::spawning();
     let mut child = match cmd.spawn() {
@@ -239,6 +303,10 @@ pub async fn drive(
                     deadline = Some(Instant::now() + drain);
                 }
             }
+            Some((id, approved)) = recv(&mut answers) => {
+                report.answered(&id, approved);
+                send(&mut stdin, json!({"cmd": "approve", "approval_id": id, "approved": approved})).await;
+            }
             () = tokio::time::sleep_until(until), if deadline.is_some() => {
                 report.died = Some(format!(
                     "it did not end its turn within {} ms of the cancel; its process group \
@@ -255,8 +323,27 @@ pub async fn drive(
                     watch.tool_calls(report.tool_calls);
                     match answer {
                         Some(Answer::Done) => break,
-                        Some(Answer::Decline(id)) => {
-                            send(&mut stdin, json!({"cmd": "approve", "approval_id": id, "approved": false})).await;
+                        Some(Answer::Ask(mut request)) => match &inputs {
+                            Some(tx) => {
+                                request.description = a.description.clone();
+                                let _ = tx.send(Input::TaskApproval {
+                                    call_id: call_id.clone(),
+                                    request: Box::new(request),
+                                });
+                            }
+                            None => {
+                                report.answered(&request.approval_id, false);
+                                send(&mut stdin, json!({"cmd": "approve", "approval_id": request.approval_id, "approved": false})).await;
+                            }
+                        },
+                        Some(Answer::SettledThere(approval_id, outcome)) => {
+                            if let Some(tx) = &inputs {
+                                let _ = tx.send(Input::TaskApprovalSettled {
+                                    call_id: call_id.clone(),
+                                    approval_id,
+                                    outcome,
+                                });
+                            }
                         }
                         None => {}
                     }
@@ -303,6 +390,22 @@ pub async fn drive(
         err_tail.abort();
     }
     report
+}
+
+/// The next answer of the core, or never when there is no link (or it closed).
+async fn recv(
+    answers: &mut Option<tokio::sync::mpsc::UnboundedReceiver<(String, bool)>>,
+) -> Option<(String, bool)> {
+    match answers {
+        Some(rx) => match rx.recv().await {
+            Some(a) => Some(a),
+            None => {
+                *answers = None;
+                std::future::pending().await
+            }
+        },
+        None => std::future::pending().await,
+    }
 }
 
 /// Write one command line; a child that is gone is noticed by its stdout's end.
@@ -372,5 +475,45 @@ mod tests {
         assert!(r.ok());
         r.died = Some("it exited before its done".into());
         assert!(!r.ok());
+    }
+
+    #[test]
+    fn a_childs_approval_request_goes_up_whole_and_a_decline_is_listed() {
+        let mut r = Report::default();
+        let Some(Answer::Ask(req)) = r.event(&json!({
+            "session_id": "c1", "type": "approval_request", "approval_id": "a1",
+            "name": "deploy", "summary": "deploy it", "detail": "d",
+            "reason": "unapproved_source", "source_path": ".openmax/tools/deploy.json",
+            "source_sha": "0123456789ab", "env": ["DEPLOY_TOKEN"]
+        })) else {
+            panic!("not asked")
+        };
+        assert_eq!(
+            (
+                req.approval_id.as_str(),
+                req.name.as_str(),
+                req.summary.as_str()
+            ),
+            ("a1", "deploy", "deploy it")
+        );
+        assert_eq!(req.reason, ApprovalReason::UnapprovedSource);
+        assert_eq!(
+            (req.source_path.as_str(), req.source_sha.as_str()),
+            (".openmax/tools/deploy.json", "0123456789ab")
+        );
+        assert_eq!(req.env, ["DEPLOY_TOKEN"]);
+        r.answered("a1", false);
+        // Answered: the child's own settling of it is not reported up again.
+        assert!(r
+            .event(&json!({"session_id":"c1","type":"approval_settled","approval_id":"a1","outcome":"declined"}))
+            .is_none());
+        // One the child settles itself first (its timeout) is.
+        assert!(r.event(&json!({"session_id":"c1","type":"approval_request","approval_id":"a2","name":"write_file","summary":"write b","detail":"","reason":"gate","source_path":"","source_sha":""})).is_some());
+        assert!(matches!(
+            r.event(&json!({"session_id":"c1","type":"approval_settled","approval_id":"a2","outcome":"timed_out"})),
+            Some(Answer::SettledThere(id, ApprovalOutcome::TimedOut)) if id == "a2"
+        ));
+        r.stop_reason = Some("end_turn".into());
+        assert!(r.render("ship").contains("\ndeclined: deploy it\n"));
     }
 }

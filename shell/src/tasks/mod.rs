@@ -7,14 +7,20 @@
 //! - [`Spawner::run`] starts the child ([`child`]), sends the prompt as one `user` command,
 //!   reads its events until its `done`, sends `quit`, and reports the child's last
 //!   `message_done` text, its `stop_reason`, its session id, its tool calls and tokens.
+//! - The child's approval requests go to this session's core over the [`Link`]
+//!   (`Input::TaskApproval`, and `Input::TaskApprovalSettled` when the child settles one
+//!   itself); the core's answers come back on it and go down as `approve` commands. What a
+//!   request becomes here is the core's rule (`machine::forward`), not this module's.
 //!
 //! Invariants:
 //! - The child is openmax's own process, not the agent's: it runs outside the agent's sandbox
 //!   (it must write its session under `$OPENMAX_HOME`) and sandboxes its own tools exactly as
 //!   this session does, from the same config files; it is agent-spawned
 //!   (`OPENMAX_AGENT_SESSION`), so it cannot change the saved mode, trust or approve anything.
-//! - It inherits the provider this session resolved (name, model, base URL, key) and its depth
-//!   plus one ([`DEPTH_ENV`]); never anything wider than this session has.
+//! - It inherits the provider this session resolved (name, model, base URL, key), its depth
+//!   plus one ([`DEPTH_ENV`]) and this session's mode when the call starts ([`MODE_ENV`]),
+//!   which the child takes only when it is stricter than the project's saved mode
+//!   ([`narrowed_mode`]); never anything wider than this session has.
 //! - No child outlives its call: it runs in its own tracked process group, and a cancel, a
 //!   dropped call or openmax's exit ends the group (cancel, quit, then a kill after the
 //!   deadline).
@@ -31,6 +37,7 @@ use std::sync::{Arc, OnceLock};
 
 use openmax_core::conversation::ToolSchema;
 use openmax_core::tool::{ToolOutcome, ToolPlan, TASK_TOOL};
+use openmax_core::wire::Mode;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
@@ -77,6 +84,40 @@ pub fn narrow_freeze(agent: &Agent, freeze: &mut openmax_core::machine::Freeze) 
             freeze.skills.clear();
         }
     }
+}
+
+/// The variable that tells a child session the mode of the session that started it (absent:
+/// the project's saved mode alone).
+pub const MODE_ENV: &str = "OPENMAX_TASK_MODE";
+
+/// This session's mode from the project's `saved` one and [`MODE_ENV`]: the stricter of the
+/// two. The variable only narrows: a process of the agent could set it too, and an agent
+/// never gives itself (or another agent) more than a human chose.
+pub fn narrowed_mode(saved: Mode) -> Mode {
+    match std::env::var(MODE_ENV)
+        .ok()
+        .as_deref()
+        .and_then(Mode::parse)
+    {
+        Some(m) if m.looseness() < saved.looseness() => m,
+        Some(_) | None => saved,
+    }
+}
+
+/// What joins a running `task` call to this session's core: the child's approval requests go
+/// up on `inputs`, the core's answers (the child's approval id, approved) come down on
+/// `answers`.
+#[derive(Debug)]
+pub struct Link {
+    /// The `task` call.
+    pub call_id: String,
+    /// This session's input channel.
+    pub inputs: tokio::sync::mpsc::UnboundedSender<openmax_core::machine::Input>,
+    /// The core's answers to the child's requests.
+    pub answers: tokio::sync::mpsc::UnboundedReceiver<(String, bool)>,
+    /// This session's mode when the call started (the child's, when stricter than the saved
+    /// one).
+    pub mode: Mode,
 }
 
 /// This process's depth among subagents, from [`DEPTH_ENV`] (0 when unset or unreadable).
@@ -256,6 +297,7 @@ impl Spawner {
         call: Value,
         known: Vec<Agent>,
         cancel: oneshot::Receiver<()>,
+        link: Option<Link>,
     ) -> ToolOutcome {
         let (a, agent) = match resolve(&call, &known) {
             Ok(x) => x,
@@ -263,7 +305,7 @@ impl Spawner {
         };
         if !a.worktree {
             let watch = self.progress.start(&call_id, &a.description);
-            let report = child::drive(&self, &a, agent, &self.project, &watch, cancel).await;
+            let report = child::drive(&self, &a, agent, &self.project, &watch, cancel, link).await;
             watch.ended(&report.usage(), report.tool_calls);
             return ToolOutcome {
                 ok: report.ok(),
@@ -293,7 +335,7 @@ impl Spawner {
             a.prompt, wt.branch
         );
         let watch = self.progress.start(&call_id, &a.description);
-        let report = child::drive(&self, &told, agent, &wt.project, &watch, cancel).await;
+        let report = child::drive(&self, &told, agent, &wt.project, &watch, cancel, link).await;
         watch.ended(&report.usage(), report.tool_calls);
         let description = a.description.clone();
         let wt2 = wt.clone();

@@ -9,7 +9,7 @@
 //! One file per family of guarantees: [`wire`] (validator and pairing), [`done`] (one `done`
 //! per `user`, no turn left running after it), [`endings`] (the ending shapes), [`retries`],
 //! [`approvals`], [`tool_hooks`] (blocking `tool_start` hooks), [`tasks`] (task calls side
-//! by side), [`checkpoints`] (undo's checkpoint before a turn's first write), [`kept`]
+//! by side), [`forwarded`] (a subagent's approvals carried up), [`checkpoints`] (undo's checkpoint before a turn's first write), [`kept`]
 //! (what the conversation keeps), [`acks`] (receipts after their
 //! persistence ack), [`limits`] (token cap, refusals, tool rounds), [`shutdown`],
 //! [`liveness`] and [`expect`] (a scenario's own assertions); [`segment`] holds the trace
@@ -23,6 +23,7 @@ mod checkpoints;
 mod done;
 mod endings;
 mod expect;
+mod forwarded;
 mod kept;
 mod limits;
 mod liveness;
@@ -45,6 +46,7 @@ pub use done::{
 };
 pub use endings::{no_dispatch_from_truncated_stream, three_ending_shapes};
 pub use expect::scenario_expectations;
+pub use forwarded::forwarded_approvals_settle_once_and_a_cancel_settles_them;
 pub use kept::{only_message_done_text_is_kept, voided_thinking_never_kept};
 pub(crate) use limits::blocking;
 pub use limits::{token_cap_refuses_at_admission, tool_rounds_bounded, turn_end_refusals_bounded};
@@ -115,6 +117,10 @@ pub const PROPERTIES: &[(&str, Check)] = &[
     (
         "concurrent_calls_end_once_and_cancel_ends_them_all",
         concurrent_calls_end_once_and_cancel_ends_them_all,
+    ),
+    (
+        "forwarded_approvals_settle_once_and_a_cancel_settles_them",
+        forwarded_approvals_settle_once_and_a_cancel_settles_them,
     ),
     (
         "only_message_done_text_is_kept",

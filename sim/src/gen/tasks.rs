@@ -10,8 +10,9 @@ use openmax_core::tool::TASK_TOOL;
 use openmax_core::wire::Mode;
 
 use super::{chance, pick, range};
-use crate::scenario::{Action, Scenario, SimTool, Step, ToolScript};
+use crate::scenario::{Action, ChildAsk, Scenario, SimTool, Step, ToolScript};
 use crate::script::{Reply, StreamEnd, StreamItem};
+use openmax_core::wire::ApprovalReason;
 
 /// How long a run takes, in ms: drawn without repeats, so the answers of the runs out come
 /// back in a shuffled order, not in the order the runs started.
@@ -20,8 +21,10 @@ const DURATIONS: [u64; 7] = [0, 5, 20, 100, 400, 1500, 3000];
 /// Add the `task` tool (mutating, as the shell plans it), `[tasks] max_parallel` from 1 to 4,
 /// and in front of the client's timeline a `user` whose first reply calls two to four `task`s
 /// in a row (now and then with a `read_file` among or after them, which runs alone). Each
-/// call's script has its own duration and answer; in `ask` the client approves the calls one
-/// by one, and now and then it cancels while the runs are out.
+/// call's script has its own duration and answer, and now and then its child asks for
+/// approvals while it runs; in `ask` the client approves the calls one by one, it answers
+/// pending approvals (the children's too) now and then, and now and then it cancels while the
+/// runs are out.
 pub(super) fn add(g: &mut Gen, sc: &mut Scenario) {
     if !sc.config.tools.iter().any(|t| t.name == TASK_TOOL) {
         sc.config.tools.push(SimTool {
@@ -65,10 +68,26 @@ pub(super) fn add(g: &mut Gen, sc: &mut Scenario) {
             args,
         });
         let k = range(g, 0, durations.len() as u64 - 1) as usize;
+        let delay_ms = durations.remove(k);
+        // Its child asks for approvals while it runs (now and then at the very end).
+        let mut asks = Vec::new();
+        if name == TASK_TOOL && chance(g, 1, 2) {
+            for _ in 0..range(g, 1, 2) {
+                asks.push(ChildAsk {
+                    after_ms: pick(g, &[0, 1, delay_ms / 2, delay_ms]),
+                    reason: if chance(g, 1, 2) {
+                        ApprovalReason::UnapprovedSource
+                    } else {
+                        ApprovalReason::Gate
+                    },
+                });
+            }
+        }
         scripts.push(ToolScript {
             ok: !chance(g, 1, 5),
             output: format!("the answer of {id}"),
-            delay_ms: durations.remove(k),
+            delay_ms,
+            asks,
             ..ToolScript::default()
         });
     }
@@ -99,6 +118,16 @@ pub(super) fn add(g: &mut Gen, sc: &mut Scenario) {
                 },
             });
         }
+    }
+    // The children's requests (asked in every mode when they are external bytes) are
+    // answered now and then, while the runs are out.
+    for _ in 0..range(g, 0, 3) {
+        sc.steps.push(Step {
+            at: pick(g, &[2, 8, 30, 250, 1000, 2500]),
+            action: Action::ApprovePending {
+                approved: !chance(g, 1, 3),
+            },
+        });
     }
     if chance(g, 1, 3) {
         sc.steps.push(Step {

@@ -454,6 +454,7 @@ mod checkpoints;
 mod commands;
 mod context;
 mod endings;
+mod forwarded;
 mod hooks;
 mod images;
 mod limits;

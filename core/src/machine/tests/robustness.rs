@@ -281,6 +281,7 @@ fn random_session(seed: u64) -> (Vec<Output>, Vec<Step>) {
                     }
                     Effect::CancelRequest { .. }
                     | Effect::CancelTool { .. }
+                    | Effect::AnswerTask { .. }
                     | Effect::Exit { .. } => {}
                 },
             }

@@ -7,7 +7,7 @@
 
 use super::*;
 
-fn task_plan() -> ToolPlan {
+pub(super) fn task_plan() -> ToolPlan {
     ToolPlan {
         mutating: true,
         targets: vec!["look around".into()],
@@ -89,7 +89,7 @@ fn a_task_is_asked_about_in_ask_mode_and_runs_once_approved() {
 
 /// A completed reply calling these tools in order: (call id, tool name); a `task` call gets a
 /// task's arguments, any other call none.
-fn calls(h: &mut H, calls: &[(&str, &str)]) {
+pub(super) fn calls(h: &mut H, calls: &[(&str, &str)]) {
     h.item(ProviderItem::Opened);
     for (index, (id, name)) in (0u32..).zip(calls) {
         h.item(ProviderItem::ToolCallStart {
