@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::Path;
 
-use super::cache::{Cache, DirCache};
+use super::cache::{Cache, DirCache, Stat};
 use super::manifest::{now_ns, Left};
 use super::store::Store;
 use super::tree::{join, Node, Tree};
@@ -151,11 +151,15 @@ struct Recorder<'a> {
 }
 
 /// One directory being recorded: its nodes, and its entries of the old and the new cache.
+/// What is recorded is gathered in vectors and made maps once, when the directory is closed
+/// (sorting and building a map at once costs less than inserting each entry).
 struct Open {
     dir: String,
     nodes: BTreeMap<String, Node>,
     old: DirCache,
     new: DirCache,
+    added_nodes: Vec<(String, Node)>,
+    added_cache: Vec<(String, (Stat, String))>,
 }
 
 impl Recorder<'_> {
@@ -165,13 +169,17 @@ impl Recorder<'_> {
             nodes: out.tree.remove(dir).unwrap_or_default(),
             old: self.old.take_dir(dir),
             new: out.cache.take_dir(dir),
+            added_nodes: Vec::new(),
+            added_cache: Vec::new(),
         }
     }
 
-    fn close(&mut self, d: Open, out: &mut Scanned) {
+    fn close(&mut self, mut d: Open, out: &mut Scanned) {
         // The old entries left may still serve an excluded file a tool wrote (`extra`).
         self.old.put_dir(d.dir.clone(), d.old);
-        out.cache.put_dir(d.dir.clone(), d.new);
+        out.cache
+            .put_dir(d.dir.clone(), into_map(d.new, d.added_cache));
+        d.nodes = into_map(d.nodes, d.added_nodes);
         out.tree.insert(d.dir, d.nodes);
     }
 
@@ -217,14 +225,14 @@ impl Recorder<'_> {
                     mode: stat.mode,
                 };
                 if stat.settled(self.started) {
-                    d.new.insert(key, (stat, hash));
+                    d.added_cache.push((key, (stat, hash)));
                 }
                 out.files += 1;
                 out.bytes += stat.size;
                 node
             }
         };
-        d.nodes.insert(name, node);
+        d.added_nodes.push((name, node));
     }
 
     /// Store the bytes of the file `rel`; its hash, or `None` when it is left out (and listed).
@@ -257,6 +265,17 @@ impl Recorder<'_> {
                 None
             }
         }
+    }
+}
+
+/// `map` with `added` (later entries replace earlier ones, as inserting them in turn would).
+fn into_map<V>(mut map: BTreeMap<String, V>, added: Vec<(String, V)>) -> BTreeMap<String, V> {
+    if map.is_empty() {
+        // Built at once from the sorted entries; of equal names the last is kept.
+        added.into_iter().collect()
+    } else {
+        map.extend(added);
+        map
     }
 }
 

@@ -114,7 +114,7 @@ impl Local<'_> {
         let rel = if root {
             ""
         } else {
-            match super::scan::rel_of(project, entry.path()) {
+            match rel_bytes(project, entry.path()) {
                 Some(rel) => rel,
                 None => {
                     return self.found.left.push(Left::new(
@@ -159,6 +159,21 @@ impl Drop for Local<'_> {
         }
         shared.left.extend(found.left);
     }
+}
+
+/// `path` relative to `project` when it is UTF-8, by bytes: the walker's paths are the
+/// project's path joined with names, and taking them apart by components costs more than the
+/// rest of a visit.
+fn rel_bytes<'a>(project: &Path, path: &'a Path) -> Option<&'a str> {
+    use std::os::unix::ffi::OsStrExt;
+    let base = project.as_os_str().as_bytes();
+    let rest = path.as_os_str().as_bytes().strip_prefix(base)?;
+    let rest = if base.ends_with(b"/") {
+        rest
+    } else {
+        rest.strip_prefix(b"/")?
+    };
+    std::str::from_utf8(rest).ok().filter(|r| !r.is_empty())
 }
 
 /// Read the directory at `path` and `lstat` each entry relative to it (`.git` and names that
@@ -262,6 +277,13 @@ mod tests {
         assert_eq!(entries[1].probe, Probe::Link(Ok("f".into())));
         assert!(entries[2].is_dir() && !entries[0].is_dir());
         assert_eq!(probe_path(&dir.join("nope")), Probe::Gone);
+        fn rel<'a>(p: &str, q: &'a str) -> Option<&'a str> {
+            rel_bytes(Path::new(p), Path::new(q))
+        }
+        assert_eq!(rel("/a/b", "/a/b/c/d"), Some("c/d"));
+        assert_eq!(rel("/", "/etc"), Some("etc"));
+        assert_eq!(rel("/a/b", "/a/bc"), None);
+        assert_eq!(rel("/a/b", "/a/b"), None);
         let _ = fs::remove_dir_all(&dir);
     }
 }
