@@ -51,7 +51,7 @@ pub fn scan(
     let mut out = Scanned::default();
     let mut seen: HashSet<String> = HashSet::new();
     let mut size = store_size;
-    for item in crate::tools::walk::builder(project, true).build() {
+    for item in crate::walk::builder(project, true).build() {
         let entry = match item {
             Ok(e) => e,
             Err(e) => {

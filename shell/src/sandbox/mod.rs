@@ -24,8 +24,7 @@ use openmax_core::tool::RunSandbox;
 
 pub use env::EnvPolicy;
 
-/// The variable whose presence marks an agent-spawned openmax.
-pub const AGENT_ENV: &str = "OPENMAX_AGENT_SESSION";
+use crate::human::AGENT_ENV;
 
 /// What every agent process runs under, from the user config.
 #[derive(Debug, Clone, PartialEq, Eq)]
