@@ -17,6 +17,7 @@ pub mod protect;
 pub mod reaper;
 pub mod scrub;
 pub mod spec;
+pub mod temps;
 
 use std::path::{Path, PathBuf};
 
