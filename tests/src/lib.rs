@@ -70,6 +70,24 @@ pub fn openmax_bin() -> PathBuf {
     .clone()
 }
 
+/// Copy an executable (the openmax binary) to `to`, with `cp` in a process of its own: the
+/// copy's write descriptor never lives in this test process, where a child another test thread
+/// forks meanwhile would inherit it until its exec, and an exec of the copy in that window
+/// fails with "Text file busy".
+pub fn copy_executable(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(
+        status.success(),
+        "cp {} {} failed",
+        from.display(),
+        to.display()
+    );
+}
+
 /// A temporary `$OPENMAX_HOME` and project (with a `.git` marker), removed on drop.
 pub struct TestEnv {
     pub root: PathBuf,

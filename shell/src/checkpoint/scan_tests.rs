@@ -32,7 +32,7 @@ fn reference(project: &Path, store: &Store, caps: &Caps, extra: &BTreeSet<String
         ignored: 0,
     };
     let mut seen: HashSet<String> = HashSet::new();
-    for item in crate::tools::walk::builder(project, true).build() {
+    for item in crate::walk::builder(project, true).build() {
         let entry = match item {
             Ok(e) => e,
             Err(e) => {
@@ -300,5 +300,5 @@ fn a_file_whose_stat_matches_the_cache_is_not_read() {
         other => panic!("{p}: {other:?}"),
     };
     assert_eq!(hash("src/a.rs"), fake);
-    assert_eq!(hash("a.txt"), super::store::sha256_hex(b"a.txt"));
+    assert_eq!(hash("a.txt"), crate::digest::sha256_hex(b"a.txt"));
 }

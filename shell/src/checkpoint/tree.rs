@@ -16,7 +16,8 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use super::store::{sha256_hex, Store};
+use super::store::Store;
+use crate::digest::sha256_hex;
 
 /// What a checkpoint records of one path.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! The walk of a checkpoint's scan, on every core: the `ignore` walker (the rules `list_dir`
-//! and `grep` walk by, [`crate::tools::walk::builder`]) decides which entries are kept, and
+//! and `grep` walk by, [`crate::walk::builder`]) decides which entries are kept, and
 //! each directory it enters is also read through a descriptor of its own, every entry
 //! `lstat`ed by name relative to it (`fstatat`), so the kernel never resolves a whole path.
 //! One pass yields both what is recorded and, by difference, the names the rules exclude.
@@ -76,7 +76,7 @@ pub enum Probe {
 /// Walk `project` with its ignore rules.
 pub fn walk(project: &Path) -> Walked {
     let shared = Mutex::new(Walked::default());
-    crate::tools::walk::builder(project, true)
+    crate::walk::builder(project, true)
         .build_parallel()
         .run(|| {
             let mut local = Local {

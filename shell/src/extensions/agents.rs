@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use super::manifest::relative;
 use super::skills::front_matter;
-use super::source::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// Where project agents live, relative to the project (and user agents, under the home).
 pub const AGENTS_DIR: &str = ".openmax/agents";

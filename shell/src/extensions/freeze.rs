@@ -19,7 +19,7 @@ use super::environment::Environment;
 use super::instructions;
 use super::manifest::{self, ExternalTool};
 use super::skills::{self, Skill};
-use super::source::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// What a freeze reads.
 pub struct FreezeInputs<'a> {

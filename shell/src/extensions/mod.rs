@@ -10,13 +10,11 @@
 //! becomes a note for the model and a line on stderr.
 
 pub mod agents;
-pub mod approve;
 pub mod environment;
 pub mod external;
 pub mod freeze;
 pub mod instructions;
 pub mod manifest;
-pub mod pending;
 pub mod process;
 pub mod prompt;
 pub mod skills;
@@ -26,3 +24,8 @@ pub mod source;
 pub(crate) mod approval_tests;
 
 pub use manifest::ExternalTool;
+
+/// Names an external tool may not take: the built-in tools and `skill`.
+pub fn is_reserved(name: &str) -> bool {
+    crate::tools::is_builtin(name) || name == skills::SKILL_TOOL
+}

@@ -17,7 +17,7 @@ use std::path::Path;
 use openmax_core::conversation::ToolSchema;
 
 use super::manifest::relative;
-use super::source::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// Where skills live, relative to the project.
 pub const SKILLS_DIR: &str = ".openmax/skills";

@@ -29,10 +29,10 @@ use openmax_core::wire::Mode;
 
 use super::persist::Persistence;
 use crate::config::{HookConfig, ProviderSettings};
+use crate::digest::sha256_hex;
 use crate::extensions::environment::{self, Environment};
 use crate::extensions::freeze::{self as freezing, Entry, FreezeInputs, Frozen, Snapshot};
 use crate::extensions::skills::{self, Skill, SKILL_TOOL};
-use crate::extensions::source::sha256_hex;
 use crate::extensions::{external, ExternalTool};
 use crate::hooks::{self, FrozenHook, Origin};
 use crate::mcp::{self, McpSet, StartContext};
@@ -142,7 +142,7 @@ pub fn freeze_now(
     mcp: &McpSet,
     echo: bool,
 ) -> (Frozen, Vec<FrozenHook>) {
-    let is_builtin = is_reserved;
+    let is_builtin = crate::extensions::is_reserved;
     // The clock is read here, at each freeze: the date is frozen with the rest of the prompt.
     let environment = Environment::new(
         project,
@@ -271,11 +271,6 @@ fn mcp_changes(
         }
     }
     out
-}
-
-/// Names an external tool may not take: the built-in tools and `skill`.
-pub fn is_reserved(name: &str) -> bool {
-    crate::tools::is_builtin(name) || name == SKILL_TOOL
 }
 
 /// Build the provider client from resolved settings.
@@ -625,7 +620,14 @@ impl Backend {
     ) -> Option<Input> {
         match &mut self.checkpoints {
             Some(w) => {
-                w.take(turn, moment, prompt, tx);
+                w.take(
+                    turn,
+                    moment,
+                    prompt,
+                    Box::new(move |input| {
+                        let _ = tx.send(input);
+                    }),
+                );
                 None
             }
             None => Some(Input::Checkpointed {

@@ -28,7 +28,7 @@ use crate::session::resume::{Copied, Resumed};
 use crate::session::{resume_latest, ProjectState, SessionWriter};
 use setup::Setup;
 
-pub use crate::sandbox::AGENT_ENV;
+pub use crate::human::AGENT_ENV;
 pub use setup::{project_of, protected_entries, session_confine};
 
 /// What a start-up takes from the command line: the provider flags and `--project`.

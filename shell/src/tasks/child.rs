@@ -29,7 +29,7 @@ use super::progress::Watch;
 use super::{Link, Spawner, TaskArgs, AGENT_DEF_ENV, DEPTH_ENV, MODE_ENV};
 use crate::extensions::agents::Agent;
 use crate::extensions::process::kill_group;
-use crate::sandbox::AGENT_ENV;
+use crate::human::AGENT_ENV;
 
 /// Bytes of the child's stderr kept (its last ones) for the report of a child that died.
 const STDERR_TAIL: usize = 2000;

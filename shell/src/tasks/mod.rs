@@ -275,7 +275,7 @@ pub struct Spawner {
     pub base_url: Option<String>,
     /// The key's variable and value (held in memory since start-up; see `sandbox::scrub`).
     pub key: Option<(String, String)>,
-    /// This session's id ([`crate::sandbox::AGENT_ENV`] of the child).
+    /// This session's id ([`crate::human::AGENT_ENV`] of the child).
     pub session_id: String,
     /// This session's depth; the child runs at one more.
     pub depth: u32,

@@ -89,7 +89,7 @@ fn unique() -> String {
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     let mix = nanos ^ (u64::from(std::process::id()) << 20) ^ N.fetch_add(1, Ordering::Relaxed);
-    let h = crate::extensions::source::sha256_hex(&mix.to_le_bytes());
+    let h = crate::digest::sha256_hex(&mix.to_le_bytes());
     h[..6].to_string()
 }
 

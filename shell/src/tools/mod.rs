@@ -27,7 +27,6 @@ mod read;
 mod schema;
 pub mod stop;
 
-pub(crate) mod walk;
 pub mod web_fetch;
 mod write;
 
