@@ -11,7 +11,8 @@
 
 use std::os::unix::fs::MetadataExt;
 
-use crate::sandbox::AGENT_ENV;
+/// The variable whose presence marks an agent-spawned openmax (every agent process gets it).
+pub const AGENT_ENV: &str = "OPENMAX_AGENT_SESSION";
 
 /// The name a session's openmax gives its main thread (its `/proc/<pid>/comm`), whatever the
 /// executable is called: the mark [`check`] looks for in ancestors. (A session is not

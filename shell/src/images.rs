@@ -12,7 +12,7 @@ use std::path::Path;
 use base64::Engine;
 use openmax_core::conversation::Image;
 
-use crate::extensions::source::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// The largest image sent: Anthropic's per-image limit (5 MB), the strictest of the three APIs.
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;

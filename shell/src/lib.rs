@@ -31,8 +31,10 @@
 pub use openmax_core as core;
 
 pub mod app;
+pub mod approvals;
 pub mod checkpoint;
 pub mod config;
+pub mod digest;
 pub mod exit;
 pub mod extensions;
 pub mod frontend;
@@ -51,3 +53,4 @@ pub mod start;
 pub mod tasks;
 pub mod tools;
 pub mod utc;
+pub mod walk;

@@ -18,5 +18,7 @@ fn main() {
         }
     };
     let code = openmax_shell::app::run(cli);
+    // The sessions' private temp directories, even one a leftover task still holds.
+    openmax_shell::sandbox::temps::remove_all();
     std::process::exit(code);
 }

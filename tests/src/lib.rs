@@ -45,11 +45,15 @@ pub fn openmax_bin() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
         let exe = std::env::current_exe().expect("the test executable has a path");
-        // target/<profile>/deps/<test> → target/<profile>/openmax
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test executables live in target/<profile>/deps");
+        // target/<profile>/deps/<test> → target/<profile>/openmax; a bench binary of this
+        // crate lives in target/<profile>/ itself.
+        let dir = exe.parent().expect("the test executable is in a directory");
+        let profile_dir = if dir.ends_with("deps") {
+            dir.parent()
+                .expect("test executables live in target/<profile>/deps")
+        } else {
+            dir
+        };
         let bin = profile_dir.join(format!("openmax{}", std::env::consts::EXE_SUFFIX));
         if !bin.exists() || std::env::var_os("INSIDE_MUTANTS").is_some() {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -68,6 +72,24 @@ pub fn openmax_bin() -> PathBuf {
         bin
     })
     .clone()
+}
+
+/// Copy an executable (the openmax binary) to `to`, with `cp` in a process of its own: the
+/// copy's write descriptor never lives in this test process, where a child another test thread
+/// forks meanwhile would inherit it until its exec, and an exec of the copy in that window
+/// fails with "Text file busy".
+pub fn copy_executable(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(
+        status.success(),
+        "cp {} {} failed",
+        from.display(),
+        to.display()
+    );
 }
 
 /// A temporary `$OPENMAX_HOME` and project (with a `.git` marker), removed on drop.

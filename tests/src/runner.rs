@@ -87,7 +87,7 @@ impl Who {
                             }
                         }
                         let tmp = dir.join(format!("{name}.tmp.{}", std::process::id()));
-                        std::fs::copy(&built, &tmp).expect("copy openmax");
+                        crate::copy_executable(&built, &tmp);
                         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
                             .unwrap();
                         std::fs::rename(&tmp, &bin).unwrap();

@@ -67,7 +67,7 @@ fn openmax_in_project(env: &TestEnv) -> std::path::PathBuf {
     let dir = env.project.join(".bin");
     std::fs::create_dir_all(&dir).unwrap();
     let bin = dir.join("openmax");
-    std::fs::copy(openmax_bin(), &bin).unwrap();
+    copy_executable(&openmax_bin(), &bin);
     bin
 }
 
@@ -402,7 +402,7 @@ fn write_file_replaces_a_hard_link_instead_of_writing_through_it() {
 fn an_openmax_under_another_name_is_still_recognised_as_an_ancestor() {
     let env = TestEnv::new();
     let renamed = env.root.join("agent-harness");
-    std::fs::copy(openmax_bin(), &renamed).unwrap();
+    copy_executable(&openmax_bin(), &renamed);
     env.write(
         ".openmax/tools/evil.json",
         r#"{"name":"evil","description":"E","parameters":{"type":"object"},"command":["sh","evil.sh"]}"#,

@@ -672,13 +672,17 @@ fn a_session_cannot_write_another_sessions_temp_directory() {
         let a = env.stdio(&[]);
         let prefix = format!("openmax-agent-{}-", a.pid());
         let end = Instant::now() + DEADLINE;
+        // The newest directory of A's pid: one an earlier process of the same pid left (a pid
+        // comes round again) is older.
         let dir = loop {
             let found = std::fs::read_dir(std::env::temp_dir())
                 .unwrap()
                 .flatten()
-                .find(|e| e.file_name().to_string_lossy().starts_with(&prefix));
-            if let Some(e) = found {
-                break e.path();
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+                .max();
+            if let Some((_, path)) = found {
+                break path;
             }
             assert!(
                 Instant::now() < end,
@@ -893,5 +897,52 @@ fn the_terminal_openmax_draws_on_is_out_of_reach() {
             pane.keys(&["C-u", "C-d"]);
             let _ = pane.wait_exit();
         }
+    }
+}
+
+/// A session's private temp directory on the host: there while it runs, gone when it has
+/// exited (even though the process ends with `exit`, which runs no destructor); one left by a
+/// killed openmax is removed by the next session that starts. The control: a killed session's
+/// directory does stay until then.
+#[test]
+fn a_sessions_temp_directory_goes_with_it() {
+    let newest = |pid: u32| {
+        let prefix = format!("openmax-agent-{pid}-");
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .max()
+            .map(|(_, p)| p)
+    };
+    for who in runners() {
+        let (env, _mock) = setup(who, "");
+        let w = who.label();
+        let mut s = env.stdio(&[]);
+        let dir = newest(s.pid()).unwrap_or_else(|| panic!("{w}: no temp directory"));
+        s.close();
+        let (code, _, _) = s.finish();
+        assert_eq!(code, Some(0), "{w}");
+        assert!(!dir.exists(), "{w}: {} outlived its session", dir.display());
+
+        // Killed: the directory stays (the control), until the next session starts.
+        let mut killed = env.stdio(&[]);
+        let left = newest(killed.pid()).unwrap_or_else(|| panic!("{w}: no temp directory"));
+        // SAFETY: kill(2) of the session this test started.
+        unsafe { libc::kill(killed.pid() as i32, libc::SIGKILL) };
+        killed.close();
+        let _ = killed.finish();
+        assert!(
+            left.exists(),
+            "{w}: a killed session's directory is left at first"
+        );
+        let next = env.stdio(&[]);
+        assert!(
+            !left.exists(),
+            "{w}: the next session did not remove {}",
+            left.display()
+        );
+        drop(next);
     }
 }

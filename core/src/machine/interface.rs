@@ -625,6 +625,9 @@ pub struct CoreConfig {
     pub turns_before: u64,
     /// `[tasks]` and this session's depth among subagents.
     pub tasks: super::TaskLimits,
+    /// The tools a named agent's session may call (`None`: every frozen tool). A call of any
+    /// other tool fails before it is planned further (see `machine/tasks.rs`).
+    pub only_tools: Option<std::collections::BTreeSet<String>>,
 }
 
 impl CoreConfig {
@@ -647,6 +650,7 @@ impl CoreConfig {
             checkpoints: false,
             turns_before: 0,
             tasks: super::TaskLimits::default(),
+            only_tools: None,
         }
     }
 }

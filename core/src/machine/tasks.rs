@@ -16,11 +16,39 @@
 //! - A session at depth `d` (0 for a session a human or a client started, `d + 1` for the
 //!   child of a depth-`d` task) may start a task only while `d < max_depth`; otherwise the call
 //!   fails with a tool error saying so, before anything is asked or run.
-//! - The rule is a resource limit, not a security boundary: the depth reaches a child through
+//! - A named agent's session (a child started with `agent`) may call only the tools its
+//!   definition lists (`CoreConfig::only_tools`): the shell offers the model no others, and a
+//!   call of another tool (a name the model made up or remembered) fails with a tool error,
+//!   before anything is asked or run.
+//! - The depth rule is a resource limit, not a security boundary: the depth reaches a child through
 //!   its environment, which the agent's own processes could set otherwise (they are sandboxed
 //!   and agent-spawned either way).
 
+use std::collections::BTreeSet;
+
 use crate::tool::TASK_TOOL;
+
+/// The failed result of a call of `name` outside a named agent's tool list, with its note;
+/// `None` when the session has no such list or the tool is on it.
+pub(super) fn outside_agent(
+    only: &Option<BTreeSet<String>>,
+    name: &str,
+) -> Option<(String, String)> {
+    let only = only.as_ref()?;
+    if only.contains(name) {
+        return None;
+    }
+    let list: Vec<&str> = only.iter().map(String::as_str).collect();
+    let output = format!(
+        "{name}: refused: this subagent's agent definition does not give it `{name}` (its tools: {})",
+        if list.is_empty() { "none".to_string() } else { list.join(", ") }
+    );
+    let note = format!(
+        "openmax refused this call: this session may use only the tools its agent definition \
+         lists. Do not retry `{name}`; use the tools you were given."
+    );
+    Some((output, note))
+}
 
 /// `[tasks]`: the limits of subagents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

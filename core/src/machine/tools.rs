@@ -184,7 +184,10 @@ impl Core {
             c.writes = super::checkpoint::plan_writes(&plan);
         }
         if plan.invalid.is_none() {
-            if let Some((output, note)) = self.config.tasks.refusal(&name) {
+            if let Some((output, note)) =
+                super::tasks::outside_agent(&self.config.only_tools, &name)
+                    .or_else(|| self.config.tasks.refusal(&name))
+            {
                 return self.finish_call(call, false, output, Some(note));
             }
         }

@@ -194,6 +194,59 @@ mod tests {
             .matches("write_file", &[]));
         assert!(Rule::parse("(x)").is_err());
         assert!(Rule::parse("a(b").is_err());
+        // A bare tool name with a stray parenthesis, or nothing at all, is no rule.
+        for bad in ["", "   ", "shell)", "read_file)x", ")"] {
+            assert!(Rule::parse(bad).is_err(), "{bad:?} parsed");
+        }
+    }
+
+    /// Every tool's own rule applies whatever rules of other tools stand beside it: a list
+    /// holding shell rules (whose commands are analysed) still matches another tool's rule, and
+    /// the shell's rule still sees through a wrapper beside another tool's rule.
+    #[test]
+    fn a_rule_applies_beside_rules_of_other_tools() {
+        let cases = [
+            ("read_file(.env)", "read_file", ".env"),
+            ("write_file(*.lock)", "write_file", "Cargo.lock"),
+            ("mcp__github__*", "mcp__github__push", "x"),
+            ("shell(rm -rf *)", SHELL_TOOL, "env rm -rf /"),
+        ];
+        let others = [
+            "shell(git push *)",
+            "read_file(secrets/*)",
+            "edit_file(*.pem)",
+        ];
+        for (rule, tool, target) in cases {
+            let targets = [target.to_string()];
+            for extra in others
+                .iter()
+                .map(|o| vec![*o])
+                .chain([vec![], others.to_vec()])
+            {
+                let mut list = extra.clone();
+                list.push(rule);
+                let deny = perms(&list, &[]);
+                assert!(
+                    deny.denied_by(tool, &targets).is_some(),
+                    "deny {list:?}: {tool} {target}"
+                );
+                let ask = perms(&[], &list);
+                assert!(
+                    ask.ask_by(tool, &targets).is_some(),
+                    "ask {list:?}: {tool} {target}"
+                );
+                // The control: without the rule, the others do not catch the call.
+                let without = perms(&extra, &extra);
+                assert!(
+                    without.denied_by(tool, &targets).is_none(),
+                    "{extra:?}: {tool}"
+                );
+                assert!(
+                    without.ask_by(tool, &targets).is_none(),
+                    "{extra:?}: {tool}"
+                );
+            }
+        }
     }
 
     fn perms(deny: &[&str], ask: &[&str]) -> Permissions {

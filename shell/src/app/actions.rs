@@ -160,7 +160,7 @@ pub(super) fn approve(cli: &Cli, path: &Path) -> i32 {
         Ok(h) => h,
         Err(e) => return fail(e),
     };
-    crate::extensions::approve::approve_path(
+    crate::approvals::approve::approve_path(
         home.root(),
         &state,
         path,

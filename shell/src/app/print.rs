@@ -86,6 +86,7 @@ pub fn run(cli: &Cli, prompt: &str, pick: Pick, opts: &PrintOptions) -> i32 {
         eprintln!("openmax: could not start a session: {e}");
         return exit::FAILED;
     }
+    let board = backend.task_board();
     let mut runtime = Runtime::new(core, backend, sink);
     let tx = runtime.sender();
     runtime.sink_mut().set_sender(tx);
@@ -98,7 +99,8 @@ pub fn run(cli: &Cli, prompt: &str, pick: Pick, opts: &PrintOptions) -> i32 {
     } else {
         Input::Prompt { text, images }
     });
-    let (code, sink) = rt.block_on(runtime.run());
+    let (code, mut sink) = rt.block_on(runtime.run());
+    sink.add_children(board.children());
     // Do not wait for leftover blocking work (a plan job) after the session is over.
     rt.shutdown_background();
     crate::sandbox::reaper::sweep();

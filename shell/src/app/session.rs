@@ -66,6 +66,7 @@ fn tui_session(cli: &Cli, rt: &tokio::runtime::Runtime, mut resume: Resume) -> i
             home,
             provider: backend.provider().clone(),
             sandbox: backend.sandbox_policy(),
+            tasks: backend.task_board(),
             trusted,
             prices,
             undo: checkpoints.map(|p| (p, session_id.clone())),

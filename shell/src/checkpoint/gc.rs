@@ -61,9 +61,8 @@ pub fn collect(home: &Path, max_age_ms: u64, now_ms: u64) -> io::Result<Collecte
         for (_, m) in manifests(&cp.join("manifests")) {
             mark(&mut reader, &m.root, &mut marked)?;
         }
-        for (_, (_, hash)) in super::cache::read(&cp.join("cache")) {
-            marked.insert(hash);
-        }
+        let cache = super::cache::read(&cp.join("cache"));
+        marked.extend(cache.hashes().map(str::to_string));
     }
     for (hash, path, len) in store.list()? {
         if !marked.contains(&hash) && fs::remove_file(&path).is_ok() {

@@ -160,5 +160,5 @@ pub fn new_id() -> String {
     h.update(now_ns().to_le_bytes());
     h.update(std::process::id().to_le_bytes());
     h.update(N.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    super::store::hex(&h.finalize()[..8])
+    crate::digest::hex(&h.finalize()[..8])
 }

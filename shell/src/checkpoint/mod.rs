@@ -19,9 +19,9 @@
 //! ```
 //!
 //! Modules: [`store`] (objects), [`tree`] (paths as listings, diffs), [`scan`] (the project
-//! into a snapshot, incrementally with [`cache`]), [`manifest`], [`log`], [`git`] (`HEAD`),
-//! [`undo`] (what an undo changes, and doing it), [`gc`] (collection), [`worker`] (a
-//! session's checkpoints off the event loop), [`notes`].
+//! into a snapshot, incrementally with [`cache`], in one [`walk`] on every core),
+//! [`manifest`], [`log`], [`git`] (`HEAD`), [`undo`] (what an undo changes, and doing it),
+//! [`gc`] (collection), [`worker`] (a session's checkpoints off the event loop), [`notes`].
 
 pub mod apply;
 pub mod cache;
@@ -33,11 +33,14 @@ pub mod manifest;
 pub mod notes;
 pub mod report;
 pub mod scan;
+#[cfg(test)]
+mod scan_tests;
 pub mod store;
 pub mod tree;
 pub mod undo;
 #[cfg(test)]
 mod undo_tests;
+pub mod walk;
 pub mod worker;
 
 use std::collections::BTreeSet;
@@ -177,11 +180,10 @@ impl Project {
             None => cache::read(&cache_path),
         };
         let size = self.store.add_size(0)?;
-        let s = scan::scan(&self.root, &self.store, &old, &self.caps, extra, size);
-        drop(old);
-        let (root, listed) = tree::write(&self.store, &s.snap, &mut memory.written)?;
+        let mut s = scan::scan(&self.root, &self.store, old, &self.caps, extra, size);
+        let (root, listed) = tree::write_tree(&self.store, &s.tree, &mut memory.written)?;
         let left_count = s.left.len() as u64;
-        let mut left = s.left;
+        let mut left = std::mem::take(&mut s.left);
         left.truncate(manifest::LEFT_LISTED);
         let m = Manifest {
             v: manifest::VERSION,
@@ -198,7 +200,7 @@ impl Project {
             left_count,
             captured: extra
                 .iter()
-                .filter(|p| matches!(s.snap.get(*p), Some(Node::File { .. } | Node::Link { .. })))
+                .filter(|p| matches!(s.node(p), Some(Node::File { .. } | Node::Link { .. })))
                 .cloned()
                 .collect(),
         };

@@ -23,7 +23,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sha2::{Digest, Sha256};
+use crate::digest::sha256_hex;
 
 use crate::session::perms::{private_dir_all, private_file};
 
@@ -36,20 +36,6 @@ pub struct Store {
 /// Held while objects are written (a shared lock of `gc.lock`).
 pub struct Writing {
     _lock: File,
-}
-
-/// The lowercase hex sha256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
 }
 
 /// Whether `s` is a full lowercase sha256 hex digest (the only names the store reads).

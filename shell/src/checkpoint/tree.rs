@@ -11,12 +11,13 @@
 //!
 //! Paths are project-relative with `/` separators; the root is `""`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use super::store::{sha256_hex, Store};
+use super::store::Store;
+use crate::digest::sha256_hex;
 
 /// What a checkpoint records of one path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +53,43 @@ impl Node {
 
 /// A project's paths as a checkpoint records them.
 pub type Snapshot = BTreeMap<String, Node>;
+
+/// A project's paths by directory, as a scan reads them: each directory (`""` the root) → its
+/// entries by name. Every directory has a key, an empty map when it holds nothing recorded.
+pub type Tree = BTreeMap<String, BTreeMap<String, Node>>;
+
+/// The node at `path` in `tree`.
+pub fn node_in<'a>(tree: &'a Tree, path: &str) -> Option<&'a Node> {
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    tree.get(dir)?.get(name)
+}
+
+/// `snap` by directory: a key for every directory in it and every parent of a path.
+pub fn by_dir(snap: &Snapshot) -> Tree {
+    let mut tree = Tree::new();
+    tree.entry(String::new()).or_default();
+    for (path, node) in snap {
+        if node.is_dir() {
+            tree.entry(path.clone()).or_default();
+        }
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        tree.entry(dir.to_string())
+            .or_default()
+            .insert(name.to_string(), node.clone());
+    }
+    tree
+}
+
+/// Every path of `tree` (the inverse of [`by_dir`]).
+pub fn flat(tree: &Tree) -> Snapshot {
+    tree.iter()
+        .flat_map(|(dir, nodes)| {
+            nodes
+                .iter()
+                .map(move |(n, node)| (join(dir, n), node.clone()))
+        })
+        .collect()
+}
 
 const HEADER: &str = "openmax-tree 1";
 
@@ -187,20 +225,18 @@ pub type Written = BTreeMap<String, (Listing, String)>;
 /// added. Every directory in `snap` gets a listing, and so does every parent of a path.
 /// `prev` holds the listings of the snapshot written before (and is replaced by this one's).
 pub fn write(store: &Store, snap: &Snapshot, prev: &mut Written) -> io::Result<(String, u64)> {
-    // Children by directory.
-    let mut dirs: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    dirs.entry("").or_default();
-    for (path, node) in snap {
-        if node.is_dir() {
-            dirs.entry(path.as_str()).or_default();
-        }
-        dirs.entry(parent(path)).or_default().push(path.as_str());
-    }
-    let mut hashes: BTreeMap<&str, String> = BTreeMap::new();
+    write_tree(store, &by_dir(snap), prev)
+}
+
+/// [`write`] for a snapshot by directory. A directory whose entries and subdirectory
+/// listings are those of its listing in `prev` is compared in place and its listing kept: no
+/// listing is built, encoded or hashed for it.
+pub fn write_tree(store: &Store, tree: &Tree, prev: &mut Written) -> io::Result<(String, u64)> {
+    let mut hashes: HashMap<&str, String> = HashMap::with_capacity(tree.len());
     let mut added = 0;
     let mut now = Written::new();
     // Deepest first: a directory's listing needs its subdirectories' hashes.
-    let mut order: Vec<&str> = dirs.keys().copied().collect();
+    let mut order: Vec<&str> = tree.keys().map(String::as_str).collect();
     order.sort_by_key(|d| {
         std::cmp::Reverse(if d.is_empty() {
             0
@@ -208,21 +244,51 @@ pub fn write(store: &Store, snap: &Snapshot, prev: &mut Written) -> io::Result<(
             d.matches('/').count() + 1
         })
     });
+    let mut empty: Option<String> = None;
     for dir in order {
-        let mut listing = Listing::new();
-        for child in &dirs[dir] {
-            let name = &child[child.rfind('/').map(|i| i + 1).unwrap_or(0)..];
-            let node = snap[*child].clone();
-            let sub = node.is_dir().then(|| hashes.get(child).cloned()).flatten();
-            listing.insert(name.to_string(), (node, sub));
+        let entries = &tree[dir];
+        // The listing of each subdirectory (an empty one when the tree has none for it).
+        let mut subs: HashMap<&str, String> = HashMap::new();
+        for (name, node) in entries {
+            if node.is_dir() {
+                let hash = match hashes.get(join(dir, name).as_str()) {
+                    Some(h) => h.clone(),
+                    None => match &empty {
+                        Some(h) => h.clone(),
+                        None => {
+                            let bytes = encode(&Listing::new());
+                            let h = sha256_hex(&bytes);
+                            added += store.put(&h, &bytes)?;
+                            empty = Some(h.clone());
+                            h
+                        }
+                    },
+                };
+                subs.insert(name.as_str(), hash);
+            }
         }
-        let hash = match prev.remove(dir) {
-            Some((old, hash)) if old == listing => hash,
+        let same = prev.get(dir).is_some_and(|(old, _)| {
+            old.len() == entries.len()
+                && old
+                    .iter()
+                    .zip(entries)
+                    .all(|((on, (onode, osub)), (n, node))| {
+                        on == n
+                            && onode == node
+                            && osub.as_deref() == subs.get(n.as_str()).map(|s| s.as_str())
+                    })
+        });
+        let (listing, hash) = match prev.remove(dir) {
+            Some(kept) if same => kept,
             _ => {
+                let listing: Listing = entries
+                    .iter()
+                    .map(|(n, node)| (n.clone(), (node.clone(), subs.remove(n.as_str()))))
+                    .collect();
                 let bytes = encode(&listing);
                 let hash = sha256_hex(&bytes);
                 added += store.put(&hash, &bytes)?;
-                hash
+                (listing, hash)
             }
         };
         hashes.insert(dir, hash.clone());

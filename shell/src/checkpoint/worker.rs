@@ -17,7 +17,8 @@ use openmax_core::machine::{CheckpointMoment, Input};
 use tokio::sync::oneshot;
 
 use super::{log, Project};
-use crate::run::InputTx;
+/// Where a checkpoint's answer to the core goes (the runtime's input channel).
+pub type Answer = Box<dyn FnOnce(Input) + Send>;
 
 /// The completion of the last job handed over: it resolves once that job (and every job
 /// before it) is done, whatever its outcome.
@@ -28,7 +29,7 @@ enum Job {
         turn: u64,
         moment: CheckpointMoment,
         prompt: String,
-        answer: InputTx,
+        answer: Answer,
         done: oneshot::Sender<()>,
     },
     Capture {
@@ -67,7 +68,7 @@ impl Worker {
     }
 
     /// Hand over a checkpoint; its answer goes to `answer`.
-    pub fn take(&mut self, turn: u64, moment: CheckpointMoment, prompt: String, answer: InputTx) {
+    pub fn take(&mut self, turn: u64, moment: CheckpointMoment, prompt: String, answer: Answer) {
         let (done, rx) = oneshot::channel();
         self.hand(
             Job::Take {
@@ -156,7 +157,7 @@ fn run(project: Project, session: String, rx: mpsc::Receiver<Job>) {
                         }
                     }
                 };
-                let _ = answer.send(Input::Checkpointed {
+                answer(Input::Checkpointed {
                     turn,
                     moment,
                     id,

@@ -11,13 +11,15 @@ use std::path::{Path, PathBuf};
 
 use openmax_core::conversation::ToolSchema;
 use openmax_core::machine::Freeze;
+use openmax_core::tool::TASK_TOOL;
 use openmax_core::wire::event::FreezeChange;
 
+use super::agents::{self, Agent};
 use super::environment::Environment;
 use super::instructions;
 use super::manifest::{self, ExternalTool};
 use super::skills::{self, Skill};
-use super::source::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// What a freeze reads.
 pub struct FreezeInputs<'a> {
@@ -57,6 +59,8 @@ pub struct Frozen {
     pub snapshot: Snapshot,
     pub external: Vec<ExternalTool>,
     pub skills: Vec<Skill>,
+    /// Named agents (the `task` tool's `agent` argument).
+    pub agents: Vec<Agent>,
     /// Broken manifests and skills, for stderr (also in `freeze.notes` for the model).
     pub problems: Vec<String>,
 }
@@ -120,7 +124,23 @@ pub fn freeze(inputs: &FreezeInputs<'_>) -> Frozen {
         }
     }
 
+    let (agents, agent_problems) = agents::load_all(inputs.home, project);
+    problems.extend(agent_problems);
+    for a in &agents {
+        snapshot.files.insert(
+            a.path.clone(),
+            Entry {
+                kind: "prompt",
+                name: a.receipt_name(),
+                sha256: a.sha256.clone(),
+            },
+        );
+    }
+
     let mut tools = inputs.builtin_tools.clone();
+    for t in tools.iter_mut().filter(|t| t.name == TASK_TOOL) {
+        agents::list_in(t, &agents);
+    }
     tools.extend(skills::tool_schema(&skills));
     tools.extend(external.iter().map(ExternalTool::schema));
 
@@ -141,6 +161,7 @@ pub fn freeze(inputs: &FreezeInputs<'_>) -> Frozen {
         snapshot,
         external,
         skills,
+        agents,
         problems,
     }
 }

@@ -1,5 +1,5 @@
 //! Project extensions and the freeze: external tools (`.openmax/tools/<name>.json`), skills
-//! (`.openmax/skills/<name>/SKILL.md`), the prompt files (`AGENTS.md`, `CLAUDE.md`) and the
+//! (`.openmax/skills/<name>/SKILL.md`), named agents (`.openmax/agents/<name>.md`), the prompt files (`AGENTS.md`, `CLAUDE.md`) and the
 //! prompt's environment section, and the snapshot of their
 //! exact bytes that a session is frozen on.
 //!
@@ -9,13 +9,12 @@
 //! [`openmax_core::tool::SourceGate`]). A broken manifest never stops the others from loading: it
 //! becomes a note for the model and a line on stderr.
 
-pub mod approve;
+pub mod agents;
 pub mod environment;
 pub mod external;
 pub mod freeze;
 pub mod instructions;
 pub mod manifest;
-pub mod pending;
 pub mod process;
 pub mod prompt;
 pub mod skills;
@@ -25,3 +24,8 @@ pub mod source;
 pub(crate) mod approval_tests;
 
 pub use manifest::ExternalTool;
+
+/// Names an external tool may not take: the built-in tools and `skill`.
+pub fn is_reserved(name: &str) -> bool {
+    crate::tools::is_builtin(name) || name == skills::SKILL_TOOL
+}

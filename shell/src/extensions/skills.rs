@@ -17,7 +17,7 @@ use std::path::Path;
 use openmax_core::conversation::ToolSchema;
 
 use super::manifest::relative;
-use super::source::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// Where skills live, relative to the project.
 pub const SKILLS_DIR: &str = ".openmax/skills";
@@ -87,6 +87,21 @@ pub fn load_all(project: &Path) -> (Vec<Skill>, Vec<String>) {
 
 /// Split front matter (`name`, `description`) from the body.
 pub fn parse(text: &str) -> Result<(String, String, String), String> {
+    let (fields, body) = front_matter(text)?;
+    let field = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
+    let name = field("name")
+        .filter(|n| !n.is_empty())
+        .ok_or("front matter has no name")?;
+    let description = field("description")
+        .filter(|d| !d.is_empty())
+        .ok_or("front matter has no description")?;
+    Ok((name, description, body))
+}
+
+/// Split a Markdown file's front matter (`key: value` lines between `---` lines, quotes around
+/// a value dropped, `#` comments and blank lines skipped) from its body; skills and named
+/// agents share it.
+pub fn front_matter(text: &str) -> Result<(Vec<(String, String)>, String), String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text
         .strip_prefix("---\n")
@@ -100,7 +115,7 @@ pub fn parse(text: &str) -> Result<(String, String, String), String> {
         .trim_start_matches("\n---")
         .trim_start_matches(['\r', '\n'])
         .to_string();
-    let (mut name, mut description) = (None, None);
+    let mut fields = Vec::new();
     for line in head.lines() {
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() || line.trim_start().starts_with('#') {
@@ -110,19 +125,9 @@ pub fn parse(text: &str) -> Result<(String, String, String), String> {
             .split_once(':')
             .ok_or_else(|| format!("front matter line {line:?} is not 'key: value'"))?;
         let v = v.trim().trim_matches('"').trim_matches('\'').to_string();
-        match k.trim() {
-            "name" => name = Some(v),
-            "description" => description = Some(v),
-            _ => {}
-        }
+        fields.push((k.trim().to_string(), v));
     }
-    let name = name
-        .filter(|n| !n.is_empty())
-        .ok_or("front matter has no name")?;
-    let description = description
-        .filter(|d| !d.is_empty())
-        .ok_or("front matter has no description")?;
-    Ok((name, description, body))
+    Ok((fields, body))
 }
 
 /// The `skill` tool's schema, listing the frozen skills; `None` when there are none.

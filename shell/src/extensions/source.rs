@@ -11,6 +11,8 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use crate::digest::hex;
+
 /// The full lowercase hex sha256 of a tool's source files, read now.
 /// `files` are project-relative paths; a file that cannot be read is an error naming it.
 pub fn source_sha256(project: &Path, files: &[String]) -> Result<String, String> {
@@ -37,22 +39,9 @@ pub fn framed_sha256(items: &[(String, Vec<u8>)]) -> String {
     hex(&hasher.finalize())
 }
 
-/// The sha256 of one byte string, lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
 /// The wire form: the first 12 hex digits.
 pub fn short(full_hex: &str) -> String {
     full_hex.chars().take(12).collect()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
 }
 
 #[cfg(test)]

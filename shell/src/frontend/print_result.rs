@@ -5,8 +5,13 @@
 //! {"type":"result","session_id":"…","result":"the last reply's text","stop_reason":"end_turn",
 //!  "exit_code":0,"turns":1,"tool_calls":2,
 //!  "usage":{"prompt_tokens":1200,"completion_tokens":80,"cached_tokens":null,"requests":2},
+//!  "subagents":{"tasks":0,"tool_calls":0,"prompt_tokens":0,"completion_tokens":0,
+//!   "cached_tokens":null,"requests":0},
 //!  "cost":0.0048,"declined":[],"error":null,"structured_output":null,"schema_errors":[]}
 //! ```
+//!
+//! `usage` counts the subagents' tokens too (their children's sessions, read by the parent);
+//! `subagents` is their part of it, and `tool_calls` counts this session's calls only.
 //!
 //! Invariant: every key is always present, so a script can index the object without checking;
 //! unknown values are `null`. `cost` is USD at the user's `[provider] price_in`/`price_out`
@@ -26,7 +31,16 @@ pub fn object(
     prices: Option<&Prices>,
     verdict: Option<&Verdict>,
 ) -> Value {
-    let u = &tally.usage;
+    // The session's usage and its subagents' together: what the run cost.
+    let mut u = tally.usage;
+    let c = &tally.children;
+    u.prompt_tokens += c.usage.prompt_tokens;
+    u.completion_tokens += c.usage.completion_tokens;
+    u.requests += c.usage.requests;
+    if let Some(n) = c.usage.cached_tokens {
+        u.cached_tokens = Some(u.cached_tokens.unwrap_or(0) + n);
+    }
+    let u = &u;
     let (structured, schema_errors) = match verdict {
         Some(Verdict::Valid(v)) => (v.clone(), Vec::new()),
         Some(Verdict::Invalid(e)) => (Value::Null, e.clone()),
@@ -45,6 +59,14 @@ pub fn object(
             "completion_tokens": u.completion_tokens,
             "cached_tokens": u.cached_tokens,
             "requests": u.requests,
+        },
+        "subagents": {
+            "tasks": c.tasks,
+            "tool_calls": c.tool_calls,
+            "prompt_tokens": c.usage.prompt_tokens,
+            "completion_tokens": c.usage.completion_tokens,
+            "cached_tokens": c.usage.cached_tokens,
+            "requests": c.usage.requests,
         },
         "cost": prices.map(|p| p.cost(u)),
         "declined": tally.declined.iter().map(|d| json!({

@@ -130,6 +130,11 @@ impl<O: Write, E: Write> PrintRun<O, E> {
         }
     }
 
+    /// What the session's subagents used, read off its task board once the run is over.
+    pub fn add_children(&mut self, children: crate::tasks::progress::Children) {
+        self.tally.children = children;
+    }
+
     /// What the run added up.
     pub fn tally(&self) -> &Tally {
         &self.tally

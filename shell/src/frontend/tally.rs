@@ -62,6 +62,8 @@ pub struct Tally {
     /// The last `error` or `protocol_error` message.
     pub last_error: Option<String>,
     pub declined: Vec<Declined>,
+    /// What the session's subagents used (their own sessions' usage, not on this wire).
+    pub children: crate::tasks::progress::Children,
     /// The current turn's last `message_done` text so far.
     reply_this_turn: Option<String>,
     /// Open approval requests by id.

@@ -26,9 +26,9 @@ use std::path::Path;
 use openmax_core::machine::{HookEvent, HookOutcome, HookSource, HookSpec};
 use serde::Deserialize;
 
+use crate::digest::sha256_hex;
 use crate::extensions::manifest::project_file;
 use crate::extensions::process::{self, ProcessSpec, Status};
-use crate::extensions::source::sha256_hex;
 
 /// Default per-run timeout.
 pub const DEFAULT_TIMEOUT_S: u64 = 60;

@@ -29,10 +29,10 @@ use openmax_core::wire::Mode;
 
 use super::persist::Persistence;
 use crate::config::{HookConfig, ProviderSettings};
+use crate::digest::sha256_hex;
 use crate::extensions::environment::{self, Environment};
 use crate::extensions::freeze::{self as freezing, Entry, FreezeInputs, Frozen, Snapshot};
 use crate::extensions::skills::{self, Skill, SKILL_TOOL};
-use crate::extensions::source::sha256_hex;
 use crate::extensions::{external, ExternalTool};
 use crate::hooks::{self, FrozenHook, Origin};
 use crate::mcp::{self, McpSet, StartContext};
@@ -48,6 +48,8 @@ use super::input::InputTx;
 struct Extensions {
     external: Vec<ExternalTool>,
     skills: Vec<Skill>,
+    /// Named agents, for `task` calls.
+    agents: Vec<crate::extensions::agents::Agent>,
     mcp: McpSet,
 }
 
@@ -140,7 +142,7 @@ pub fn freeze_now(
     mcp: &McpSet,
     echo: bool,
 ) -> (Frozen, Vec<FrozenHook>) {
-    let is_builtin = is_reserved;
+    let is_builtin = crate::extensions::is_reserved;
     // The clock is read here, at each freeze: the date is frozen with the rest of the prompt.
     let environment = Environment::new(
         project,
@@ -167,6 +169,10 @@ pub fn freeze_now(
             eprintln!("openmax: {p}");
         }
         frozen.freeze.notes.push(p.clone());
+    }
+    // A named agent's session: its instructions and only its tools (every refreeze too).
+    if let Some(agent) = crate::tasks::inherited_agent() {
+        crate::tasks::narrow_freeze(agent, &mut frozen.freeze);
     }
     let hooks = hooks::freeze(hook_configs, project, &|p, sha| {
         state.source_approved(p, sha)
@@ -267,11 +273,6 @@ fn mcp_changes(
     out
 }
 
-/// Names an external tool may not take: the built-in tools and `skill`.
-pub fn is_reserved(name: &str) -> bool {
-    crate::tools::is_builtin(name) || name == SKILL_TOOL
-}
-
 /// Build the provider client from resolved settings.
 pub fn provider_from(settings: &ProviderSettings) -> Result<Provider, String> {
     let mut cfg = ProviderConfig::defaults(settings.kind);
@@ -306,6 +307,7 @@ impl Backend {
         let ext = Arc::new(Extensions {
             external: frozen.external.clone(),
             skills: frozen.skills.clone(),
+            agents: frozen.agents.clone(),
             mcp,
         });
         Ok(Backend {
@@ -356,6 +358,15 @@ impl Backend {
     /// `[tools.web_fetch]` from now on.
     pub fn set_web_policy(&mut self, web: crate::tools::web_fetch::policy::WebPolicy) {
         self.tools.web = web;
+    }
+
+    /// The running `task` calls and the finished children's totals (an empty board when this
+    /// session starts no subagents).
+    pub fn task_board(&self) -> crate::tasks::progress::Board {
+        self.tasks
+            .as_ref()
+            .map(|s| s.progress.clone())
+            .unwrap_or_default()
     }
 
     /// Start subagents (`task` calls) with `spawner` from now on.
@@ -414,6 +425,9 @@ impl Backend {
             if name == SKILL_TOOL && !ext.skills.is_empty() {
                 return plan_skill(&ext.skills, &args);
             }
+            if name == openmax_core::tool::TASK_TOOL {
+                return crate::tasks::plan(&args, &ext.agents);
+            }
             crate::tools::plan(&ctx, &name, &args)
         }
     }
@@ -443,6 +457,7 @@ impl Backend {
         let ext = Arc::clone(&self.ext);
         let planned = self.planned.remove(call_id);
         let barrier = self.before_call(&name, &args);
+        let call_id = call_id.to_string();
         let tasks = (name == openmax_core::tool::TASK_TOOL)
             .then(|| self.tasks.clone())
             .flatten();
@@ -465,7 +480,11 @@ impl Backend {
                 }
             }
             let mut outcome = match tasks {
-                Some(spawner) => spawner.run(args, cancel, link).await,
+                Some(spawner) => {
+                    spawner
+                        .run(call_id, args, ext.agents.clone(), cancel, link)
+                        .await
+                }
                 None => Self::run_call(ctx.clone(), ext, planned, name, args, cancel).await,
             };
             // The provider key never reaches the session file or the model.
@@ -601,7 +620,14 @@ impl Backend {
     ) -> Option<Input> {
         match &mut self.checkpoints {
             Some(w) => {
-                w.take(turn, moment, prompt, tx);
+                w.take(
+                    turn,
+                    moment,
+                    prompt,
+                    Box::new(move |input| {
+                        let _ = tx.send(input);
+                    }),
+                );
                 None
             }
             None => Some(Input::Checkpointed {
@@ -801,6 +827,7 @@ impl Backend {
         self.ext = Arc::new(Extensions {
             external: p.frozen.external,
             skills: p.frozen.skills,
+            agents: p.frozen.agents,
             mcp: p.mcp,
         });
         if let Ok(mut s) = self.shared.lock() {

@@ -14,7 +14,8 @@
 //!   a human can turn the sandbox off in the user config. Nothing runs unconfined unless a
 //!   human allowed it (`[sandbox] mode = "off"`, or an approved escalation).
 //! - The session's private temp directory (`TMPDIR` inside, shown at `/tmp`) lives as long as
-//!   the session's [`Confine`] and is removed with it.
+//!   the session's [`Confine`] and is removed with it, or at the process's exit
+//!   ([`super::temps`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,7 +38,7 @@ pub struct Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.spec.tmp);
+        super::temps::remove(&self.spec.tmp);
     }
 }
 
@@ -157,7 +158,8 @@ impl Confine {
             }
         }
         let system_tmp = std::env::temp_dir();
-        let tmp = match private_tmp(&system_tmp) {
+        super::temps::remove_orphans(&system_tmp);
+        let tmp = match super::temps::make(&system_tmp) {
             Ok(t) => t,
             Err(e) => {
                 return Ok(Confine::Unavailable(format!(
@@ -249,23 +251,6 @@ impl Confine {
     pub fn read_only_available(&self) -> bool {
         matches!(self, Confine::On(s) if s.probe().is_ok())
     }
-}
-
-/// A fresh directory only this user can enter, under `system_tmp`.
-fn private_tmp(system_tmp: &Path) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = system_tmp.join(format!(
-        "openmax-agent-{}-{nanos:08x}-{n}",
-        std::process::id()
-    ));
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-    Ok(dir)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod protect;
 pub mod reaper;
 pub mod scrub;
 pub mod spec;
+pub mod temps;
 
 use std::path::{Path, PathBuf};
 
@@ -24,8 +25,7 @@ use openmax_core::tool::RunSandbox;
 
 pub use env::EnvPolicy;
 
-/// The variable whose presence marks an agent-spawned openmax.
-pub const AGENT_ENV: &str = "OPENMAX_AGENT_SESSION";
+use crate::human::AGENT_ENV;
 
 /// What every agent process runs under, from the user config.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -114,6 +114,7 @@ pub fn kill_tracked() -> usize {
 pub fn exit_now(code: i32) -> ! {
     kill_tracked();
     sweep();
+    super::temps::remove_all();
     std::process::exit(code)
 }
 

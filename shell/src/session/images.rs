@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use openmax_core::conversation::{Block, Message};
 use openmax_core::record::Record;
 
-use crate::extensions::source::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// Where the images of session `id` are kept.
 pub fn dir(sessions_dir: &Path, id: &str) -> PathBuf {

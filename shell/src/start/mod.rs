@@ -28,7 +28,7 @@ use crate::session::resume::{Copied, Resumed};
 use crate::session::{resume_latest, ProjectState, SessionWriter};
 use setup::Setup;
 
-pub use crate::sandbox::AGENT_ENV;
+pub use crate::human::AGENT_ENV;
 pub use setup::{project_of, protected_entries, session_confine};
 
 /// What a start-up takes from the command line: the provider flags and `--project`.
@@ -402,6 +402,13 @@ impl CoreSettings {
             depth: crate::tasks::depth_from_env(),
             ..setup.settings.tasks
         };
+        // A named agent's session: only its tools, and at most its tool rounds.
+        if let Some(agent) = crate::tasks::inherited_agent() {
+            cfg.only_tools = agent.tools.clone();
+            if let Some(n) = agent.max_iterations {
+                cfg.limits.max_iterations = cfg.limits.max_iterations.min(n);
+            }
+        }
         cfg
     }
 }
@@ -607,6 +614,7 @@ fn configure(
         depth: crate::tasks::depth_from_env(),
         drain_ms: setup.settings.limits.drain_timeout_ms,
         policy: backend.sandbox_policy(),
+        progress: Default::default(),
     });
 }
 

@@ -25,9 +25,11 @@ use tokio::process::ChildStdin;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::{Link, Spawner, TaskArgs, DEPTH_ENV, MODE_ENV};
+use super::progress::Watch;
+use super::{Link, Spawner, TaskArgs, AGENT_DEF_ENV, DEPTH_ENV, MODE_ENV};
+use crate::extensions::agents::Agent;
 use crate::extensions::process::kill_group;
-use crate::sandbox::AGENT_ENV;
+use crate::human::AGENT_ENV;
 
 /// Bytes of the child's stderr kept (its last ones) for the report of a child that died.
 const STDERR_TAIL: usize = 2000;
@@ -46,6 +48,9 @@ pub struct Report {
     /// The sums of its `usage` lines.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The sum of their cached tokens (`None`: none reported), and how many there were.
+    pub cached_tokens: Option<u64>,
+    pub requests: u64,
     /// Its `error` and `protocol_error` messages.
     pub errors: Vec<String>,
     /// Its approval requests that were declined (by the human, by the mode's rule, or at
@@ -75,6 +80,16 @@ impl Report {
                 .stop_reason
                 .as_deref()
                 .is_some_and(|r| !FAILED.contains(&r))
+    }
+
+    /// The child's usage, added up.
+    pub fn usage(&self) -> openmax_core::usage::UsageTotals {
+        openmax_core::usage::UsageTotals {
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            cached_tokens: self.cached_tokens,
+            requests: self.requests,
+        }
     }
 
     /// The tool result the model reads.
@@ -119,6 +134,10 @@ impl Report {
             "usage" => {
                 self.prompt_tokens += v["prompt_tokens"].as_u64().unwrap_or(0);
                 self.completion_tokens += v["completion_tokens"].as_u64().unwrap_or(0);
+                if let Some(c) = v["cached_tokens"].as_u64() {
+                    self.cached_tokens = Some(self.cached_tokens.unwrap_or(0) + c);
+                }
+                self.requests += 1;
             }
             "error" | "protocol_error" => self.errors.push(s("message")),
             "approval_request" => {
@@ -199,25 +218,38 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Start the child, drive its one turn, end it.
+/// Start the child in `project` (the parent's, or its worktree), as `agent` when named, drive
+/// its one turn, end it.
 pub async fn drive(
     sp: &Spawner,
     a: &TaskArgs,
+    agent: Option<&Agent>,
+    project: &std::path::Path,
+    watch: &Watch,
     mut cancel: oneshot::Receiver<()>,
     link: Option<Link>,
 ) -> Report {
     let mut report = Report::default();
     let mut cmd = tokio::process::Command::new(&sp.exe);
-    cmd.arg("--stdio").arg("--project").arg(&sp.project).args([
+    let model = agent.and_then(|g| g.model.as_deref()).unwrap_or(&sp.model);
+    cmd.arg("--stdio").arg("--project").arg(project).args([
         "--provider",
         &sp.provider,
         "--model",
-        &sp.model,
+        model,
     ]);
     if let Some(url) = &sp.base_url {
         cmd.args(["--base-url", url]);
     }
-    cmd.current_dir(&sp.project)
+    match agent.map(serde_json::to_string) {
+        Some(Ok(def)) => {
+            cmd.env(AGENT_DEF_ENV, def);
+        }
+        _ => {
+            cmd.env_remove(AGENT_DEF_ENV);
+        }
+    }
+    cmd.current_dir(project)
         .env("OPENMAX_HOME", &sp.home)
         .env(AGENT_ENV, &sp.session_id)
         .env(DEPTH_ENV, (sp.depth + 1).to_string())
@@ -287,7 +319,9 @@ pub async fn drive(
                 Ok(Some(l)) => {
                     let Ok(v) = serde_json::from_str::<Value>(&l) else { continue };
                     let first = !sent_user && v["type"] == "hello";
-                    match report.event(&v) {
+                    let answer = report.event(&v);
+                    watch.tool_calls(report.tool_calls);
+                    match answer {
                         Some(Answer::Done) => break,
                         Some(Answer::Ask(mut request)) => match &inputs {
                             Some(tx) => {

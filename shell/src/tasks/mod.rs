@@ -29,9 +29,11 @@
 //!   `blocked`, `unverified` or a child that died before its `done` fail it.
 
 pub mod child;
+pub mod progress;
+pub mod worktree;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use openmax_core::conversation::ToolSchema;
 use openmax_core::tool::{ToolOutcome, ToolPlan, TASK_TOOL};
@@ -39,10 +41,50 @@ use openmax_core::wire::Mode;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
+use crate::extensions::agents::{self, Agent};
 use crate::sandbox::Policy;
 
 /// The variable that tells a child session its depth among subagents (absent: 0).
 pub const DEPTH_ENV: &str = "OPENMAX_TASK_DEPTH";
+/// The variable that gives a child session the frozen definition of the named agent it runs
+/// as (JSON of [`Agent`]; absent: none).
+pub const AGENT_DEF_ENV: &str = "OPENMAX_TASK_AGENT";
+
+/// The named agent this session runs as, from [`AGENT_DEF_ENV`], read once. Like the depth, it
+/// is not a security boundary: an agent only narrows what the config allows, so a process
+/// that sets another value gains nothing.
+pub fn inherited_agent() -> Option<&'static Agent> {
+    static AGENT: OnceLock<Option<Agent>> = OnceLock::new();
+    AGENT
+        .get_or_init(|| {
+            let raw = std::env::var(AGENT_DEF_ENV).ok()?;
+            match serde_json::from_str(&raw) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    eprintln!("openmax: {AGENT_DEF_ENV} is not an agent definition ({e}); ignored");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// A named agent's session sees its instructions after the rest of the system prompt, and
+/// only the tools its definition lists.
+pub fn narrow_freeze(agent: &Agent, freeze: &mut openmax_core::machine::Freeze) {
+    if !agent.prompt.trim().is_empty() {
+        freeze.system.push_str(&format!(
+            "\n\n# Agent: {}\n\nYou run as the named agent `{}` ({}).\n\n{}",
+            agent.name, agent.name, agent.description, agent.prompt
+        ));
+    }
+    if let Some(only) = &agent.tools {
+        freeze.tools.retain(|t| only.contains(&t.name));
+        if !only.contains(crate::extensions::skills::SKILL_TOOL) {
+            freeze.skills.clear();
+        }
+    }
+}
 
 /// The variable that tells a child session the mode of the session that started it (absent:
 /// the project's saved mode alone).
@@ -103,7 +145,9 @@ pub fn schema() -> ToolSchema {
             "type": "object",
             "properties": {
                 "description": {"type": "string", "description": "A short (3-8 word) title of the task, shown to the human."},
-                "prompt": {"type": "string", "description": "The whole task for the subagent: what to do, where, and what to report back."}
+                "prompt": {"type": "string", "description": "The whole task for the subagent: what to do, where, and what to report back."},
+                "agent": {"type": "string", "description": "Optional: the named agent to run as (its own instructions, tools and limits)."},
+                "isolation": {"type": "string", "enum": ["worktree"], "description": "Optional: \"worktree\" runs the subagent in a new git worktree on a branch of its own, so its edits land only there; the result names the branch and its diff stat."}
             },
             "required": ["description", "prompt"],
             "additionalProperties": false
@@ -116,6 +160,10 @@ pub fn schema() -> ToolSchema {
 pub struct TaskArgs {
     pub description: String,
     pub prompt: String,
+    /// The named agent it runs as.
+    pub agent: Option<String>,
+    /// Whether it runs in a worktree of its own.
+    pub worktree: bool,
 }
 
 /// The arguments, or the failed outcome's message.
@@ -125,12 +173,26 @@ pub fn args(args: &Value) -> Result<TaskArgs, String> {
     };
     if let Some(k) = obj
         .keys()
-        .find(|k| !matches!(k.as_str(), "description" | "prompt"))
+        .find(|k| !matches!(k.as_str(), "description" | "prompt" | "agent" | "isolation"))
     {
         return Err(format!(
-            "task: unknown argument `{k}` (task takes description and prompt)"
+            "task: unknown argument `{k}` (task takes description, prompt, agent and isolation)"
         ));
     }
+    let agent = match obj.get("agent") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Some(_) => return Err("task: `agent` must be an agent's name".into()),
+    };
+    let worktree = match obj.get("isolation") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) if s == "worktree" => true,
+        Some(other) => {
+            return Err(format!(
+                "task: `isolation` must be \"worktree\" (or left out), not {other}"
+            ))
+        }
+    };
     let text = |key: &str| -> Result<String, String> {
         match obj.get(key).and_then(Value::as_str).map(str::trim) {
             Some(s) if !s.is_empty() => Ok(s.to_string()),
@@ -140,17 +202,46 @@ pub fn args(args: &Value) -> Result<TaskArgs, String> {
     Ok(TaskArgs {
         description: text("description")?.chars().take(200).collect(),
         prompt: text("prompt")?,
+        agent,
+        worktree,
     })
 }
 
-/// Inspect a `task` call: it can write (the child's tools can), so `ask` mode asks first.
-pub fn plan(call: &Value) -> ToolPlan {
-    match args(call) {
-        Ok(a) => ToolPlan {
+/// The arguments with their agent found among `known`, or the failed outcome's message.
+fn resolve<'a>(call: &Value, known: &'a [Agent]) -> Result<(TaskArgs, Option<&'a Agent>), String> {
+    let a = args(call)?;
+    let agent = match &a.agent {
+        Some(name) => Some(agents::find(known, name)?),
+        None => None,
+    };
+    Ok((a, agent))
+}
+
+/// Inspect a `task` call against the frozen agents: it can write (the child's tools can), so
+/// `ask` mode asks first. An unknown agent is an invalid call naming the known ones.
+pub fn plan(call: &Value, known: &[Agent]) -> ToolPlan {
+    match resolve(call, known) {
+        Ok((a, agent)) => ToolPlan {
             mutating: true,
             targets: vec![a.description.clone()],
             summary: format!("task: {}", a.description),
-            detail: a.prompt,
+            detail: match (agent, a.worktree) {
+                (None, false) => a.prompt,
+                (agent, worktree) => format!(
+                    "{}{}\n\n{}",
+                    agent
+                        .map(|g| format!("as agent {}", g.name))
+                        .unwrap_or_default(),
+                    if worktree {
+                        " (in a new git worktree)"
+                    } else {
+                        ""
+                    },
+                    a.prompt
+                )
+                .trim_start()
+                .to_string(),
+            },
             source: None,
             invalid: None,
             sandbox: Default::default(),
@@ -184,7 +275,7 @@ pub struct Spawner {
     pub base_url: Option<String>,
     /// The key's variable and value (held in memory since start-up; see `sandbox::scrub`).
     pub key: Option<(String, String)>,
-    /// This session's id ([`crate::sandbox::AGENT_ENV`] of the child).
+    /// This session's id ([`crate::human::AGENT_ENV`] of the child).
     pub session_id: String,
     /// This session's depth; the child runs at one more.
     pub depth: u32,
@@ -193,27 +284,88 @@ pub struct Spawner {
     pub drain_ms: u64,
     /// Containment: the child's group is tracked like a tool's.
     pub policy: Arc<Policy>,
+    /// The running calls and the finished children's totals, for the frontends.
+    pub progress: progress::Board,
 }
 
 impl Spawner {
-    /// Run one `task` call to its end (or until `cancel` fires).
+    /// Run one `task` call to its end (or until `cancel` fires), with the agents of the
+    /// current freeze.
     pub async fn run(
         self: Arc<Self>,
+        call_id: String,
         call: Value,
+        known: Vec<Agent>,
         cancel: oneshot::Receiver<()>,
         link: Option<Link>,
     ) -> ToolOutcome {
-        let a = match args(&call) {
-            Ok(a) => a,
+        let (a, agent) = match resolve(&call, &known) {
+            Ok(x) => x,
             Err(message) => return fail(message),
         };
-        let report = child::drive(&self, &a, cancel, link).await;
+        if !a.worktree {
+            let watch = self.progress.start(&call_id, &a.description);
+            let report = child::drive(&self, &a, agent, &self.project, &watch, cancel, link).await;
+            watch.ended(&report.usage(), report.tool_calls);
+            return ToolOutcome {
+                ok: report.ok(),
+                output: report.render(&a.description),
+                diffs: Vec::new(),
+                images: Vec::new(),
+            };
+        }
+        let (project, description) = (self.project.clone(), a.description.clone());
+        let made =
+            tokio::task::spawn_blocking(move || self::worktree::create(&project, &description))
+                .await
+                .unwrap_or_else(|e| Err(format!("task: could not make a worktree: {e}")));
+        let wt = match made {
+            Ok(wt) => wt,
+            Err(message) => return fail(message),
+        };
+        if let Err(e) = self.admit(&wt.project) {
+            return fail(format!(
+                "task: could not prepare the worktree's project: {e}"
+            ));
+        }
+        let mut told = a.clone();
+        told.prompt = format!(
+            "{}\n\n(You work in a git worktree of your own, on the branch {}. openmax commits \
+             your changes on that branch when you finish; do not commit them yourself.)",
+            a.prompt, wt.branch
+        );
+        let watch = self.progress.start(&call_id, &a.description);
+        let report = child::drive(&self, &told, agent, &wt.project, &watch, cancel, link).await;
+        watch.ended(&report.usage(), report.tool_calls);
+        let description = a.description.clone();
+        let wt2 = wt.clone();
+        let settled = tokio::task::spawn_blocking(move || wt2.finish(&description))
+            .await
+            .unwrap_or_else(|e| format!("worktree: branch {} (not settled: {e})", wt.branch));
+        let output = report.render(&a.description);
+        let output = match output.split_once('\n') {
+            Some((head, rest)) => format!("{head}\n{settled}\n{rest}"),
+            None => format!("{output}\n{settled}"),
+        };
         ToolOutcome {
             ok: report.ok(),
-            output: report.render(&a.description),
+            output,
             diffs: Vec::new(),
             images: Vec::new(),
         }
+    }
+
+    /// A worktree's project is trusted, in the saved mode of this session's project: openmax
+    /// made it from this trusted project (the agent cannot trust a project itself).
+    fn admit(&self, project: &std::path::Path) -> std::io::Result<()> {
+        let home = crate::session::Home::new(self.home.clone());
+        let ours = crate::session::ProjectState::open(&home, &self.project);
+        let theirs = crate::session::ProjectState::open(&home, project);
+        theirs.set_trusted()?;
+        if let Some(mode) = ours.mode() {
+            theirs.save_mode(mode)?;
+        }
+        Ok(())
     }
 }
 
@@ -239,10 +391,20 @@ mod tests {
         assert!(args(&json!({"description":"d"}))
             .unwrap_err()
             .contains("prompt"));
-        assert!(args(&json!({"description":"d","prompt":"p","agent":"x"}))
+        assert!(args(&json!({"description":"d","prompt":"p","model":"x"}))
             .unwrap_err()
-            .contains("unknown argument `agent`"));
-        let p = plan(&json!({"description":"look","prompt":"list files"}));
+            .contains("unknown argument `model`"));
+        assert!(
+            args(&json!({"description":"d","prompt":"p","isolation":"vm"}))
+                .unwrap_err()
+                .contains("`isolation` must be")
+        );
+        let a = args(&json!({"description":"d","prompt":"p","agent":"rev","isolation":"worktree"}))
+            .unwrap();
+        assert_eq!((a.agent.as_deref(), a.worktree), (Some("rev"), true));
+        let unknown = plan(&json!({"description":"d","prompt":"p","agent":"rev"}), &[]);
+        assert!(unknown.invalid.unwrap().contains("no agent named \"rev\""));
+        let p = plan(&json!({"description":"look","prompt":"list files"}), &[]);
         assert!(p.mutating && p.invalid.is_none());
         assert_eq!(p.summary, "task: look");
     }

@@ -14,8 +14,8 @@ use serde_json::Value;
 use super::args::Args;
 use super::cap::take_lines;
 use super::path::{display_rel, resolve, Resolved};
-use super::walk::{self, Batch, GlobFilter};
 use super::{fail, invalid_plan, ok, read_plan, ToolContext};
+use crate::walk::{self, Batch, GlobFilter};
 
 /// Most paths one call returns.
 pub const MAX_RESULTS: usize = 1000;

@@ -32,8 +32,8 @@ use super::args::Args;
 use super::cap::{cut_chars, take_lines};
 use super::path::{display_rel, io_reason, resolve, Resolved};
 use super::stop::Stop;
-use super::walk::{self, Batch, GlobFilter};
 use super::{fail, invalid_plan, ok, read_plan, ToolContext};
+use crate::walk::{self, Batch, GlobFilter};
 
 /// Longest matched line shown in full.
 pub const MAX_LINE_CHARS: usize = 500;

@@ -12,7 +12,8 @@ use serde_json::Value;
 use super::args::Args;
 use super::cap::take_lines;
 use super::path::{io_reason, resolve, Resolved};
-use super::{fail, invalid_plan, ok, read_plan, walk, ToolContext};
+use super::{fail, invalid_plan, ok, read_plan, ToolContext};
+use crate::walk;
 
 /// Most entries one call lists.
 pub const MAX_ENTRIES: usize = 1000;

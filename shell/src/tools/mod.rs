@@ -27,7 +27,6 @@ mod read;
 mod schema;
 pub mod stop;
 
-pub(crate) mod walk;
 pub mod web_fetch;
 mod write;
 
@@ -128,7 +127,7 @@ pub fn plan(ctx: &ToolContext, name: &str, args: &Value) -> ToolPlan {
         "edit_file" => write::plan_edit(ctx, args),
         "shell" => command::plan(ctx, args),
         web_fetch::NAME => web_fetch::plan(ctx, args),
-        openmax_core::tool::TASK_TOOL => crate::tasks::plan(args),
+        openmax_core::tool::TASK_TOOL => crate::tasks::plan(args, &[]),
         other => ToolPlan {
             mutating: false,
             targets: vec![other.to_string()],

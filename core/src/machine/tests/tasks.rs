@@ -521,3 +521,48 @@ fn a_crash_while_a_runs_result_is_written_waits_for_it_and_the_cancelled_runs() 
     h.ack_next();
     assert_eq!(h.take(), s(&["tool_end t2 false", "error", "done error"]));
 }
+
+#[test]
+fn a_named_agent_may_call_only_its_tools() {
+    let mut c = config();
+    c.mode = Mode::Auto;
+    c.agent_spawned = true;
+    c.only_tools = Some(["read_file".to_string()].into_iter().collect());
+    let mut h = H::with(c);
+    h.user("write something");
+    h.tool_reply("c1", "write_file", r#"{"path":"a","content":"x"}"#);
+    assert_eq!(h.take(), s(&["budget", "tool_start c1 write_file"]));
+    h.planned("c1", task_plan());
+    assert_eq!(h.take(), s(&["tool_end c1 false", "harness_note c1"]));
+    let out = &h.messages("tool_end")[0];
+    assert!(
+        out.contains("does not give it `write_file`") && out.contains("its tools: read_file"),
+        "{out}"
+    );
+    assert_eq!(
+        h.effects
+            .iter()
+            .filter(|e| matches!(e, Effect::RunTool { .. }))
+            .count(),
+        0
+    );
+    h.reply("ok");
+
+    // The control: a tool on its list runs.
+    h.user("read something");
+    h.tool_reply("c2", "read_file", r#"{"path":"a"}"#);
+    h.take();
+    h.planned(
+        "c2",
+        ToolPlan {
+            mutating: false,
+            ..task_plan()
+        },
+    );
+    assert!(h
+        .effects
+        .iter()
+        .any(|e| matches!(e, Effect::RunTool { name, .. } if name == "read_file")));
+    h.tool_done("c2", true, "x");
+    h.reply("read");
+}

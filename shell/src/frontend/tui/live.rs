@@ -27,6 +27,17 @@ pub struct Live {
     pub spill: Vec<String>,
 }
 
+/// A running task's line: its description, how long it has run, its child's tool calls.
+fn task_line(p: &crate::tasks::progress::Progress) -> String {
+    format!(
+        "subagent: {} · {}s · {} tool call{} so far",
+        p.description,
+        p.elapsed.as_secs(),
+        p.tool_calls,
+        if p.tool_calls == 1 { "" } else { "s" }
+    )
+}
+
 /// Lay out the live region of `view` at time `now` for `cols` × at most `max_rows`.
 pub fn live(view: &View, now: u64, cols: usize, max_rows: usize, theme: Theme) -> Live {
     let cols = cols.max(1);
@@ -43,7 +54,11 @@ pub fn live(view: &View, now: u64, cols: usize, max_rows: usize, theme: Theme) -
     }
     for t in view.tools.values() {
         flow.extend(tool_header(t, cols, theme));
-        flow.extend(wrap_text("running…", theme.dim(), cols, "  "));
+        let status = match view.tasks.running(&t.call_id) {
+            Some(p) => task_line(&p),
+            None => "running…".to_string(),
+        };
+        flow.extend(wrap_text(&status, theme.dim(), cols, "  "));
     }
     let mut fixed: Vec<Line<'static>> = Vec::new();
     let mut spill = Vec::new();

@@ -88,6 +88,8 @@ pub struct Launch {
     pub provider: crate::provider::Provider,
     /// The sandbox agent processes run in (`/status`).
     pub sandbox: Arc<crate::sandbox::Policy>,
+    /// The running `task` calls (each one's live line).
+    pub tasks: crate::tasks::progress::Board,
     /// Whether the project was trusted when the session opened.
     pub trusted: bool,
     /// The user config's `[provider]` prices (the status line and `/cost` show the cost).
@@ -371,6 +373,7 @@ fn ui_loop(
     launch: Launch,
 ) -> std::io::Result<Option<view::Next>> {
     let mut view = view::View::new(&launch.model, launch.mode, history::load(&launch.history));
+    view.tasks = launch.tasks.clone();
     view.status.prices = launch.prices;
     match (&launch.past, &launch.transcript) {
         (Some((items, older)), Some(_)) => view.replay(items, *older),

@@ -19,7 +19,7 @@ use super::blocks::Level;
 use super::card::ApprovalCard;
 use super::view::{usd, Question, Request, View};
 use super::Launch;
-use crate::extensions::pending::{self, Pending};
+use crate::approvals::pending::{self, Pending};
 use crate::extensions::source::short;
 use crate::run::InputTx;
 
@@ -45,7 +45,7 @@ fn sources(launch: &Launch) -> Vec<Question> {
         &launch.home,
         state.project(),
         &|k, sha| state.source_approved(k, sha),
-        &crate::run::backend::is_reserved,
+        &crate::extensions::is_reserved,
     );
     list.into_iter().enumerate().map(question).collect()
 }
@@ -158,7 +158,7 @@ impl Carrier {
             return;
         }
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = crate::extensions::approve::approve_path(
+        let code = crate::approvals::approve::approve_path(
             &launch.home,
             &launch.state,
             std::path::Path::new(file),

@@ -153,6 +153,9 @@ pub struct View {
     pub undo: Option<super::undo::UndoCard>,
     /// `/undo` requests for the UI thread, in order.
     pub(super) undo_asks: Vec<super::undo::UndoAsk>,
+    /// The session's running `task` calls, for their live lines (counted by the shell as it
+    /// reads each child's events).
+    pub tasks: crate::tasks::progress::Board,
 }
 
 impl View {
@@ -184,6 +187,7 @@ impl View {
             menu_at: 0,
             modes_asked: Vec::new(),
             undo: None,
+            tasks: Default::default(),
             undo_asks: Vec::new(),
         }
     }

@@ -8,8 +8,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::manifest::{self, relative};
-use super::source::{sha256_hex, short};
+use crate::digest::sha256_hex;
+use crate::extensions::manifest::{self, relative};
+use crate::extensions::source::short;
 
 /// What an approval covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,7 +156,7 @@ pub fn approve_path(
         state.project(),
         path,
         false,
-        &crate::run::backend::is_reserved,
+        &crate::extensions::is_reserved,
         &|p, sha| state.approve_source(p, sha),
         &mut *out,
         &mut *err,
@@ -176,7 +177,7 @@ fn approve_hooks(
     err: &mut dyn Write,
 ) -> i32 {
     let project = state.project();
-    let Ok(rel) = inspect(project, path, &crate::run::backend::is_reserved).map(|a| a.source_path)
+    let Ok(rel) = inspect(project, path, &crate::extensions::is_reserved).map(|a| a.source_path)
     else {
         return 0;
     };

@@ -1,5 +1,5 @@
-//! The directory walker shared by `list_dir`, `glob` and `grep`, and the glob filter of `glob`
-//! and `grep`.
+//! The directory walker shared by `list_dir`, `glob`, `grep` and the checkpoint scan, and the
+//! glob filter of `glob` and `grep`.
 //!
 //! Invariants: walks use the `ignore` crate the way ripgrep does — `.gitignore` (also outside a
 //! git repository: `require_git(false)`), `.ignore`, `.git/info/exclude`, the global git

@@ -10,7 +10,7 @@ use std::path::Path;
 use crate::hooks::Origin;
 use crate::mcp::config::Transport;
 
-use super::manifest;
+use crate::extensions::manifest;
 
 /// One project source waiting for a human's approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
