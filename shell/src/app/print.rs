@@ -13,7 +13,7 @@
 use std::io::Read;
 
 use openmax_core::machine::Input;
-use openmax_core::wire::{Command, Hello};
+use openmax_core::wire::Command;
 
 use super::cli::{Cli, Pick, PrintOptions};
 use crate::exit;
@@ -21,7 +21,7 @@ use crate::frontend::output_schema::OutputSchema;
 use crate::frontend::print_run::OutputFormat;
 use crate::frontend::print_run::PrintRun;
 use crate::run::{Runtime, SignalPolicy};
-use crate::start::{open, Opened, Opener, PrintOpen};
+use crate::start::{handshake, open, Opened, Opener, PrintOpen};
 
 /// The largest prompt `-p -` reads from stdin: the contract's largest command line.
 pub const MAX_STDIN_PROMPT: usize = openmax_core::wire::MAX_LINE_BYTES;
@@ -71,15 +71,8 @@ pub fn run(cli: &Cli, prompt: &str, pick: Pick, opts: &PrintOptions) -> i32 {
         schema,
     );
     if opts.format == OutputFormat::StreamJson {
-        let hello = Hello::new(
-            &session_id,
-            env!("CARGO_PKG_VERSION"),
-            &project,
-            transcript.is_some(),
-        );
-        sink.raw_line(&hello.to_json());
-        if let Some(t) = &transcript {
-            sink.raw_line(&t.to_json());
+        for line in handshake(&session_id, &project, transcript.as_ref()) {
+            sink.raw_line(&line);
         }
     }
     if let Err(e) = backend.settle_session() {

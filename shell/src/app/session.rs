@@ -2,13 +2,11 @@
 //! its frontend, run to its end; the exit code. (`-p` runs in [`super::print`], ACP in
 //! [`crate::frontend::acp`].)
 
-use openmax_core::wire::Hello;
-
 use super::cli::{self, Cli};
 use super::fail;
 use crate::frontend::JsonlSink;
 use crate::run::{Runtime, SignalPolicy};
-use crate::start::{open, Opened, Opener, Resume};
+use crate::start::{handshake, open, Opened, Opener, Resume};
 
 /// Which frontend a session runs under (`-p` runs in [`super::print`]).
 pub(super) enum Front {
@@ -132,15 +130,8 @@ fn stdio_session(cli: &Cli, rt: &tokio::runtime::Runtime, resume: Resume) -> i32
         }
     };
     let mut sink = JsonlSink::new(&session_id, std::io::stdout());
-    let hello = Hello::new(
-        &session_id,
-        env!("CARGO_PKG_VERSION"),
-        &project,
-        transcript.is_some(),
-    );
-    sink.raw_line(&hello.to_json());
-    if let Some(t) = &transcript {
-        sink.raw_line(&t.to_json());
+    for line in handshake(&session_id, &project, transcript.as_ref()) {
+        sink.raw_line(&line);
     }
     // The header's flushes and the index update wait until `hello` is out: the first line does
     // not need them, and nothing reported finished depends on them.

@@ -158,7 +158,7 @@ impl Confine {
             }
         }
         let system_tmp = std::env::temp_dir();
-        super::temps::remove_orphans(&system_tmp);
+        super::temps::remove_orphans_once(&system_tmp);
         let tmp = match super::temps::make(&system_tmp) {
             Ok(t) => t,
             Err(e) => {

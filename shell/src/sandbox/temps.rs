@@ -48,6 +48,15 @@ pub fn remove_all() {
     }
 }
 
+/// [`remove_orphans`] once per process, before its first session's sandbox (an ACP process
+/// opens many sessions; the temp directory is read once).
+pub fn remove_orphans_once(system_tmp: &Path) {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| {
+        remove_orphans(system_tmp);
+    });
+}
+
 /// Remove this user's private temp directories under `system_tmp` whose openmax no longer
 /// runs (killed before it could remove them); returns how many. A directory of a live pid is
 /// kept, whatever that process is now.

@@ -141,6 +141,24 @@ pub(crate) enum Opener {
     Acp,
 }
 
+/// The first lines a client reads of an opened session: `hello`, then, for a resumed or copied
+/// session, its `transcript` (`--stdio` and `-p --output-format stream-json`).
+pub(crate) fn handshake(
+    session_id: &str,
+    project: &str,
+    transcript: Option<&openmax_core::wire::Transcript>,
+) -> Vec<String> {
+    let hello = openmax_core::wire::Hello::new(
+        session_id,
+        env!("CARGO_PKG_VERSION"),
+        project,
+        transcript.is_some(),
+    );
+    let mut lines = vec![hello.to_json()];
+    lines.extend(transcript.map(|t| t.to_json()));
+    lines
+}
+
 /// A new session id: 16 hex of sha256(time, pid, counter).
 pub fn new_session_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
