@@ -17,6 +17,7 @@
 #   bench/mutants-policy.sh core 0 20     # shard 0 of 20 of core/src/permissions
 #   bench/mutants-policy.sh shell 0 100   # shard 0 of 100 of the shell's policy code
 #   bench/mutants-policy.sh core --list   # list the mutants
+#   PASSES=unit bench/mutants-policy.sh shell 1 8   # pass 1 only
 #
 # It mutates the checkout in place (see `common` below): leave the tree alone while it runs.
 #
@@ -81,6 +82,14 @@ u=$out/unit/mutants.out
 if grep -q '^ERROR' "$out/unit.log" || [ ! -f "$u/missed.txt" ]; then
   echo "pass 1 did not run: see $out/unit.log" >&2
   exit 1
+fi
+
+if [ "${PASSES:-both}" = unit ]; then
+  # Pass 1 only: the survivors are judged one by one (read, then killed by a test, shown
+  # equivalent, or run against the end-to-end test that covers them).
+  echo "$set_name shard $k/$n, pass 1 only: caught $(wc -l <"$u/caught.txt"), missed $(wc -l <"$u/missed.txt"), timeout $(wc -l <"$u/timeout.txt"), unviable $(wc -l <"$u/unviable.txt")"
+  cat "$u/missed.txt"
+  exit 0
 fi
 
 echo "== pass 2: the survivors against the end-to-end tests"
