@@ -442,3 +442,63 @@ fn log_stdio(ctx: &StartContext, server: &str) -> Stdio {
 
 /// A shared, restartable connection.
 pub type Shared = Arc<tokio::sync::Mutex<Option<Conn>>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(env: &[(&str, EnvValue)]) -> ServerDef {
+        let mut d = ServerDef::new(
+            "s",
+            Transport::Stdio {
+                command: "srv".into(),
+                args: vec![],
+            },
+            Origin::Project,
+            ".openmax/config.toml",
+            String::new(),
+        );
+        d.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        d
+    }
+
+    #[test]
+    fn a_stdio_server_gets_the_base_variables_then_its_own() {
+        let unset = "OPENMAX_TEST_SURELY_UNSET_VARIABLE";
+        assert!(std::env::var(unset).is_err());
+        let path = std::env::var("PATH").expect("PATH is set for tests");
+        let env = environment(&def(&[
+            ("A_LITERAL", EnvValue::Literal("one two".into())),
+            ("A_FORWARD", EnvValue::Forward("PATH".into())),
+            ("NOT_FORWARDED", EnvValue::Forward(unset.into())),
+            (
+                "A_TEMPLATE",
+                EnvValue::Template(format!("${{{unset}:-fallback}}:${{PATH}}")),
+            ),
+        ]));
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("PATH"), Some(path.as_str()));
+        for base in BASE_ENV {
+            assert_eq!(get(base), std::env::var(base).ok().as_deref(), "{base}");
+        }
+        assert_eq!(get("A_LITERAL"), Some("one two"));
+        assert_eq!(get("A_FORWARD"), Some(path.as_str()));
+        assert_eq!(
+            get("NOT_FORWARDED"),
+            None,
+            "an unset variable is left unset"
+        );
+        assert_eq!(get("A_TEMPLATE"), Some(format!("fallback:{path}").as_str()));
+        // Nothing else of openmax's environment leaks in.
+        let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+        for n in &names {
+            assert!(
+                BASE_ENV.contains(n) || n.starts_with("A_"),
+                "unexpected variable {n}"
+            );
+        }
+    }
+}

@@ -282,6 +282,32 @@ mod tests {
     }
 
     #[test]
+    fn worktrees_and_nested_submodules_are_git_directories_to_a_bounded_depth() {
+        let p = scratch("nested");
+        std::fs::create_dir_all(p.join(".git/worktrees/wt")).unwrap();
+        // A submodule named with a slash (modules/lib/core), and a chain nested 12 deep.
+        std::fs::create_dir_all(p.join(".git/modules/lib/core")).unwrap();
+        std::fs::write(p.join(".git/modules/lib/core/HEAD"), "ref: x\n").unwrap();
+        let mut chain = p.join(".git");
+        let mut expected = vec![p.join(".git"), p.join(".git/worktrees/wt")];
+        for i in 0..12 {
+            chain = chain.join("modules").join(format!("m{i}"));
+            std::fs::create_dir_all(&chain).unwrap();
+            std::fs::write(chain.join("HEAD"), "ref: x\n").unwrap();
+            // The walk reads nine levels of modules/ (git's own nesting is bounded too).
+            if i <= 8 {
+                expected.push(chain.clone());
+            }
+        }
+        expected.push(p.join(".git/modules/lib/core"));
+        let mut got = git_dirs(&p);
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected);
+        std::fs::remove_dir_all(&p).unwrap();
+    }
+
+    #[test]
     fn entries_must_be_relative() {
         for bad in ["/etc/passwd", "../x", "a/../../b", "", "/"] {
             assert!(check_entry(bad).is_err(), "{bad:?}");
