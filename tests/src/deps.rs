@@ -25,7 +25,11 @@ pub const NPM: &[(&str, &str)] = &[
 ];
 
 /// PyPI packages: (package, exact version).
-pub const PYPI: &[(&str, &str)] = &[("mcp-server-time", "2026.10.19")];
+pub const PYPI: &[(&str, &str)] = &[
+    ("mcp-server-time", "2026.10.19"),
+    // The official Python SDK: its streamable HTTP server can answer in JSON, not SSE.
+    ("mcp", "2.3.0"),
+];
 
 /// The cache root: `target/test-deps` (next to the profile directory of this executable, or
 /// under `$CARGO_TARGET_DIR`).
@@ -236,48 +240,72 @@ pub fn everything_js() -> PathBuf {
         .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
-/// server-everything in one of its HTTP modes on a free loopback port; killed on drop.
-pub struct HttpEverything {
+/// An HTTP MCP server on a free loopback port: server-everything in one of its HTTP modes, or
+/// the Python SDK's JSON-answering server. Killed on drop.
+pub struct HttpServer {
     child: std::process::Child,
     pub port: u16,
 }
 
-impl HttpEverything {
-    /// Start it in its streamable HTTP mode (`/mcp`) and wait (at most 60 s) until it listens.
-    pub fn start() -> HttpEverything {
-        HttpEverything::start_mode("streamableHttp")
+impl HttpServer {
+    /// server-everything in its streamable HTTP mode (`/mcp`), once it listens (at most 60 s).
+    pub fn everything() -> HttpServer {
+        HttpServer::everything_mode("streamableHttp")
     }
 
-    /// Start it in `mode` (`streamableHttp`, or `sse`: the older HTTP+SSE transport at `/sse`)
-    /// and wait (at most 60 s) until it listens.
-    pub fn start_mode(mode: &str) -> HttpEverything {
+    /// server-everything in `mode` (`streamableHttp`, or `sse`: the older HTTP+SSE transport at
+    /// `/sse`), once it listens (at most 60 s).
+    pub fn everything_mode(mode: &str) -> HttpServer {
+        HttpServer::listening("server-everything", |port| {
+            let mut c = std::process::Command::new("node");
+            c.arg(everything_js())
+                .arg(mode)
+                .env("PORT", port.to_string());
+            c
+        })
+    }
+
+    /// `tests/mcp/sdk_json_http_server.py`: a streamable HTTP server (`/mcp`) of the official
+    /// Python SDK with `json_response=True`, so every answer is one JSON body (server-everything
+    /// answers in SSE); its tool `sized(n)` returns a text of `n` bytes.
+    pub fn python_sdk_json() -> HttpServer {
+        let python = pypi_bin_dir("mcp").join("python");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/sdk_json_http_server.py");
+        HttpServer::listening("the Python SDK's server", |port| {
+            let mut c = std::process::Command::new(&python);
+            c.arg(&script).arg(port.to_string());
+            c
+        })
+    }
+
+    fn listening(what: &str, command: impl FnOnce(u16) -> std::process::Command) -> HttpServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let mut child = std::process::Command::new("node")
-            .arg(everything_js())
-            .arg(mode)
-            .env("PORT", port.to_string())
+        let mut child = command(port)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .expect("node starts");
+            .unwrap_or_else(|e| panic!("{what} does not start: {e}"));
         let start = std::time::Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if start.elapsed() > std::time::Duration::from_secs(60) {
                 let _ = child.kill();
-                panic!("server-everything never listened on {port}");
+                panic!("{what} never listened on {port}");
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("{what} exited before it listened: {status}");
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        HttpEverything { child, port }
+        HttpServer { child, port }
     }
 }
 
-impl Drop for HttpEverything {
+impl Drop for HttpServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -5,7 +5,7 @@
 use std::process::Stdio;
 
 use openmax_tests::acp::*;
-use openmax_tests::deps::{everything_js, HttpEverything};
+use openmax_tests::deps::{everything_js, HttpServer};
 use openmax_tests::*;
 use serde_json::{json, Value};
 
@@ -564,7 +564,7 @@ fn sigint_and_sigterm_cancel_the_prompt_in_flight_and_exit() {
 
 #[test]
 fn an_http_mcp_server_given_in_session_new_is_called() {
-    let server = HttpEverything::start();
+    let server = HttpServer::everything();
     let (env, mock) = setup(vec![
         tool_reply("c1", "mcp__web__echo", json!({"message": "over http"})),
         text_reply("echoed"),

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use openmax_tests::deps;
-use openmax_tests::deps::{everything_js, HttpEverything};
+use openmax_tests::deps::{everything_js, HttpServer};
 use openmax_tests::*;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -226,7 +226,13 @@ fn a_server_killed_mid_call_fails_the_call_and_is_restarted_once() {
     assert_eq!(reason, "end_turn", "the turn continues: {evs:?}");
     let end = last_of(&evs, "tool_end");
     assert_eq!(end["ok"], false, "{end}");
-    assert!(end["output"].as_str().unwrap().contains("died"), "{end}");
+    assert!(
+        end["output"]
+            .as_str()
+            .unwrap()
+            .contains("failed during the call (the connection closed)"),
+        "{end}"
+    );
     s.user("again");
     let (evs, _) = s.turn();
     let end = last_of(&evs, "tool_end");
@@ -462,7 +468,7 @@ fn filesystem_server_reads_the_project() {
 
 #[test]
 fn streamable_http_server_echo_over_the_shells_own_http_stack() {
-    let server = HttpEverything::start();
+    let server = HttpServer::everything();
     let env = TestEnv::new();
     let mock = MockServer::start(vec![
         tool_reply("c1", "mcp__web__echo", json!({"message": "over http"})),
@@ -488,6 +494,55 @@ fn streamable_http_server_echo_over_the_shells_own_http_stack() {
         "{end}"
     );
     assert!(mock.requests()[1].body.to_string().contains("over http"));
+    s.finish();
+}
+
+#[test]
+fn a_json_answering_http_server_is_read_up_to_its_cap_and_a_larger_answer_is_a_clear_error() {
+    // The official Python SDK's streamable HTTP server with JSON answers (server-everything's
+    // are SSE): a 1 MiB result is read whole; one over 16 MiB fails that call, named as such,
+    // and the session goes on.
+    let server = HttpServer::python_sdk_json();
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![
+        tool_reply("c1", "mcp__py__sized", json!({"n": 1 << 20})),
+        text_reply("read"),
+        tool_reply("c2", "mcp__py__sized", json!({"n": 17 << 20})),
+        text_reply("refused"),
+    ]);
+    config(
+        &env,
+        &mock,
+        &format!(
+            "[mcp_servers.py]\nurl = \"http://127.0.0.1:{}/mcp\"\nstartup_timeout_s = 30\n",
+            server.port
+        ),
+    );
+    env.trust();
+    env.set_mode("auto");
+    let mut s = env.stdio(&[]);
+    s.user("a megabyte");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{evs:?}");
+    let end = last_of(&evs, "tool_end");
+    assert_eq!(end["ok"], true, "{end}");
+    assert!(
+        end["output"].as_str().unwrap().contains("xxxxxxxx"),
+        "{end}"
+    );
+    s.user("seventeen megabytes");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{evs:?}");
+    let end = last_of(&evs, "tool_end");
+    assert_eq!(end["ok"], false, "{end}");
+    let out = end["output"].as_str().unwrap();
+    assert!(out.contains("over 16 MiB"), "{out}");
+    assert!(!out.contains("rmcp::"), "no Rust type names: {out}");
+    assert!(
+        out.len() < 2000,
+        "the error is one short message: {} bytes",
+        out.len()
+    );
     s.finish();
 }
 

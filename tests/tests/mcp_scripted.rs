@@ -185,7 +185,13 @@ fn a_server_that_dies_twice_is_restarted_once_then_fails_until_reload() {
         ],
         "{got:?}"
     );
-    assert!(got[0].2.contains("died during the call"), "{}", got[0].2);
+    assert!(
+        got[0]
+            .2
+            .contains("failed during the call (the connection closed)"),
+        "{}",
+        got[0].2
+    );
     assert!(
         got[3].2.contains("already restarted once") && got[3].2.contains("`reload`"),
         "{}",

@@ -97,7 +97,7 @@ fn three_unknown_keys_are_reported_in_one_run_with_their_lines() {
 
 #[test]
 fn the_codex_documentation_block_works_unchanged() {
-    let web = deps::HttpEverything::start();
+    let web = deps::HttpServer::everything();
     let env = {
         let mut e = TestEnv::new();
         e.env.push(("ENV_VAR".into(), "token-e2e".into()));
@@ -235,7 +235,7 @@ fn the_claude_code_documentation_file_works_unchanged() {
 
 #[test]
 fn a_project_mcp_json_runs_over_sse_and_stdio_with_expanded_variables() {
-    let sse = deps::HttpEverything::start_mode("sse");
+    let sse = deps::HttpServer::everything_mode("sse");
     let mut env = TestEnv::new();
     env.env
         .push(("EVERYTHING_PORT".into(), sse.port.to_string()));

@@ -115,7 +115,16 @@ async fn read_body(body: hyper::body::Incoming, cap: usize) -> Result<Bytes, Fai
         .collect()
         .await
         .map(|c| c.to_bytes())
-        .map_err(|e| client_err(format!("reading the response body: {e}")))
+        .map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                client_err(format!(
+                    "the response body is over {} MiB, the most read of one answer",
+                    cap >> 20
+                ))
+            } else {
+                client_err(format!("reading the response body: {e}"))
+            }
+        })
 }
 
 impl StreamableHttpClient for HyperClient {

@@ -469,7 +469,7 @@ async fn call(
         }
         Err(CallFailure::Protocol(e)) => failed(format!("MCP server {}: {e}", def.name)),
         Err(CallFailure::Transport(e)) => failed(format!(
-            "MCP server {} died during the call ({e}); it is restarted once on its next call",
+            "MCP server {} failed during the call ({e}); it is restarted once on its next call",
             def.name
         )),
     }

@@ -200,7 +200,7 @@ impl Conn {
             .peer()
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| CallFailure::Transport(e.to_string()))?;
+            .map_err(|e| CallFailure::Transport(innermost(&e)))?;
         let timeout = tokio::time::sleep(Duration::from_millis(timeout_ms));
         tokio::pin!(timeout);
         let reason = tokio::select! {
@@ -245,8 +245,18 @@ fn classify(e: rmcp::ServiceError) -> CallFailure {
         rmcp::ServiceError::McpError(err) => {
             CallFailure::Rpc(format!("{} (code {})", err.message, err.code.0))
         }
-        other => CallFailure::Transport(other.to_string()),
+        other => CallFailure::Transport(innermost(&other)),
     }
+}
+
+/// The message of the innermost error `e` wraps: `rmcp` wraps a transport's own error in two
+/// layers that name its Rust types, which say nothing to a user.
+fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut e = e;
+    while let Some(source) = e.source() {
+        e = source;
+    }
+    e.to_string()
 }
 
 /// Start a server and run `initialize` within its startup timeout.
