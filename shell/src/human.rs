@@ -55,7 +55,24 @@ pub fn check(flag: &str) -> Result<(), String> {
 /// The nearest ancestor that is an openmax, with how it was recognised.
 fn openmax_ancestor() -> Option<(i32, String)> {
     let me = std::fs::metadata("/proc/self/exe").ok();
-    let mut pid = parent(std::process::id() as i32)?;
+    nearest_ancestor(std::process::id() as i32, parent, |pid| {
+        if let (Some(me), Ok(exe)) = (&me, std::fs::metadata(format!("/proc/{pid}/exe"))) {
+            if exe.dev() == me.dev() && exe.ino() == me.ino() {
+                return Some("the same openmax executable".to_string());
+            }
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        (comm.trim_end() == SESSION_NAME).then(|| "a process named openmax".to_string())
+    })
+}
+
+/// The nearest ancestor of `pid` that `recognise` names, walking up by `parent`.
+fn nearest_ancestor(
+    pid: i32,
+    parent: impl Fn(i32) -> Option<i32>,
+    recognise: impl Fn(i32) -> Option<String>,
+) -> Option<(i32, String)> {
+    let mut pid = parent(pid)?;
     // Bounded: a pid chain always ends at 1 (or at 0 outside our pid namespace).
     for _ in 0..4096 {
         // Outside our pid namespace the chain ends at 0. Pid 1 is looked at too: in the
@@ -63,14 +80,8 @@ fn openmax_ancestor() -> Option<(i32, String)> {
         if pid < 1 {
             return None;
         }
-        if let (Some(me), Ok(exe)) = (&me, std::fs::metadata(format!("/proc/{pid}/exe"))) {
-            if exe.dev() == me.dev() && exe.ino() == me.ino() {
-                return Some((pid, "the same openmax executable".to_string()));
-            }
-        }
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.trim_end() == SESSION_NAME {
-            return Some((pid, "a process named openmax".to_string()));
+        if let Some(how) = recognise(pid) {
+            return Some((pid, how));
         }
         if pid == 1 {
             return None;
@@ -93,8 +104,57 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_test_runner_has_a_parent_and_no_openmax_ancestor() {
-        assert!(parent(std::process::id() as i32).is_some());
+    fn the_test_runner_has_its_parent_and_no_openmax_ancestor() {
+        let ppid = unsafe { libc::getppid() };
+        assert_eq!(parent(std::process::id() as i32), Some(ppid));
+        assert_eq!(parent(ppid).map(|p| p >= 0), Some(true));
         assert_eq!(openmax_ancestor(), None);
+    }
+
+    /// The walk over a process table: (pid, parent, is an openmax).
+    fn walk(table: &[(i32, i32, bool)], from: i32) -> Option<(i32, String)> {
+        let row = |pid: i32| table.iter().find(|r| r.0 == pid).copied();
+        nearest_ancestor(
+            from,
+            |pid| row(pid).map(|r| r.1),
+            |pid| row(pid).filter(|r| r.2).map(|_| format!("openmax {pid}")),
+        )
+    }
+
+    #[test]
+    fn the_nearest_openmax_ancestor_is_found_and_pid_1_is_looked_at() {
+        // A shell (30) under a helper (20) under an openmax (10) under init (1).
+        let host = [
+            (30, 20, false),
+            (20, 10, false),
+            (10, 1, true),
+            (1, 0, false),
+        ];
+        assert_eq!(walk(&host, 30), Some((10, "openmax 10".into())));
+        // The nearest one wins.
+        let nested = [
+            (30, 20, false),
+            (20, 10, true),
+            (10, 1, true),
+            (1, 0, false),
+        ];
+        assert_eq!(walk(&nested, 30).map(|a| a.0), Some(20));
+        // In the sandbox's pid namespace the openmax is pid 1 and its parent reads as 0.
+        let sandbox = [(7, 3, false), (3, 1, false), (1, 0, true)];
+        assert_eq!(walk(&sandbox, 7).map(|a| a.0), Some(1));
+        // The process itself is not its own ancestor.
+        let itself = [(7, 1, true), (1, 0, false)];
+        assert_eq!(walk(&itself, 7), None);
+        // No openmax up to init, a chain cut off at 0, and an unreadable parent.
+        assert_eq!(walk(&[(30, 1, false), (1, 0, false)], 30), None);
+        assert_eq!(walk(&[(30, 0, false)], 30), None);
+        assert_eq!(walk(&[(30, 20, false)], 30), None);
+        // Init itself is not climbed past, whatever its table says.
+        assert_eq!(
+            walk(&[(30, 1, false), (1, 5, false), (5, 0, true)], 30),
+            None
+        );
+        // A cycle (a table read while pids were reused) ends.
+        assert_eq!(walk(&[(30, 20, false), (20, 30, false)], 30), None);
     }
 }

@@ -86,6 +86,48 @@ fn approved(h: &FrozenHook) -> bool {
 }
 
 #[test]
+fn approving_a_file_approves_the_project_hooks_that_name_it_and_the_config_all_of_them() {
+    let p = project("naming");
+    p.write("hooks/check.sh", "exit 0\n");
+    p.write("hooks/other.sh", "exit 0\n");
+    let other = hook(&HOOK.replace("hooks/check.sh", "hooks/other.sh"));
+    let all = hooks::freeze(
+        &[
+            (hook(HOOK), Origin::Project),
+            (other.clone(), Origin::Project),
+            (hook(HOOK), Origin::User),
+            (other, Origin::User),
+        ],
+        &p.root,
+        &|_, _| false,
+    );
+    let named = |rel: &str| -> Vec<(Origin, Vec<String>)> {
+        hooks::naming(&all, rel)
+            .iter()
+            .map(|h| (h.origin, h.config.command.clone()))
+            .collect()
+    };
+    let cmd = |f: &str| vec!["sh".to_string(), f.to_string()];
+    assert_eq!(
+        named("hooks/check.sh"),
+        [(Origin::Project, cmd("hooks/check.sh"))]
+    );
+    assert_eq!(
+        named("hooks/other.sh"),
+        [(Origin::Project, cmd("hooks/other.sh"))]
+    );
+    assert_eq!(
+        named(hooks::PROJECT_CONFIG),
+        [
+            (Origin::Project, cmd("hooks/check.sh")),
+            (Origin::Project, cmd("hooks/other.sh"))
+        ],
+        "the project config approves every project hook, never a user's"
+    );
+    assert!(named("hooks").is_empty() && named("check.sh").is_empty());
+}
+
+#[test]
 fn every_field_of_a_project_hook_is_covered_by_its_approval() {
     let p = project("hook");
     p.write("hooks/check.sh", "exit 0\n");

@@ -199,10 +199,6 @@ impl McpSet {
                 )),
                 State::Started | State::Disabled => {}
             }
-            let failed = match &state {
-                State::Failed(w) => Some(w.clone()),
-                _ => None,
-            };
             servers.push(Arc::new(Server {
                 def,
                 state,
@@ -211,7 +207,9 @@ impl McpSet {
                 conn: tokio::sync::Mutex::new(Slot {
                     conn,
                     restarted: false,
-                    failed,
+                    // A server that did not start is never called (its calls are refused at
+                    // planning), so only a failed restart fills this.
+                    failed: None,
                 }),
             }));
         }
