@@ -37,10 +37,11 @@ pub const KEY_VAR: &str = "OPENMAX_E2E_KEY";
 
 /// The built `openmax` binary: `target/<profile>/openmax` next to this test executable. Built
 /// by `cargo test --workspace` (the shell package's integration tests need it); when it is
-/// missing, it is built here with the same cargo. Under cargo-mutants (`INSIDE_MUTANTS`) it is
-/// always built once per test process, with the features the tests crate builds the shell
-/// with: `cargo test -p openmax-tests` alone does not rebuild another package's binary, and a
-/// binary from before the mutant would let every mutant survive.
+/// missing, it is built here with the same cargo. With `OPENMAX_TEST_REBUILD` set (the mutation
+/// runs set it: cargo-mutants itself sets nothing a test can see) it is always built once per
+/// test process, with the features the tests crate builds the shell with: `cargo test -p
+/// openmax-tests` alone does not rebuild another package's binary, and a binary from before
+/// the mutant would let every mutant survive.
 pub fn openmax_bin() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
@@ -55,7 +56,7 @@ pub fn openmax_bin() -> PathBuf {
             dir
         };
         let bin = profile_dir.join(format!("openmax{}", std::env::consts::EXE_SUFFIX));
-        if !bin.exists() || std::env::var_os("INSIDE_MUTANTS").is_some() {
+        if !bin.exists() || std::env::var_os("OPENMAX_TEST_REBUILD").is_some() {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let status = Command::new(cargo)
                 .args(["build", "-q", "-p", "openmax-shell", "--bin", "openmax"])
