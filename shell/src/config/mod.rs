@@ -454,6 +454,40 @@ mod tests {
     }
 
     #[test]
+    fn each_provider_has_its_documented_model_and_output_cap_when_none_is_set() {
+        let key = |k: &str| k.ends_with("_API_KEY").then(|| "sk-test".to_string());
+        for (name, model, cap) in [
+            ("anthropic", "claude-sonnet-4-5", 16_384),
+            ("openai", "gpt-5", 16_384),
+            // No cap is sent to a Chat Completions server unless one is configured.
+            ("openai-chat", "gpt-4.1", 0),
+            ("demo", crate::provider::demo::MODEL, 1024),
+        ] {
+            let user = format!(
+                "[provider]\nname = \"{name}\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
+            );
+            let s = resolve(
+                layered(&user, "").unwrap(),
+                &Overrides::default(),
+                &Overrides::default(),
+                &key,
+            )
+            .unwrap_or_else(|e| panic!("{name}: {}", e.0));
+            assert_eq!(s.provider.model, model, "{name}");
+            assert_eq!(s.provider.max_output_tokens, cap, "{name}");
+            let set = format!("{user}max_output_tokens = 777\n");
+            let s = resolve(
+                layered(&set, "").unwrap(),
+                &Overrides::default(),
+                &Overrides::default(),
+                &key,
+            )
+            .unwrap();
+            assert_eq!(s.provider.max_output_tokens, 777, "{name}: a set cap wins");
+        }
+    }
+
+    #[test]
     fn tool_timeouts_default_parse_and_refuse_nonsense() {
         let resolve_with = |limits: &str| {
             let user = format!("[provider]\nname = \"demo\"\n[limits]\n{limits}");
