@@ -77,9 +77,17 @@ mkdir -p "$out"
 common=(--package "$package" "${files[@]}" --build-timeout 3600 --in-place)
 shard=(--shard "$k/$n" --sharding "${SHARDING:-round-robin}")
 
+# The test selection as cargo arguments, so that the build of each mutant builds only these
+# test binaries too (arguments after `--` reach only the test run).
+unit_args=()
+for a in "${unit[@]}"; do unit_args+=("--cargo-arg=$a"); done
+e2e_args=()
+for a in "${e2e[@]}"; do e2e_args+=("--cargo-arg=$a"); done
+
 echo "== pass 1: $package's own tests"
 cargo mutants "${common[@]}" "${shard[@]}" --baseline run --timeout "${TEST_TIMEOUT:-600}" \
-  --test-package "$package" --output "$out/unit" -- "${unit[@]}" 2>&1 | tee "$out/unit.log" || true
+  --test-package "$package" --output "$out/unit" "${unit_args[@]}" 2>&1 |
+  tee "$out/unit.log" || true
 u=$out/unit/mutants.out
 if grep -q '^ERROR' "$out/unit.log" || [ ! -f "$u/missed.txt" ]; then
   echo "pass 1 did not run: see $out/unit.log" >&2
@@ -120,7 +128,7 @@ if [ ${#left[@]} -gt 0 ]; then
   OPENMAX_TEST_REBUILD=1 \
     cargo mutants "${common[@]}" "${left[@]}" "${skip[@]}" --baseline skip \
     --timeout "${TEST_TIMEOUT:-900}" \
-    --test-package openmax-tests --output "$out/full" -- "${e2e[@]}" 2>&1 |
+    --test-package openmax-tests --output "$out/full" "${e2e_args[@]}" 2>&1 |
     tee "$out/full.log" || true
 fi
 cp "$f/missed.txt" "$out/missed.txt"
