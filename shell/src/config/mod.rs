@@ -463,9 +463,8 @@ mod tests {
             ("openai-chat", "gpt-4.1", 0),
             ("demo", crate::provider::demo::MODEL, 1024),
         ] {
-            let user = format!(
-                "[provider]\nname = \"{name}\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
-            );
+            let user =
+                format!("[provider]\nname = \"{name}\"\nbase_url = \"http://127.0.0.1:9/v1\"\n");
             let s = resolve(
                 layered(&user, "").unwrap(),
                 &Overrides::default(),

@@ -32,6 +32,8 @@ pub mod template;
 
 #[cfg(test)]
 mod gate_tests;
+#[cfg(test)]
+mod naming_tests;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -299,7 +301,7 @@ impl McpSet {
                 plan.invalid = Some(format!(
                     "MCP server {} has no tool {tool:?}; its tools: {}",
                     server.def.name,
-                    tool_list(server)
+                    tool_list(&server.tools)
                 ));
                 return plan;
             }
@@ -590,12 +592,11 @@ fn name_tools(server: &str, tools: Vec<rmcp::model::Tool>) -> (Vec<McpTool>, Vec
     (out.into_values().collect(), problems)
 }
 
-fn tool_list(server: &Server) -> String {
-    if server.tools.is_empty() {
+fn tool_list(tools: &[McpTool]) -> String {
+    if tools.is_empty() {
         return "none".to_string();
     }
-    server
-        .tools
+    tools
         .iter()
         .map(|t| t.tool.as_str())
         .collect::<Vec<_>>()
