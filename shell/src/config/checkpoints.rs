@@ -105,5 +105,16 @@ mod tests {
             ..Default::default()
         };
         assert!(bad.caps().unwrap_err().0.contains("max_age_days"));
+        // The largest size taken is 2^40 MiB; one more is refused, naming the key.
+        for key in ["max_store_mb", "max_file_mb"] {
+            let at = |n: u64| CheckpointsSection {
+                max_store_mb: (key == "max_store_mb").then_some(n),
+                max_file_mb: (key == "max_file_mb").then_some(n),
+                ..Default::default()
+            };
+            assert!(at(1 << 40).caps().is_ok(), "{key}");
+            let err = at((1 << 40) + 1).caps().unwrap_err().0;
+            assert!(err.contains(key) && err.contains("too large"), "{err}");
+        }
     }
 }

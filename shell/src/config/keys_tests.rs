@@ -693,3 +693,47 @@ fn no_writable_directory_reaches_openmax_home() {
         .unwrap();
     assert_eq!(spec.writable, vec![outside]);
 }
+
+#[test]
+fn an_unknown_key_is_reported_in_every_section_with_its_line() {
+    // Every section the parser has (read from the Deserialize structs, as for the rows), with
+    // one key it does not know; `[mcp_servers]` names servers and is judged by the MCP reader.
+    let mut sections: BTreeSet<String> = parser_keys()
+        .iter()
+        .filter_map(|k| k.rsplit_once('.').map(|(s, _)| s.to_string()))
+        .collect();
+    sections.insert("hooks".into());
+    let path = std::path::Path::new("/p/config.toml");
+    for section in &sections {
+        let text = if section == "hooks" {
+            "[[hooks]]\nevent = \"turn_end\"\ncommand = \"x\"\nnot_a_key = 1\n".to_string()
+        } else {
+            format!("# a comment\n[{section}]\nnot_a_key = 1\n")
+        };
+        let lines = super::keys::unknown(path, &text);
+        let line = if section == "hooks" { 4 } else { 3 };
+        let shown = if section == "hooks" {
+            "[[hooks]] #1".to_string()
+        } else {
+            format!("[{section}]")
+        };
+        assert_eq!(lines.len(), 1, "[{section}]: {lines:?}");
+        assert!(
+            lines[0].starts_with(&format!(
+                "/p/config.toml:{line}: {shown}: unknown key \"not_a_key\""
+            )),
+            "[{section}]: {}",
+            lines[0]
+        );
+    }
+    assert!(sections.contains("sandbox") && sections.contains("tools.web_fetch"));
+    let top = super::keys::unknown(path, "not_a_key = 1\n");
+    assert_eq!(top.len(), 1);
+    assert!(
+        top[0].starts_with("/p/config.toml:1: the top level: unknown key"),
+        "{}",
+        top[0]
+    );
+    // A server's own keys are the MCP reader's to judge.
+    assert!(super::keys::unknown(path, "[mcp_servers.x]\nnot_a_key = 1\n").is_empty());
+}

@@ -263,6 +263,15 @@ fn show(v: f64) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_value_is_shown_as_written() {
+        assert_eq!(show(f64::INFINITY), "none");
+        assert_eq!(show(30.0), "30");
+        assert_eq!(show(0.0), "0");
+        assert_eq!(show(2.5), "2.5");
+        assert_eq!(show(0.001), "0.001");
+    }
+
     fn parse(t: &str) -> FileConfig {
         toml::from_str(t).unwrap()
     }
