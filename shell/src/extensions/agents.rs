@@ -309,6 +309,26 @@ mod tests {
     }
 
     #[test]
+    fn no_agents_directory_is_no_problem_and_an_unlistable_one_is() {
+        let home = dir("none-home");
+        let project = dir("none-proj");
+        assert_eq!(load_all(&home, &project), (vec![], vec![]));
+        // The project's agents "directory" is a file: said, naming it.
+        std::fs::create_dir_all(project.join(".openmax")).unwrap();
+        std::fs::write(project.join(AGENTS_DIR), "not a directory").unwrap();
+        let (agents, problems) = load_all(&home, &project);
+        assert!(agents.is_empty());
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with(".openmax/agents: cannot list agents"),
+            "{}",
+            problems[0]
+        );
+        let _ = std::fs::remove_dir_all(&home);
+        let _ = std::fs::remove_dir_all(&project);
+    }
+
+    #[test]
     fn broken_files_are_problems_and_lose_nothing() {
         let home = dir("home");
         let project = dir("proj");
