@@ -26,7 +26,7 @@
 //!   freeze), [`hooks`], [`mcp`], [`session`] (the store), [`checkpoint`] (undo), [`images`],
 //!   [`sandbox`] (every process started for the agent), [`config`] (the layered settings).
 //! - Ground floor: [`exit`] (every exit code), [`human`] (whether a human runs this command),
-//!   [`utc`] (dates), [`oneshot`] (`--check`, `--spec`), and the test-only `panic_trigger`.
+//!   [`utc`] (dates), [`text`] (one-line summaries), [`oneshot`] (`--check`, `--spec`), and the test-only `panic_trigger`.
 
 pub use openmax_core as core;
 
@@ -51,6 +51,7 @@ pub mod sandbox;
 pub mod session;
 pub mod start;
 pub mod tasks;
+pub mod text;
 pub mod tools;
 pub mod utc;
 pub mod walk;

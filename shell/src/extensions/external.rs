@@ -15,6 +15,7 @@ use openmax_core::tool::{SourceGate, ToolOutcome, ToolPlan};
 use super::manifest::ExternalTool;
 use super::source::short;
 use crate::extensions::process::{self, ProcessSpec, Status};
+use crate::text::{one_line, SUMMARY_CHARS};
 
 /// Variables every external tool receives from openmax's own environment when set.
 pub const BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
@@ -29,7 +30,7 @@ pub fn plan(
     let mut plan = ToolPlan {
         mutating: tool.mutating,
         targets: vec![args.to_string()],
-        summary: one_line(&format!("{} {}", tool.name, args)),
+        summary: one_line(&format!("{} {}", tool.name, args), SUMMARY_CHARS),
         detail: detail(tool, args),
         source: None,
         invalid: None,
@@ -93,7 +94,16 @@ pub async fn run(
         output_cap,
         sandbox: sandbox.clone(),
     };
-    let r = process::run(spec, cancel).await;
+    outcome(
+        process::run(spec, cancel).await,
+        output_cap,
+        tool.timeout_ms,
+    )
+}
+
+/// What the model reads of a finished run: stdout, then `[stderr]` and stderr when there is
+/// any, the cut, and how it ended unless it exited 0.
+fn outcome(r: process::ProcessResult, output_cap: usize, timeout_ms: u64) -> ToolOutcome {
     let mut output = r.stdout;
     if !r.stderr.trim().is_empty() {
         if !output.is_empty() && !output.ends_with('\n') {
@@ -110,7 +120,7 @@ pub async fn run(
         if !output.is_empty() && !output.ends_with('\n') {
             output.push('\n');
         }
-        output.push_str(&r.status.describe(tool.timeout_ms));
+        output.push_str(&r.status.describe(timeout_ms));
     }
     ToolOutcome {
         ok,
@@ -164,12 +174,63 @@ fn detail(tool: &ExternalTool, args: &serde_json::Value) -> String {
     d
 }
 
-fn one_line(s: &str) -> String {
-    let flat: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
-    if flat.chars().count() > 120 {
-        let cut: String = flat.chars().take(117).collect();
-        format!("{cut}...")
-    } else {
-        flat
+#[cfg(test)]
+mod tests {
+    use super::process::{ProcessResult, Status};
+    use super::*;
+
+    fn ran(status: Status, stdout: &str, stderr: &str, truncated: bool) -> (bool, String) {
+        let r = ProcessResult {
+            status,
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            truncated,
+        };
+        let o = outcome(r, 100, 2000);
+        (o.ok, o.output)
+    }
+
+    #[test]
+    fn the_output_is_stdout_then_stderr_then_how_it_ended() {
+        assert_eq!(
+            ran(Status::Exited(0), "out\n", "", false),
+            (true, "out\n".into())
+        );
+        assert_eq!(
+            ran(Status::Exited(0), "out\n", " \n", false),
+            (true, "out\n".into()),
+            "blank stderr is not shown"
+        );
+        assert_eq!(
+            ran(Status::Exited(0), "out", "warn\n", false),
+            (true, "out\n[stderr]\nwarn\n".into())
+        );
+        assert_eq!(
+            ran(Status::Exited(0), "", "warn", false),
+            (true, "[stderr]\nwarn".into())
+        );
+        assert_eq!(
+            ran(Status::Exited(0), "abc", "", true),
+            (true, "abc\n[output cut at 100 bytes]".into())
+        );
+        assert_eq!(
+            ran(Status::Exited(3), "partial", "", false),
+            (false, "partial\nexit status: 3".into())
+        );
+        assert_eq!(
+            ran(Status::Exited(3), "line\n", "", false),
+            (false, "line\nexit status: 3".into())
+        );
+        assert_eq!(
+            ran(Status::TimedOut, "", "", false),
+            (
+                false,
+                "timed out after 2000 ms; its process group was killed".into()
+            )
+        );
+        assert_eq!(
+            ran(Status::Signaled(9), "", "", false).1,
+            "killed by signal 9"
+        );
     }
 }

@@ -18,6 +18,7 @@ use openmax_core::wire::{ApprovalOutcome, Event};
 
 use super::tally::{declined_note, Declined};
 use crate::run::Sink;
+use crate::text::one_line;
 
 /// The `-p` renderer.
 pub struct PrintSink<O: Write, E: Write> {
@@ -82,17 +83,6 @@ impl<O: Write, E: Write> PrintSink<O, E> {
             self.out_buf.clear();
         }
         let _ = self.out.flush();
-    }
-}
-
-fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
-    match flat.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
     }
 }
 

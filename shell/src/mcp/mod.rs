@@ -45,6 +45,7 @@ pub use config::{ServerDef, Transport};
 pub use server::StartContext;
 
 use crate::hooks::Origin;
+use crate::text::{one_line, SUMMARY_CHARS};
 use server::{CallFailure, Conn};
 
 /// The prefix of every MCP tool name.
@@ -258,7 +259,7 @@ impl McpSet {
         let mut plan = ToolPlan {
             mutating: true,
             targets: vec![args.to_string()],
-            summary: one_line(&format!("{name} {args}")),
+            summary: one_line(&format!("{name} {args}"), SUMMARY_CHARS),
             detail: String::new(),
             source: None,
             invalid: None,
@@ -609,15 +610,5 @@ fn failed(output: String) -> ToolOutcome {
         output,
         diffs: Vec::new(),
         images: Vec::new(),
-    }
-}
-
-fn one_line(s: &str) -> String {
-    let flat: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
-    if flat.chars().count() > 120 {
-        let cut: String = flat.chars().take(117).collect();
-        format!("{cut}...")
-    } else {
-        flat
     }
 }

@@ -1,7 +1,7 @@
 //! The pure steps between a server's `tools/list` and the tool set: which tools
 //! `enabled_tools` / `disabled_tools` let through (and the problem line a name the server does
-//! not have gets), which names are usable and what each frozen tool carries, the tool list of
-//! a message, and a call's one-line summary.
+//! not have gets), which names are usable and what each frozen tool carries, and the tool list
+//! of a message.
 
 use std::collections::BTreeMap;
 
@@ -151,15 +151,4 @@ fn a_tool_list_names_the_tools_or_says_none() {
     assert_eq!(tool_list(&[]), "none");
     let (tools, _) = name_tools("srv", named(&["b", "a"]));
     assert_eq!(tool_list(&tools), "a, b");
-}
-
-#[test]
-fn a_summary_is_one_line_of_at_most_120_characters() {
-    assert_eq!(one_line("a\nb\nc"), "a b c");
-    let exact = "é".repeat(120);
-    assert_eq!(one_line(&exact), exact, "120 characters stand");
-    let over = "é".repeat(121);
-    let cut = one_line(&over);
-    assert_eq!(cut, format!("{}...", "é".repeat(117)));
-    assert_eq!(cut.chars().count(), 120);
 }
