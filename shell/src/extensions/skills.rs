@@ -195,6 +195,58 @@ mod tests {
     }
 
     #[test]
+    fn load_all_reads_each_skill_once_and_says_what_did_not_load() {
+        let p = std::env::temp_dir().join(format!("omx-skills-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        assert_eq!(
+            load_all(&p),
+            (vec![], vec![]),
+            "no skills directory, no problem"
+        );
+        let dir = p.join(SKILLS_DIR);
+        let skill = |d: &str, text: &str| {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+            std::fs::write(dir.join(d).join("SKILL.md"), text).unwrap();
+        };
+        skill(
+            "b-release",
+            "---\nname: release\ndescription: Cut it\n---\nSteps\n",
+        );
+        skill(
+            "a-review",
+            "---\nname: review\ndescription: Look\n---\nRead\n",
+        );
+        // The same name again (in a later directory): said, the first one kept.
+        skill(
+            "c-again",
+            "---\nname: release\ndescription: Other\n---\nX\n",
+        );
+        skill("d-broken", "no front matter");
+        std::fs::create_dir_all(dir.join("e-empty")).unwrap();
+        std::fs::write(dir.join("stray.md"), "not in a directory").unwrap();
+        let (skills, problems) = load_all(&p);
+        let got: Vec<(&str, &str, &str)> = skills
+            .iter()
+            .map(|s| (s.name.as_str(), s.description.as_str(), s.path.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("release", "Cut it", ".openmax/skills/b-release/SKILL.md"),
+                ("review", "Look", ".openmax/skills/a-review/SKILL.md"),
+            ]
+        );
+        assert_eq!(
+            problems,
+            [
+                ".openmax/skills/c-again/SKILL.md: duplicate skill name \"release\"",
+                ".openmax/skills/d-broken/SKILL.md: missing front matter: the file must start with a '---' line",
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&p);
+    }
+
+    #[test]
     fn tool_loads_frozen_body() {
         let s = Skill {
             name: "a".into(),
