@@ -345,29 +345,7 @@ impl super::McpSet {
                 }
             ));
         };
-        let mut args = serde_json::Map::new();
-        let mut positional = p.args.iter().map(|(n, _)| n.clone());
-        for w in words {
-            match w.split_once('=') {
-                Some((k, v)) if p.args.iter().any(|(n, _)| n == k) => {
-                    args.insert(k.to_string(), Value::String(v.to_string()));
-                }
-                _ => match positional.by_ref().find(|n| !args.contains_key(n)) {
-                    Some(n) => {
-                        args.insert(n, Value::String(w.clone()));
-                    }
-                    None => {
-                        return Err(format!(
-                            "/{command} takes {}; {w:?} is one too many",
-                            usage(p)
-                        ))
-                    }
-                },
-            }
-        }
-        if let Some((missing, _)) = p.args.iter().find(|(n, req)| *req && !args.contains_key(n)) {
-            return Err(format!("/{command} needs {missing}: it takes {}", usage(p)));
-        }
+        let args = bind(p, words)?;
         let server = self.server(&p.server)?;
         let name = p.name.clone();
         Ok(async move {
@@ -375,6 +353,37 @@ impl super::McpSet {
             Ok(prompt_text(&r))
         })
     }
+}
+
+/// A prompt's arguments from the words after its command: `key=value` for one of its
+/// arguments, else the next of its arguments not given yet, in order; every required one must
+/// be there.
+fn bind(p: &PromptInfo, words: &[String]) -> Result<serde_json::Map<String, Value>, String> {
+    let command = p.command();
+    let mut args = serde_json::Map::new();
+    let mut positional = p.args.iter().map(|(n, _)| n.clone());
+    for w in words {
+        match w.split_once('=') {
+            Some((k, v)) if p.args.iter().any(|(n, _)| n == k) => {
+                args.insert(k.to_string(), Value::String(v.to_string()));
+            }
+            _ => match positional.by_ref().find(|n| !args.contains_key(n)) {
+                Some(n) => {
+                    args.insert(n, Value::String(w.clone()));
+                }
+                None => {
+                    return Err(format!(
+                        "/{command} takes {}; {w:?} is one too many",
+                        usage(p)
+                    ))
+                }
+            },
+        }
+    }
+    if let Some((missing, _)) = p.args.iter().find(|(n, req)| *req && !args.contains_key(n)) {
+        return Err(format!("/{command} needs {missing}: it takes {}", usage(p)));
+    }
+    Ok(args)
 }
 
 /// `temperature=<value> [style=<value>]`.
@@ -398,6 +407,66 @@ fn usage(p: &PromptInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prompt_words_bind_by_name_then_in_order_and_required_ones_must_be_there() {
+        let p = PromptInfo {
+            server: "s".into(),
+            name: "p".into(),
+            description: String::new(),
+            args: vec![("temperature".into(), true), ("style".into(), false)],
+        };
+        let bound = |words: &[&str]| {
+            bind(&p, &words.iter().map(|w| w.to_string()).collect::<Vec<_>>()).map(Value::Object)
+        };
+        assert_eq!(
+            bound(&["style=terse", "hot"]).unwrap(),
+            json!({"style": "terse", "temperature": "hot"})
+        );
+        assert_eq!(
+            bound(&["cold", "wordy"]).unwrap(),
+            json!({"temperature": "cold", "style": "wordy"})
+        );
+        // `k=v` for a name the prompt does not have is a value like any other.
+        assert_eq!(bound(&["x=1"]).unwrap(), json!({"temperature": "x=1"}));
+        assert_eq!(
+            bound(&["temperature=a=b"]).unwrap(),
+            json!({"temperature": "a=b"})
+        );
+        let e = bound(&["style=terse"]).unwrap_err();
+        assert_eq!(
+            e,
+            "/mcp__s__p needs temperature: it takes temperature=<value> [style=<value>]"
+        );
+        let e = bound(&["a", "b", "c"]).unwrap_err();
+        assert!(e.ends_with("\"c\" is one too many"), "{e}");
+        let none = PromptInfo {
+            args: vec![],
+            ..p.clone()
+        };
+        assert_eq!(
+            bind(&none, &["x".into()]).unwrap_err(),
+            "/mcp__s__p takes no arguments; \"x\" is one too many"
+        );
+    }
+
+    #[test]
+    fn a_long_resource_is_cut_on_a_character_boundary_at_the_cap() {
+        let text = "é".repeat(10); // 20 bytes
+        let r = json!({"contents": [{"uri": "u://x", "text": text}]});
+        let whole = read_outcome(&r, usize::MAX).output;
+        assert_eq!(whole, format!("[resource u://x]\n{text}"));
+        // A cap in the middle of a character cuts before it.
+        let cap = "[resource u://x]\n".len() + 5;
+        let out = read_outcome(&r, cap).output;
+        assert_eq!(
+            out,
+            format!(
+                "[resource u://x]\n{}\n[output cut at {cap} bytes]",
+                "é".repeat(2)
+            )
+        );
+    }
 
     #[test]
     fn a_catalog_becomes_a_read_resource_tool_and_prompt_commands() {
