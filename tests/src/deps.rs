@@ -260,7 +260,9 @@ impl HttpServer {
             let mut c = std::process::Command::new("node");
             c.arg(everything_js())
                 .arg(mode)
-                .env("PORT", port.to_string());
+                .env("PORT", port.to_string())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
             c
         })
     }
@@ -268,12 +270,17 @@ impl HttpServer {
     /// `tests/mcp/sdk_json_http_server.py`: a streamable HTTP server (`/mcp`) of the official
     /// Python SDK with `json_response=True`, so every answer is one JSON body (server-everything
     /// answers in SSE); its tool `sized(n)` returns a text of `n` bytes.
-    pub fn python_sdk_json() -> HttpServer {
+    /// Its access log (one line per request: method, path, status) goes to `log`.
+    pub fn python_sdk_json(log: &Path) -> HttpServer {
         let python = pypi_bin_dir("mcp").join("python");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/sdk_json_http_server.py");
+        let log = File::create(log).expect("create the server's log");
         HttpServer::listening("the Python SDK's server", |port| {
             let mut c = std::process::Command::new(&python);
-            c.arg(&script).arg(port.to_string());
+            c.arg(&script)
+                .arg(port.to_string())
+                .stderr(log.try_clone().expect("log"))
+                .stdout(log);
             c
         })
     }
@@ -286,8 +293,6 @@ impl HttpServer {
             .port();
         let mut child = command(port)
             .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("{what} does not start: {e}"));
         let start = std::time::Instant::now();

@@ -502,8 +502,9 @@ fn a_json_answering_http_server_is_read_up_to_its_cap_and_a_larger_answer_is_a_c
     // The official Python SDK's streamable HTTP server with JSON answers (server-everything's
     // are SSE): a 1 MiB result is read whole; one over 16 MiB fails that call, named as such,
     // and the session goes on.
-    let server = HttpServer::python_sdk_json();
     let env = TestEnv::new();
+    let log = env.root.join("server.log");
+    let server = HttpServer::python_sdk_json(&log);
     let mock = MockServer::start(vec![
         tool_reply("c1", "mcp__py__sized", json!({"n": 1 << 20})),
         text_reply("read"),
@@ -544,6 +545,23 @@ fn a_json_answering_http_server_is_read_up_to_its_cap_and_a_larger_answer_is_a_c
         out.len()
     );
     s.finish();
+    // Each MCP session openmax opened is ended with a DELETE when the session is over.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (opened, deleted, text) = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let opened = text
+            .matches("Created new transport with session ID")
+            .count();
+        let deleted = text.matches("\"DELETE /mcp HTTP/1.1\" 200").count();
+        if (opened > 0 && deleted == opened) || std::time::Instant::now() > deadline {
+            break (opened, deleted, text);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(
+        opened > 0 && deleted == opened,
+        "{opened} opened, {deleted} ended:\n{text}"
+    );
 }
 
 #[test]

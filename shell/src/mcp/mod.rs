@@ -224,6 +224,20 @@ impl McpSet {
         }
     }
 
+    /// End every live connection, as a session or a freeze ends: each HTTP server's session
+    /// is deleted ([`server::Conn::close`]). A call still running is waited for.
+    pub fn close(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let servers: Vec<Arc<Server>> = self.servers.iter().map(Arc::clone).collect();
+        async move {
+            let closes = servers.iter().map(|s| async move {
+                if let Some(conn) = s.conn.lock().await.conn.as_mut() {
+                    conn.close().await;
+                }
+            });
+            futures::future::join_all(closes).await;
+        }
+    }
+
     /// Every frozen tool, in server then tool order.
     pub fn tools(&self) -> impl Iterator<Item = &McpTool> {
         self.servers.iter().flat_map(|s| s.tools.iter())

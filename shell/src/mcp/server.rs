@@ -91,6 +91,15 @@ impl Drop for Conn {
 }
 
 impl Conn {
+    /// End a connection over HTTP: `rmcp`'s worker deletes the server's session (the DELETE the
+    /// protocol asks of a client that is done with it, within its own timeout). A stdio
+    /// server's process group is killed when the connection is dropped, as ever.
+    pub async fn close(&mut self) {
+        if self.pgid.is_none() {
+            let _ = self.service.close().await;
+        }
+    }
+
     /// Whether the server is gone (its transport closed).
     pub fn is_closed(&self) -> bool {
         self.service.is_closed() || self.service.peer().is_transport_closed()

@@ -694,6 +694,11 @@ impl Backend {
         self.writer.append(ticket, records)
     }
 
+    /// End the MCP servers' connections (their HTTP sessions are deleted), at most `within`.
+    pub async fn close_mcp(&self, within: std::time::Duration) {
+        let _ = tokio::time::timeout(within, self.ext.mcp.close()).await;
+    }
+
     /// Wait until every append handed to the writer is done.
     pub fn finish_persistence(&mut self) {
         self.writer.finish();
@@ -824,12 +829,17 @@ impl Backend {
             self.hook_configs = h;
         }
         self.snapshot = p.frozen.snapshot;
-        self.ext = Arc::new(Extensions {
-            external: p.frozen.external,
-            skills: p.frozen.skills,
-            agents: p.frozen.agents,
-            mcp: p.mcp,
-        });
+        let old = std::mem::replace(
+            &mut self.ext,
+            Arc::new(Extensions {
+                external: p.frozen.external,
+                skills: p.frozen.skills,
+                agents: p.frozen.agents,
+                mcp: p.mcp,
+            }),
+        );
+        // The servers of the old freeze end their sessions once their calls are done.
+        tokio::spawn(old.mcp.close());
         if let Ok(mut s) = self.shared.lock() {
             *s = Arc::clone(&self.ext);
         }

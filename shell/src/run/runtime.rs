@@ -47,6 +47,9 @@ use super::sink::Sink;
 /// (and, through the backpressure window, the provider).
 pub const FLUSH_AT_BYTES: usize = 64 * 1024;
 
+/// The most a session's end waits for its MCP servers' HTTP sessions to be deleted.
+const MCP_CLOSE: Duration = Duration::from_secs(2);
+
 /// A core with its effect backends and its event sink.
 pub struct Runtime<S: Sink> {
     core: Core,
@@ -260,6 +263,7 @@ impl<S: Sink> Runtime<S> {
             if let Some(code) = exit {
                 self.sink.flush();
                 self.shutdown();
+                self.backend.close_mcp(MCP_CLOSE).await;
                 self.backend.finish_persistence();
                 self.backend.finish_checkpoints();
                 return (code, self.sink);
