@@ -465,6 +465,30 @@ data: {"type": "message_stop"}
 "#;
 
     #[test]
+    fn text_and_thinking_a_block_starts_with_are_not_lost() {
+        let stream = r#"event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"first"}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":"Hi"}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+"#;
+        let items = run(stream);
+        assert_eq!(
+            items[..2],
+            [
+                ProviderItem::ThinkingDelta {
+                    text: "first".into()
+                },
+                ProviderItem::TextDelta { text: "Hi".into() }
+            ]
+        );
+    }
+
+    #[test]
     fn thinking_and_signature() {
         let items = run(THINKING);
         assert_eq!(
@@ -660,6 +684,8 @@ data: {"type":"message_stop"}
                             signature: Some("sig".into()),
                         },
                         Block::text("Reading."),
+                        // An empty text block is left out: the API refuses one.
+                        Block::text(""),
                         Block::ToolUse {
                             id: "toolu_1".into(),
                             name: "read_file".into(),

@@ -143,6 +143,60 @@ mod tests {
         }
     }
 
+    /// Each API's mapper, fresh.
+    fn mappers() -> Vec<(&'static str, Box<dyn StreamMapper>)> {
+        vec![
+            (
+                "anthropic",
+                Box::new(super::super::anthropic::AnthropicMapper::new()),
+            ),
+            (
+                "openai",
+                Box::new(super::super::openai::OpenaiMapper::new()),
+            ),
+            (
+                "openai-chat",
+                Box::new(super::super::chat::ChatMapper::new()),
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_broken_body_ends_every_stream_once() {
+        for (api, mut m) in mappers() {
+            let first = m.on_body_error("reset by peer");
+            assert!(
+                matches!(
+                    first.as_slice(),
+                    [ProviderItem::EndedWithoutCompletion { detail }]
+                        if detail == "the stream broke before completion: reset by peer"
+                ),
+                "{api}: {first:?}"
+            );
+            assert!(m.is_done(), "{api}");
+            assert!(
+                m.on_body_error("again").is_empty(),
+                "{api}: a second terminal"
+            );
+            assert!(m.on_eof().is_empty(), "{api}: a terminal after the break");
+            let late = ev("{\"type\":\"message_stop\"}");
+            assert!(
+                m.on_event(&late).is_empty(),
+                "{api}: an item after the break"
+            );
+        }
+        // The other order: a clean end, then the socket's error, is still one terminal.
+        for (api, mut m) in mappers() {
+            let end = m.on_eof();
+            assert_eq!(
+                end.iter().filter(|i| is_terminal(i)).count(),
+                1,
+                "{api}: {end:?}"
+            );
+            assert!(m.on_body_error("late").is_empty(), "{api}");
+        }
+    }
+
     #[test]
     fn damaged_events_fail_the_stream() {
         assert_eq!(event_json(&ev("{\"a\":1}")).unwrap(), Some(json!({"a":1})));
