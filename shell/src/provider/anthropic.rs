@@ -696,6 +696,7 @@ data: {"type":"message_stop"}
                 Message {
                     role: Role::User,
                     content: vec![
+                        Block::text(""),
                         Block::text("also note"),
                         Block::ToolResult {
                             id: "toolu_1".into(),
