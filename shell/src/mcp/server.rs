@@ -485,6 +485,27 @@ mod tests {
     }
 
     #[test]
+    fn header_values_expand_their_variables() {
+        let path = std::env::var("PATH").expect("PATH is set for tests");
+        let headers = [
+            ("X-Static".to_string(), "v 1".to_string()),
+            ("X-Path".to_string(), "p=${PATH}".to_string()),
+            (
+                "X-Default".to_string(),
+                "${OPENMAX_TEST_SURELY_UNSET_VARIABLE:-none}".to_string(),
+            ),
+        ];
+        assert_eq!(
+            expand_headers(&def(&[]), &headers),
+            [
+                ("X-Static".to_string(), "v 1".to_string()),
+                ("X-Path".to_string(), format!("p={path}")),
+                ("X-Default".to_string(), "none".to_string()),
+            ]
+        );
+    }
+
+    #[test]
     fn a_stdio_server_gets_the_base_variables_then_its_own() {
         let unset = "OPENMAX_TEST_SURELY_UNSET_VARIABLE";
         assert!(std::env::var(unset).is_err());

@@ -131,6 +131,16 @@ mod tests {
         assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(T));
         assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), Some(T));
         assert_eq!(parse_http_date("Sun Nov  6 08:49:37 1994"), Some(T));
+        // RFC 850's two-digit years: 00 to 69 are 2000 to 2069, 70 to 99 the 1900s.
+        assert_eq!(
+            parse_http_date("Thursday, 01-Jan-26 00:00:00 GMT"),
+            Some(1_767_225_600)
+        );
+        assert_eq!(
+            parse_http_date("Tuesday, 31-Dec-69 23:59:59 GMT"),
+            Some(3_155_759_999)
+        );
+        assert_eq!(parse_http_date("Thursday, 01-Jan-70 00:00:00 GMT"), Some(0));
         assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
         assert_eq!(
             parse_http_date("Tue, 29 Feb 2028 12:00:00 GMT"),

@@ -344,6 +344,17 @@ mod tests {
     }
 
     #[test]
+    fn a_line_of_32_mib_is_kept_whole() {
+        // The documented cap: a tool call's arguments may come as one data line this long.
+        let value = "x".repeat((32 << 20) - "data: ".len());
+        let mut d = SseDecoder::new();
+        let evs = d.feed(format!("data: {value}\n\n").as_bytes());
+        assert_eq!(evs.len(), 1);
+        assert_eq!(evs[0].damage, None);
+        assert_eq!(evs[0].data.len(), value.len());
+    }
+
+    #[test]
     fn over_long_line_is_dropped_and_its_event_marked_damaged() {
         let mut d = SseDecoder::new();
         let big = vec![b'x'; MAX_LINE_BYTES + 10];
