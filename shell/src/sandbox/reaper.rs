@@ -289,12 +289,43 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let me = std::process::id() as i32;
-        let mine = format!("{me}.{}.999999.0", start_time(me).unwrap());
+        // Named with the start time read straight from /proc, not through `start_time`.
+        let mine = format!("{me}.{}.999999.0", stat(me).unwrap().start);
         std::fs::write(dir.join(&mine), b"").unwrap();
         std::fs::write(dir.join("garbage"), b"").unwrap();
         assert_eq!(kill_survivors(&dir), 0);
         assert!(dir.join(&mine).exists());
         assert!(!dir.join("garbage").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_group_of_a_gone_openmax_is_killed_and_its_record_removed() {
+        use std::os::unix::process::CommandExt;
+        let dir = std::env::temp_dir().join(format!("omx-survivors-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let start = stat(pid).unwrap().start;
+        assert_eq!(start_time(pid), Some(start));
+        // Owner 0: no openmax of this record is alive.
+        let record = dir.join(format!("0.0.{pid}.{start}"));
+        std::fs::write(&record, b"").unwrap();
+        // A group that started after the record's time is not the recorded one.
+        let later = dir.join(format!("0.0.{pid}.{}", start + 1_000_000));
+        std::fs::write(&later, b"").unwrap();
+        assert_eq!(kill_survivors(&dir), 1);
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL)
+        );
+        assert!(!record.exists() && !later.exists(), "records removed");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

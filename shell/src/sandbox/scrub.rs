@@ -112,3 +112,34 @@ pub fn var(name: &str) -> Option<String> {
         .and_then(|t| t.get(name).cloned())
         .or_else(|| std::env::var(name).ok())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_original_block_is_where_the_environment_the_process_started_with_lies() {
+        let (start, end) = original_block().expect("fields 50 and 51 of /proc/self/stat");
+        assert!(start < end, "{start}..{end}");
+        // PATH came with the test process, so its string lies in the block (the tests never
+        // set it, which would move it to the heap).
+        let mut found = false;
+        // SAFETY: reading the C library's environment list; no test changes the environment.
+        unsafe {
+            let mut p = environ;
+            while !p.is_null() && !(*p).is_null() {
+                let bytes = CStr::from_ptr(*p).to_bytes();
+                if bytes.starts_with(b"PATH=") {
+                    let at = *p as usize;
+                    assert!(
+                        at >= start && at + bytes.len() <= end,
+                        "{at} not in {start}..{end}"
+                    );
+                    found = true;
+                }
+                p = p.add(1);
+            }
+        }
+        assert!(found, "PATH is in the environment");
+    }
+}
