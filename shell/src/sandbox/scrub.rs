@@ -56,6 +56,11 @@ fn original_block() -> Option<(usize, usize)> {
     Some((start, end))
 }
 
+/// Whether the `len` bytes at address `at` lie wholly inside `block` (start, end).
+fn in_block(at: usize, len: usize, block: Option<(usize, usize)>) -> bool {
+    block.is_some_and(|(s, e)| at >= s && at + len <= e)
+}
+
 /// Take `names` out of the environment: their values are kept for [`var`], the variables
 /// removed, and their bytes in the original block overwritten with NULs.
 pub fn take(names: &[String]) {
@@ -67,7 +72,7 @@ pub fn take(names: &[String]) {
             continue;
         };
         let prefix = format!("{name}=");
-        let mut in_block = Vec::new();
+        let mut found = Vec::new();
         // SAFETY: single-threaded (see the module invariant); `environ` is the C library's
         // NULL-terminated list of NUL-terminated strings.
         unsafe {
@@ -75,16 +80,14 @@ pub fn take(names: &[String]) {
             while !p.is_null() && !(*p).is_null() {
                 let bytes = CStr::from_ptr(*p).to_bytes();
                 let at = *p as usize;
-                if bytes.starts_with(prefix.as_bytes())
-                    && block.is_some_and(|(s, e)| at >= s && at + bytes.len() <= e)
-                {
-                    in_block.push((*p, bytes.len()));
+                if bytes.starts_with(prefix.as_bytes()) && in_block(at, bytes.len(), block) {
+                    found.push((*p, bytes.len()));
                 }
                 p = p.add(1);
             }
         }
         std::env::remove_var(name);
-        for (ptr, len) in in_block {
+        for (ptr, len) in found {
             // SAFETY: the bytes lie inside the original block, which the kernel set up
             // writable on the stack, and no list entry points at them any more.
             unsafe { std::ptr::write_bytes(ptr, 0, len) };
@@ -141,5 +144,15 @@ mod tests {
             }
         }
         assert!(found, "PATH is in the environment");
+    }
+
+    #[test]
+    fn only_bytes_wholly_inside_the_block_are_overwritten() {
+        let block = Some((100, 200));
+        assert!(in_block(100, 100, block), "the whole block");
+        assert!(in_block(150, 10, block));
+        assert!(!in_block(99, 10, block), "starts before it");
+        assert!(!in_block(195, 10, block), "runs past its end");
+        assert!(!in_block(150, 10, None), "no block read");
     }
 }

@@ -115,8 +115,18 @@ mod tests {
         for d in [&dead, &live, &other] {
             std::fs::create_dir_all(d.join("sub")).unwrap();
         }
-        assert_eq!(remove_orphans(&base), 1);
+        // Another user's directory of a dead pid is not ours to remove (as root, the only
+        // user that could remove it, and the only one that can make one to test with).
+        let foreign = base.join(format!("{PREFIX}4194305-0000abcd-0"));
+        std::fs::create_dir_all(&foreign).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if root {
+            std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+        }
+        assert_eq!(remove_orphans(&base), if root { 1 } else { 2 });
         assert!(!dead.exists() && live.exists() && other.exists());
+        assert_eq!(foreign.exists(), root, "another user's directory stays");
         std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -206,6 +206,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_session_is_live_while_its_lock_is_held() {
+        let dir = std::env::temp_dir().join(format!("omx-live-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(!live(&dir, "s1"), "no lock file");
+        let lock = std::fs::File::create(dir.join("s1.lock")).unwrap();
+        assert!(!live(&dir, "s1"), "a lock file nobody holds");
+        // Another open file description holds it, as a running openmax would.
+        lock.lock().unwrap();
+        assert!(live(&dir, "s1"));
+        assert!(!live(&dir, "s2"), "another session");
+        lock.unlock().unwrap();
+        assert!(!live(&dir, "s1"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn utc_minutes_of_known_instants() {
         assert_eq!(utc_minutes(0), "1970-01-01 00:00");
         assert_eq!(utc_minutes(951_782_400_000), "2000-02-29 00:00");

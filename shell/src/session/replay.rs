@@ -202,6 +202,37 @@ mod tests {
     }
 
     #[test]
+    fn the_newest_items_are_kept_and_older_is_said_only_when_some_were_left_out() {
+        let dir = std::env::temp_dir().join(format!("omx-replay-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (n, older) in [(MAX_ITEMS, false), (MAX_ITEMS + 1, true)] {
+            let path = dir.join(format!("{n}.jsonl"));
+            let mut f = File::create(&path).unwrap();
+            for i in 0..n {
+                line(
+                    &mut f,
+                    Record::Message {
+                        message: Message {
+                            role: Role::User,
+                            content: vec![Block::text(format!("prompt {i}"))],
+                        },
+                    },
+                );
+            }
+            drop(f);
+            let (items, said) = read(&path).unwrap();
+            assert_eq!(said, older, "{n} items");
+            assert_eq!(items.len(), MAX_ITEMS, "{n} items");
+            assert_eq!(
+                items[MAX_ITEMS - 1],
+                Past::User(format!("prompt {}", n - 1))
+            );
+            assert_eq!(items[0], Past::User(format!("prompt {}", n - MAX_ITEMS)));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_turn_with_a_tool_an_edit_and_a_cancel_reads_back_as_it_happened() {
         let dir = std::env::temp_dir().join(format!("omx-replay-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
