@@ -233,6 +233,54 @@ fn a_sandboxed_process_sees_only_the_sandboxs_processes() {
     }
 }
 
+/// The pid of the sandbox helper among `openmax`'s children (`openmax --sandbox-exec …`).
+fn helper_of(openmax: u32) -> Option<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{openmax}/task")).ok()?;
+    for t in tasks.flatten() {
+        let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        for pid in children
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+        {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains("--sandbox-exec") {
+                return Some(pid);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn a_signal_to_the_helper_reaches_what_it_runs() {
+    // A person's `kill` of the helper (it is what `ps` shows as the command's process) ends
+    // the command inside as that signal, and the helper ends as the command did.
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        let marker = env.project.join("started");
+        let (tx, rx) = std::sync::mpsc::channel::<u32>();
+        let watcher = std::thread::spawn(move || {
+            let openmax = rx.recv().unwrap();
+            assert!(appears(&marker), "the command never started");
+            let helper = helper_of(openmax).expect("a sandbox helper under openmax");
+            // SAFETY: plain syscall; the pid is our session's helper, alive (its command sleeps).
+            unsafe { libc::kill(helper as i32, libc::SIGTERM) };
+        });
+        let outs = turn(&env, &mock, |pid| {
+            tx.send(pid).unwrap();
+            vec!["touch started; sleep 60; echo finished".to_string()]
+        });
+        watcher.join().unwrap();
+        let w = who.label();
+        assert!(!outs[0].0, "{w}: {}", outs[0].1);
+        assert!(
+            outs[0].1.contains("killed by signal 15 (SIGTERM)") && !outs[0].1.contains("finished"),
+            "{w}: {}",
+            outs[0].1
+        );
+    }
+}
+
 #[test]
 fn without_namespaces_agent_processes_are_refused_with_what_is_missing() {
     for who in runners() {
