@@ -323,6 +323,30 @@ fn a_lagging_or_wrong_index_hint_is_still_correct() {
     );
     let r = resume_latest(&state).expect("resume");
     assert!(r.notices.is_empty(), "{:?}", r.notices);
+    // A refreeze after the compaction: a hint naming it as the one in force at the compaction
+    // (its offset past the compaction's) is not used either.
+    let mut w = r.writer;
+    let at = fs::metadata(dir.join("s.jsonl")).expect("record").len();
+    w.append(&[Record::Refrozen {
+        system: "later".into(),
+        tools: vec![],
+    }])
+    .expect("append");
+    drop(w);
+    let mut index = read_index(&dir).expect("index");
+    index.sessions[0].compaction = Some(openmax_shell::session::index::CompactionPoint {
+        refrozen_offset: Some(at),
+        ..cp
+    });
+    openmax_shell::session::write_atomic(
+        &dir.join("index.json"),
+        &serde_json::to_vec(&index).expect("serializes"),
+    )
+    .expect("write index");
+    let r = resume_latest(&state).expect("resume");
+    assert_eq!(r.notices.len(), 1, "{:?}", r.notices);
+    assert!(r.notices[0].contains("not used"), "{}", r.notices[0]);
+    assert_eq!(r.system, "later");
 }
 
 #[test]
@@ -418,6 +442,33 @@ fn torn_last_line_without_newline_is_ignored_and_cut() {
         r.history,
         vec![Message::user_text("kept"), Message::assistant_text("after")]
     );
+}
+
+#[test]
+fn a_copy_reads_a_torn_record_and_leaves_it_as_it_is() {
+    let (_t, state) = setup("torn-copy");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[msg(Message::user_text("kept"))])
+        .expect("append");
+    drop(w);
+    let path = record_path(&state, "s");
+    append_raw(&path, br#"{"v":1,"rec":"message","mess"#);
+    let before = fs::read(&path).expect("record");
+    // `--fork` reads a copy: the history without the torn line, the record untouched (its
+    // owner, if it is running, is the one to cut it).
+    let copied = openmax_shell::session::resume::read_copy(&state, "s").expect("copy");
+    assert_eq!(copied.history, vec![Message::user_text("kept")]);
+    assert_eq!(fs::read(&path).expect("record"), before);
+}
+
+#[test]
+fn a_session_that_exists_is_not_created_again_and_says_so() {
+    let (_t, state) = setup("exists");
+    drop(create_used(&state, "s"));
+    let err = SessionWriter::create(&state, "s", header("s")).expect_err("exists");
+    assert!(matches!(err, StoreError::Exists(_)), "{err:?}");
+    let m = err.to_string();
+    assert!(m.contains("s.jsonl") && m.contains("exists"), "{m}");
 }
 
 #[test]
