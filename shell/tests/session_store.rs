@@ -702,6 +702,30 @@ fn transcript_caps_messages_and_line_keeping_the_newest() {
     let r = resume_latest(&state).expect("resume");
     assert!(!r.transcript.truncated);
     assert_eq!(r.transcript.messages.len(), 64);
+    drop(r);
+
+    // Exactly at the cap with one older message, read backwards from a compaction: the older
+    // one is left out and the line says so.
+    let (_t4, state) = setup("caps4");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[msg(Message::user_text("older"))])
+        .expect("append");
+    for _ in 0..64 {
+        w.append(&[msg(Message::user_text("y".repeat(4096)))])
+            .expect("append");
+    }
+    w.append(&[Record::Compaction {
+        messages: vec![Message::user_text("sum")],
+        tokens_before: 1,
+        tokens_after: 1,
+        compacted_messages: 65,
+    }])
+    .expect("append");
+    drop(w);
+    let r = resume_latest(&state).expect("resume");
+    assert!(r.transcript.truncated);
+    assert_eq!(r.transcript.messages.len(), 64);
+    assert!(r.transcript.messages.iter().all(|m| m.content != "older"));
 }
 
 #[test]
