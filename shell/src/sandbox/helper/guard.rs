@@ -174,3 +174,38 @@ fn remove_tree(parent: &OwnedFd, name: &std::ffi::OsStr) -> bool {
     }
     rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR).is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_is_removed_whole_without_following_its_symlinks() {
+        let base = std::env::temp_dir().join(format!("omx-guard-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let outside = base.join("outside");
+        let tree = base.join("git").join("commondir");
+        std::fs::create_dir_all(tree.join("a/b")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "x").unwrap();
+        std::fs::write(tree.join("f"), "x").unwrap();
+        std::fs::write(tree.join("a/b/g"), "x").unwrap();
+        std::os::unix::fs::symlink(&outside, tree.join("a/link")).unwrap();
+        let parent = rustix::fs::open(
+            base.join("git"),
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        assert!(remove_tree(&parent, std::ffi::OsStr::new("commondir")));
+        assert!(!tree.exists());
+        assert!(
+            outside.join("keep").exists(),
+            "a symlink's target is not touched"
+        );
+        // A name that is not a directory is not one to remove as a tree.
+        std::fs::write(base.join("git/file"), "x").unwrap();
+        assert!(!remove_tree(&parent, std::ffi::OsStr::new("file")));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}
