@@ -251,10 +251,22 @@ fn helper_of(openmax: u32) -> Option<u32> {
     None
 }
 
+/// A capability set of `/proc/<pid>/status` (`CapEff`, `CapPrm`, …) as a number.
+fn caps_of(pid: u32, set: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{set}:")))
+        .unwrap_or_else(|| panic!("no {set} in {status}"));
+    u64::from_str_radix(hex.trim(), 16).unwrap()
+}
+
 #[test]
 fn a_signal_to_the_helper_reaches_what_it_runs() {
     // A person's `kill` of the helper (it is what `ps` shows as the command's process) ends
-    // the command inside as that signal, and the helper ends as the command did.
+    // the command inside as that signal, and the helper ends as the command did. Meanwhile the
+    // helper, which stays outside the sandbox, holds no capability but CAP_SYS_PTRACE (to take
+    // a sandboxed process's socket for the connect broker), and that only as root.
     for who in runners() {
         let (env, mock) = setup(who, "");
         let marker = env.project.join("started");
@@ -263,15 +275,25 @@ fn a_signal_to_the_helper_reaches_what_it_runs() {
             let openmax = rx.recv().unwrap();
             assert!(appears(&marker), "the command never started");
             let helper = helper_of(openmax).expect("a sandbox helper under openmax");
+            let caps = (caps_of(helper, "CapEff"), caps_of(helper, "CapPrm"));
             // SAFETY: plain syscall; the pid is our session's helper, alive (its command sleeps).
             unsafe { libc::kill(helper as i32, libc::SIGTERM) };
+            caps
         });
         let outs = turn(&env, &mock, |pid| {
             tx.send(pid).unwrap();
             vec!["touch started; sleep 60; echo finished".to_string()]
         });
-        watcher.join().unwrap();
+        let caps = watcher.join().unwrap();
         let w = who.label();
+        // CAP_SYS_PTRACE is capability 19 (linux/capability.h).
+        let ptrace = 1u64 << 19;
+        let expected = if who.is_root() { ptrace } else { 0 };
+        assert_eq!(
+            caps,
+            (expected, expected),
+            "{w}: the helper's CapEff, CapPrm"
+        );
         assert!(!outs[0].0, "{w}: {}", outs[0].1);
         assert!(
             outs[0].1.contains("killed by signal 15 (SIGTERM)") && !outs[0].1.contains("finished"),
