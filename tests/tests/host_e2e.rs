@@ -594,7 +594,7 @@ fn a_commondir_redirecting_git_is_removed_before_the_human_runs_git() {
             let m = markers.display();
             let cmds = vec![format!(
                 "cp -r .git evil-git && printf '[core]\\n\\tfsmonitor = touch {m}/commondir; false\\n' >> evil-git/config \
-                 && echo ../evil-git > .git/commondir && sleep 0.2 && cat .git/commondir"
+                 && echo ../evil-git > .git/commondir && sleep 1 && cat .git/commondir"
             )];
             let outs = turn(&env, &mock, |_| cmds.clone());
             let w = format!(
@@ -606,6 +606,13 @@ fn a_commondir_redirecting_git_is_removed_before_the_human_runs_git() {
             if sandboxed {
                 assert!(
                     outs[0].1.contains("openmax: removed") && outs[0].1.contains("commondir"),
+                    "{w}: {}",
+                    outs[0].1
+                );
+                // Gone while the command still ran (not only once it ended): its `cat` found
+                // nothing.
+                assert!(
+                    !outs[0].1.contains("../evil-git") && outs[0].1.contains("No such file"),
                     "{w}: {}",
                     outs[0].1
                 );
