@@ -276,6 +276,25 @@ mod tests {
         None
     }
 
+    #[test]
+    fn a_timeout_is_more_than_0_and_at_most_an_hour() {
+        // TOML can write nan and inf, so they are refused like any other nonsense.
+        for bad in [
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            3600.5,
+        ] {
+            let e = timeout_ms(bad).unwrap_err();
+            assert!(e.contains("more than 0 and at most 3600"), "{bad}: {e}");
+        }
+        assert_eq!(timeout_ms(3600.0), Ok(3_600_000));
+        assert_eq!(timeout_ms(2.5), Ok(2500));
+        assert_eq!(timeout_ms(0.0001), Ok(1), "rounded up to a millisecond");
+    }
+
     fn source(path: &str, origin: Origin, text: &str) -> McpSource {
         McpSource {
             path: path.into(),
