@@ -431,5 +431,19 @@ mod tests {
         assert!(p.broken);
         assert!(!parse("rm -rf x").broken);
         assert!(parse("echo 'unterminated").broken);
+        // A command the grammar misses where bash wants one is broken; after assignments or
+        // redirections alone it is not (bash runs no command there).
+        for broken in ["ls |", "| cat", "ls &&", "&& ls", "ls; ;", "for", "( )"] {
+            assert!(parse(broken).broken, "{broken:?}");
+        }
+        for fine in [
+            "x=$(ls) 2>/dev/null",
+            "x=$(ls)",
+            "x=1 2>f",
+            "2>&1",
+            "> f $(rm x)",
+        ] {
+            assert!(!parse(fine).broken, "{fine:?}");
+        }
     }
 }
