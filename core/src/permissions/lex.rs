@@ -672,6 +672,13 @@ mod tests {
     }
 
     #[test]
+    fn a_line_may_end_inside_a_quote_or_on_a_backslash() {
+        assert_eq!(normalise("echo \"abc\\"), "echo \"abc\\");
+        assert_eq!(normalise("echo \"abc"), "echo \"abc");
+        assert_eq!(normalise("echo abc\\"), "echo abc\\");
+    }
+
+    #[test]
     fn here_document_bodies_are_copied() {
         let s = "cat <<EOF\n{a,b} \\\nx\nEOF\necho {a,b}";
         assert_eq!(normalise(s), "cat <<EOF\n{a,b} \\\nx\nEOF\necho a b");
