@@ -672,6 +672,15 @@ mod tests {
     }
 
     #[test]
+    fn a_case_pattern_inside_a_substitution_does_not_end_it() {
+        // After `a)` comes a command: `time` before it is dropped as at any command's start.
+        // Were that `)` taken for the substitution's end, `time` would be an argument of echo.
+        let out = normalise("echo $(case $x in a) time rm -rf y;; esac)");
+        assert!(!out.contains("time"), "{out}");
+        assert!(out.contains("rm -rf y;; esac)"), "{out}");
+    }
+
+    #[test]
     fn a_line_may_end_inside_a_quote_or_on_a_backslash() {
         assert_eq!(normalise("echo \"abc\\"), "echo \"abc\\");
         assert_eq!(normalise("echo \"abc"), "echo \"abc");
