@@ -289,17 +289,22 @@ fn with_the_network_on_abstract_sockets_outside_are_still_refused() {
         let name = unique_name("net");
         let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
         serve(UnixListener::bind_addr(&addr).unwrap(), "ABS-REACHED\n");
+        // With the network on, abstract names are the host's: this one is unique too, and the
+        // accepting thread a daemon, so a refused connect leaves no process holding it.
+        let own = unique_name("own");
         env.write(
             "own.py",
-            r#"import socket, threading
+            &format!(
+                r#"import socket, threading
 srv = socket.socket(socket.AF_UNIX)
-srv.bind('\0own-abstract-name')
+srv.bind('\0{own}')
 srv.listen(1)
-threading.Thread(target=lambda: srv.accept()[0].send(b'OWN-REACHED')).start()
+threading.Thread(target=lambda: srv.accept()[0].send(b'OWN-REACHED'), daemon=True).start()
 c = socket.socket(socket.AF_UNIX)
-c.connect('\0own-abstract-name')
+c.connect('\0{own}')
 print(c.recv(16).decode())
-"#,
+"#
+            ),
         );
         let cmds = vec![connect(&format!("@{name}")), "python3 own.py".to_string()];
         let outs = turn(&env, &mock, |_| cmds.clone());
