@@ -175,6 +175,18 @@ mod tests {
     }
 
     #[test]
+    fn a_timeout_is_more_than_0_and_at_most_an_hour() {
+        for bad in ["0", "-1", "nan", "inf", "3600.5"] {
+            let s = section(&format!("[tools.web_fetch]\ntimeout_s = {bad}\n"));
+            let e = resolve(&s).unwrap_err();
+            assert!(e.0.contains("timeout_s must be more than 0"), "{bad}: {e}");
+        }
+        let at = |t: &str| resolve(&section(&format!("[tools.web_fetch]\ntimeout_s = {t}\n")));
+        assert_eq!(at("3600").unwrap().timeout_ms, 3_600_000);
+        assert_eq!(at("0.25").unwrap().timeout_ms, 250);
+    }
+
+    #[test]
     fn a_project_may_only_deny_and_lower() {
         let p = Path::new("/p/.openmax/config.toml");
         let user = section("[tools.web_fetch]\nallow = [\"docs.rs\"]\nmax_bytes = 1000\n");
