@@ -246,6 +246,26 @@ mod tests {
     const GOOD: &str = r#"{"name":"lint","description":"Lint","parameters":{"type":"object"},"command":["sh","tools/lint.sh"],"env":["LINT_TOKEN"]}"#;
 
     #[test]
+    fn no_tools_directory_is_no_problem_and_an_unlistable_one_is() {
+        let p = std::env::temp_dir().join(format!("omx-manifest-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(p.join(".openmax")).unwrap();
+        let none = |_: &str| false;
+        let (tools, problems) = load_all(&p, &none);
+        assert!(tools.is_empty() && problems.is_empty(), "{problems:?}");
+        std::fs::write(p.join(TOOLS_DIR), "not a directory").unwrap();
+        let (tools, problems) = load_all(&p, &none);
+        assert!(tools.is_empty());
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with(&format!("{TOOLS_DIR}: cannot list external tools")),
+            "{}",
+            problems[0]
+        );
+        std::fs::remove_dir_all(&p).unwrap();
+    }
+
+    #[test]
     fn loads_good_and_reports_broken_ones() {
         let p = project("mix");
         write(&p, ".openmax/tools/lint.json", GOOD);

@@ -222,6 +222,8 @@ mod tests {
             "---\nname: release\ndescription: Other\n---\nX\n",
         );
         skill("d-broken", "no front matter");
+        // A SKILL.md that cannot be read as a file is said; a directory without one is not.
+        std::fs::create_dir_all(dir.join("f-unreadable/SKILL.md")).unwrap();
         std::fs::create_dir_all(dir.join("e-empty")).unwrap();
         std::fs::write(dir.join("stray.md"), "not in a directory").unwrap();
         let (skills, problems) = load_all(&p);
@@ -241,6 +243,7 @@ mod tests {
             [
                 ".openmax/skills/c-again/SKILL.md: duplicate skill name \"release\"",
                 ".openmax/skills/d-broken/SKILL.md: missing front matter: the file must start with a '---' line",
+                ".openmax/skills/f-unreadable/SKILL.md: cannot read: Is a directory (os error 21)",
             ]
         );
         let _ = std::fs::remove_dir_all(&p);
