@@ -316,6 +316,25 @@ mod tests {
     }
 
     #[test]
+    fn a_url_without_a_type_or_command_is_streamable_http() {
+        let (defs, problems) = run(r#"{"mcpServers": {
+    "web": {"url": "http://127.0.0.1:1/mcp"},
+    "both": {"url": "http://127.0.0.1:1/mcp", "command": "srv"}
+}}"#);
+        assert_eq!(defs.len(), 1, "{problems:?}");
+        assert!(
+            matches!(&defs[0].transport, Transport::Http { url, .. } if url == "http://127.0.0.1:1/mcp"),
+            "{:?}",
+            defs[0].transport
+        );
+        // With a command too, it is a stdio server, as without a type, and the url is refused.
+        assert_eq!(
+            problems,
+            [".mcp.json:3: mcpServers.both.url: only applies to an http or sse server"]
+        );
+    }
+
+    #[test]
     fn claude_code_format() {
         let (defs, problems) = run(r#"{"mcpServers": {
     "fs": {"command": "npx", "args": ["-y", "srv", "."], "env": {"TOKEN": "${MY_TOKEN}", "MODE": "ro"}},

@@ -101,3 +101,50 @@ pub fn defined_in(project: &Path, rel: &str, lookup: &Lookup) -> (Vec<ServerDef>
     }
     (defs, problems)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_servers_a_project_file_defines_are_those_approve_covers() {
+        let p = std::env::temp_dir().join(format!("omx-defined-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(p.join(".openmax")).unwrap();
+        let none = |_: &str| None;
+        let lookup = Lookup {
+            get: &none,
+            provider_keys: &[],
+        };
+        let names = |rel: &str| {
+            let (defs, problems) = defined_in(&p, rel, &lookup);
+            (
+                defs.iter().map(|d| d.name.clone()).collect::<Vec<_>>(),
+                problems,
+            )
+        };
+        // A missing .mcp.json is said; a missing or serverless config is nothing.
+        let (defs, problems) = names(MCP_JSON);
+        assert!(defs.is_empty());
+        assert!(
+            problems[0].starts_with(".mcp.json: cannot read"),
+            "{problems:?}"
+        );
+        assert_eq!(names(".openmax/config.toml"), (vec![], vec![]));
+        std::fs::write(
+            p.join(MCP_JSON),
+            r#"{"mcpServers": {"a": {"command": "srv"}, "b": {"url": "http://127.0.0.1:1/mcp"}}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            p.join(".openmax/config.toml"),
+            "[mcp_servers.c]\ncommand = \"srv\"\n",
+        )
+        .unwrap();
+        assert_eq!(names(MCP_JSON), (vec!["a".into(), "b".into()], vec![]));
+        assert_eq!(names(".openmax/config.toml"), (vec!["c".into()], vec![]));
+        // Any other file defines no server.
+        assert_eq!(names("tools/x.sh"), (vec![], vec![]));
+        std::fs::remove_dir_all(&p).unwrap();
+    }
+}
