@@ -128,6 +128,46 @@ fn approving_a_file_approves_the_project_hooks_that_name_it_and_the_config_all_o
 }
 
 #[test]
+fn each_project_hook_is_approved_under_a_key_of_its_own() {
+    let p = project("keys");
+    p.write("hooks/check.sh", "exit 0\n");
+    p.write("hooks/other.sh", "exit 0\n");
+    let hooks = [
+        (hook(HOOK), Origin::Project),
+        (
+            hook(&HOOK.replace("hooks/check.sh", "hooks/other.sh")),
+            Origin::Project,
+        ),
+    ];
+    let first = hooks::freeze(&hooks, &p.root, &|_, _| false);
+    let keys: Vec<String> = first
+        .iter()
+        .map(|h| h.approval.clone().unwrap().0)
+        .collect();
+    // The store's key names the hook (it is what is kept on disk between sessions).
+    assert_eq!(
+        keys,
+        [
+            ".openmax/config.toml [[hooks]] tool_start:sh",
+            ".openmax/config.toml [[hooks]] tool_start:sh#2"
+        ]
+    );
+    // Both approvals stored: both hooks approved, neither in the other's place.
+    let stored: Vec<(String, String)> = first.iter().map(|h| h.approval.clone().unwrap()).collect();
+    let both = hooks::freeze(&hooks, &p.root, &|k, s| {
+        stored.iter().any(|(ak, as_)| ak == k && as_ == s)
+    });
+    assert!(both.iter().all(approved));
+    let only_second = hooks::freeze(&hooks, &p.root, &|k, s| {
+        stored[1].0 == k && stored[1].1 == s
+    });
+    assert_eq!(
+        only_second.iter().map(approved).collect::<Vec<_>>(),
+        [false, true]
+    );
+}
+
+#[test]
 fn every_field_of_a_project_hook_is_covered_by_its_approval() {
     let p = project("hook");
     p.write("hooks/check.sh", "exit 0\n");
