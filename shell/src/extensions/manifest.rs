@@ -246,6 +246,37 @@ mod tests {
     const GOOD: &str = r#"{"name":"lint","description":"Lint","parameters":{"type":"object"},"command":["sh","tools/lint.sh"],"env":["LINT_TOKEN"]}"#;
 
     #[test]
+    fn parameters_must_be_an_object_schema() {
+        let p = project("params");
+        write(&p, "tools/lint.sh", "echo hi\n");
+        for (i, params) in [
+            r#"{"type":"string"}"#,
+            r#"{"properties":{}}"#,
+            r#"{"type":["object"]}"#,
+        ]
+        .iter()
+        .enumerate()
+        {
+            write(
+                &p,
+                &format!(".openmax/tools/t{i}.json"),
+                &GOOD
+                    .replace(r#"{"type":"object"}"#, params)
+                    .replace(r#""name":"lint""#, &format!(r#""name":"t{i}""#)),
+            );
+        }
+        let (tools, problems) = load_all(&p, &|_| false);
+        assert!(tools.is_empty(), "{tools:?}");
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(
+            problems
+                .iter()
+                .all(|m| m.contains("parameters must be a JSON Schema object")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
     fn no_tools_directory_is_no_problem_and_an_unlistable_one_is() {
         let p = std::env::temp_dir().join(format!("omx-manifest-dir-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
