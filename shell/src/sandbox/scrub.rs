@@ -21,23 +21,26 @@ extern "C" {
 /// The variables that may hold a provider key: the providers' defaults and the
 /// `api_key_env` of the user config (read without judging the rest of it).
 pub fn key_names() -> Vec<String> {
+    let config = crate::session::Home::from_env()
+        .ok()
+        .and_then(|home| std::fs::read_to_string(home.config_path()).ok());
+    names_with(config.as_deref())
+}
+
+/// The providers' default key variables, and the `api_key_env` of the user config `text`.
+fn names_with(text: Option<&str>) -> Vec<String> {
     let mut names = vec![
         "ANTHROPIC_API_KEY".to_string(),
         "OPENAI_API_KEY".to_string(),
     ];
-    let home = crate::session::Home::from_env();
-    if let Ok(home) = home {
-        if let Ok(text) = std::fs::read_to_string(home.config_path()) {
-            if let Ok(table) = text.parse::<toml::Table>() {
-                if let Some(v) = table
-                    .get("provider")
-                    .and_then(|p| p.get("api_key_env"))
-                    .and_then(|v| v.as_str())
-                {
-                    if !names.iter().any(|n| n == v) {
-                        names.push(v.to_string());
-                    }
-                }
+    if let Some(table) = text.and_then(|t| t.parse::<toml::Table>().ok()) {
+        if let Some(v) = table
+            .get("provider")
+            .and_then(|p| p.get("api_key_env"))
+            .and_then(|v| v.as_str())
+        {
+            if !names.iter().any(|n| n == v) {
+                names.push(v.to_string());
             }
         }
     }
@@ -144,6 +147,21 @@ mod tests {
             }
         }
         assert!(found, "PATH is in the environment");
+    }
+
+    #[test]
+    fn the_configured_key_variable_is_taken_too_and_once() {
+        let defaults = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+        assert_eq!(names_with(None), defaults);
+        assert_eq!(names_with(Some("not toml [")), defaults);
+        assert_eq!(
+            names_with(Some("[provider]\napi_key_env = \"MY_KEY\"\n")),
+            ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "MY_KEY"]
+        );
+        assert_eq!(
+            names_with(Some("[provider]\napi_key_env = \"OPENAI_API_KEY\"\n")),
+            defaults
+        );
     }
 
     #[test]
