@@ -681,6 +681,12 @@ mod tests {
     }
 
     #[test]
+    fn an_escaped_quote_does_not_end_an_ansi_c_string() {
+        // `$'a\'b'` is one word; what follows it is outside any quote.
+        assert_eq!(normalise("echo $'a\\'b' {x,y}"), "echo $'a\\'b' x y");
+    }
+
+    #[test]
     fn a_line_may_end_inside_a_quote_or_on_a_backslash() {
         assert_eq!(normalise("echo \"abc\\"), "echo \"abc\\");
         assert_eq!(normalise("echo \"abc"), "echo \"abc");

@@ -425,6 +425,12 @@ mod tests {
         // In `-S`'s string a `#` starting a word starts a comment; inside a word it is a `#`.
         assert_eq!(texts("env -S 'rm -rf x #y z'").last().unwrap(), "rm -rf x");
         assert_eq!(texts("env -S 'rm a#b'").last().unwrap(), "rm a#b");
+        // A `$` in single quotes is a `$`; in double quotes it is a variable.
+        assert_eq!(texts(r#"env -S "rm 'a\$b'""#).last().unwrap(), "rm a$b");
+        // So a quoted `$` in the program's name leaves it a name, not one computed at run time.
+        let a = analyse(r#"env -S "'r\$m' x""#);
+        assert!(a.unjudgeable.is_empty(), "{:?}", a.unjudgeable);
+        assert_eq!(a.commands.last().unwrap().text(), "r$m x");
         assert_eq!(texts("command -p rm -rf x").last().unwrap(), "rm -rf x");
         assert_eq!(texts("exec -a name rm -rf x").last().unwrap(), "rm -rf x");
         assert_eq!(texts("nice -n 5 rm -rf x").last().unwrap(), "rm -rf x");
