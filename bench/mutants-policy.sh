@@ -24,14 +24,8 @@
 # cargo-mutants is installed into target/tools/ when missing. Results in
 # target/mutants-policy/<set>-K-of-N/ (unit/ and full/ with cargo-mutants' caught.txt,
 # missed.txt, timeout.txt, unviable.txt; missed.txt: the survivors of both passes).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$PWD
-tools=$root/target/tools
-if ! command -v cargo-mutants >/dev/null 2>&1 && [ ! -x "$tools/bin/cargo-mutants" ]; then
-  cargo install --locked cargo-mutants --root "$tools"
-fi
-export PATH=$tools/bin:$PATH
+# shellcheck source=bench/cargo-mutants-tool.sh
+source "$(dirname "$0")/cargo-mutants-tool.sh"
 
 set_name=${1:?usage: bench/mutants-policy.sh core|shell [K N | --list]}
 case "$set_name" in

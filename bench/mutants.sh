@@ -25,14 +25,8 @@
 # unit/mutants.out and full/mutants.out (caught.txt, missed.txt, timeout.txt, unviable.txt
 # each), and missed.txt: the survivors of both passes. Account for every one of them in
 # docs/testing.md: a property that kills it, or why it is equivalent.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$PWD
-tools=$root/target/tools
-if ! command -v cargo-mutants >/dev/null 2>&1 && [ ! -x "$tools/bin/cargo-mutants" ]; then
-  cargo install --locked cargo-mutants --root "$tools"
-fi
-export PATH=$tools/bin:$PATH
+# shellcheck source=bench/cargo-mutants-tool.sh
+source "$(dirname "$0")/cargo-mutants-tool.sh"
 files=(-f 'core/src/machine/*.rs' -f core/src/compaction.rs -e 'core/src/machine/tests/**')
 if [ "${1:-}" = "--list" ]; then
   exec cargo mutants --package openmax-core "${files[@]}" --list

@@ -78,9 +78,8 @@ pub fn remove_orphans(system_tmp: &Path) -> usize {
         else {
             continue;
         };
-        let ours = e
-            .metadata()
-            .is_ok_and(|m| m.is_dir() && m.uid() == me && !m.file_type().is_symlink());
+        // A directory entry's metadata is not followed: a symlink is not a directory here.
+        let ours = e.metadata().is_ok_and(|m| m.is_dir() && m.uid() == me);
         if ours
             && !Path::new(&format!("/proc/{pid}")).exists()
             && std::fs::remove_dir_all(e.path()).is_ok()
