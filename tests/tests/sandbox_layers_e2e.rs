@@ -304,6 +304,66 @@ fn a_signal_to_the_helper_reaches_what_it_runs() {
 }
 
 #[test]
+fn a_sandboxed_command_dies_at_once_with_a_sigkilled_openmax() {
+    // openmax SIGKILLed in the middle of a call, and no openmax started in the project again:
+    // the helper sees openmax's lifeline close and kills the sandbox. The control, the same
+    // with the sandbox off: the command is still running after the kill (there, only the
+    // project's record, read by the next openmax in it, ends it; see tools_e2e).
+    for (i, who) in runners().into_iter().enumerate() {
+        for sandboxed in [true, false] {
+            let (env, mock) = setup(who, if sandboxed { "" } else { CONTROL });
+            let secs = format!("{}", 4170 + 2 * i + usize::from(sandboxed));
+            let w = format!("{} (sandboxed: {sandboxed})", who.label());
+            let mut s = env.stdio(&[]);
+            mock.push(tool_reply(
+                "c0",
+                "shell",
+                serde_json::json!({"command": format!("touch started; exec sleep {secs}")}),
+            ));
+            s.user("run it");
+            assert!(appears(&env.project.join("started")), "{w}: never started");
+            let end = std::time::Instant::now() + DEADLINE;
+            while !running(&["sleep", &secs]) {
+                assert!(std::time::Instant::now() < end, "{w}: sleep never ran");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let helper = helper_of(s.pid());
+            assert_eq!(helper.is_some(), sandboxed, "{w}: a helper under openmax");
+            s.kill_hard();
+            if sandboxed {
+                let gone = wait_cmdline_gone(&["sleep", &secs]);
+                kill_all(&["sleep", &secs]);
+                assert!(gone, "{w}: the sandboxed command outlived its openmax");
+                let helper = helper.unwrap();
+                let end = std::time::Instant::now() + DEADLINE;
+                while alive(helper) {
+                    assert!(
+                        std::time::Instant::now() < end,
+                        "{w}: the helper outlived openmax"
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            } else {
+                let still = running(&["sleep", &secs]);
+                kill_all(&["sleep", &secs]);
+                assert!(
+                    still,
+                    "{w}: control: the unsandboxed command ended with openmax"
+                );
+            }
+        }
+    }
+}
+
+/// Whether `pid` is a process that has not ended (a zombie has).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+#[test]
 fn without_namespaces_agent_processes_are_refused_with_what_is_missing() {
     for who in runners() {
         let (mut env, mock) = setup(who, "");

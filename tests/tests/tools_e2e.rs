@@ -819,15 +819,16 @@ fn a_long_file_is_cut_with_a_notice_saying_how_to_read_on() {
 
 /// A SIGKILLed openmax cannot clean up, but it recorded its running call's process group (with
 /// start times) in the project's state: the next openmax in the project kills what is left.
+/// Unsandboxed: a sandboxed command dies with its openmax at once (sandbox_layers_e2e).
 #[test]
-fn a_shell_command_dies_with_a_sigkilled_openmax() {
+fn an_unsandboxed_shell_command_dies_with_a_sigkilled_openmax_at_the_next_start() {
     let (env, _mock) = setup(
         vec![tool_reply(
             "sh",
             "shell",
             json!({"command":"echo $$ > bash.pid; sleep 3104"}),
         )],
-        "",
+        "[sandbox]\nmode = \"off\"\n",
     );
     env.set_mode("auto");
     let mut s = env.stdio(&[]);
@@ -848,6 +849,8 @@ fn a_shell_command_dies_with_a_sigkilled_openmax() {
         std::thread::sleep(Duration::from_millis(10));
     }
     s.kill_hard();
+    // Nothing but the next openmax ends it: still running after the kill.
+    assert!(running(&["sleep", "3104"]), "sleep 3104 ended with openmax");
     let next = env.stdio(&[]);
     let (code, _, stderr) = next.finish();
     assert_eq!(code, Some(0), "{stderr}");

@@ -55,13 +55,14 @@ impl Sandbox {
     /// A command that runs `program` in this sandbox (read-only when `read_only`).
     fn command(&self, program: &str, read_only: bool) -> Result<Command, String> {
         self.probe()?;
-        let spec = if read_only {
+        let mut spec = if read_only {
             self.spec.read_only()
         } else {
             self.spec.clone()
         };
-        let json = serde_json::to_string(&spec).map_err(|e| format!("{UNAVAILABLE}: {e}"))?;
         let mut cmd = Command::new(&self.helper);
+        spec.lifeline = super::lifeline::give(&mut cmd);
+        let json = serde_json::to_string(&spec).map_err(|e| format!("{UNAVAILABLE}: {e}"))?;
         cmd.arg(helper::FLAG).arg(json).arg("--").arg(program);
         Ok(cmd)
     }

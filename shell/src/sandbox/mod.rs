@@ -13,6 +13,7 @@ pub mod check;
 pub mod confine;
 pub mod env;
 pub mod helper;
+pub mod lifeline;
 pub mod protect;
 pub mod reaper;
 pub mod scrub;

@@ -11,7 +11,9 @@
 //! - A tracked group is also recorded on disk (`<project state>/running/`), with openmax's own
 //!   pid and start time and the group's start time, and removed when the call ends. When
 //!   openmax is SIGKILLed the record stays; the next openmax in that project kills what is
-//!   left of the group ([`kill_survivors`]), unless the recorded owner is still alive.
+//!   left of the group ([`kill_survivors`]), unless the recorded owner is still alive. (A
+//!   sandboxed group does not wait for that: its helper ends it when openmax dies,
+//!   [`super::lifeline`].)
 //!
 //! Not covered: a process that escaped the group with `setsid` while its openmax was being
 //! SIGKILLed (it was re-parented above openmax, out of reach; the group record names only the

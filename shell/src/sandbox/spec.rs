@@ -54,6 +54,10 @@ pub struct ConfineSpec {
     pub landlock: bool,
     /// [`SIMULATE_ENV`] as openmax saw it.
     pub simulate: Option<String>,
+    /// The descriptor the helper inherits the read end of openmax's lifeline on
+    /// ([`super::lifeline`]): set per process started, not a permission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifeline: Option<i32>,
 }
 
 fn canon(p: &Path) -> PathBuf {
@@ -106,6 +110,7 @@ impl ConfineSpec {
             unix_sockets: Vec::new(),
             landlock: simulate.as_deref() != Some("no-landlock") && kernel_abi() > 0,
             simulate,
+            lifeline: None,
         })
     }
 

@@ -20,9 +20,11 @@
 //! - `--probe` in place of `-- PROGRAM` builds everything, runs nothing, and prints what is in
 //!   force as one JSON line ([`Report`]): `openmax sandbox check`, and the check a session makes
 //!   before its first agent process.
+//! - When openmax dies (even by SIGKILL) the helper kills the sandbox's first process, so the
+//!   sandbox never outlives the openmax that started it ([`super::lifeline`]).
 //! - The helper is single-threaded until the sandbox's first process is cloned (the clone then
 //!   behaves as a fork and the child may use the allocator); its threads afterwards answer
-//!   `connect(2)` calls only.
+//!   `connect(2)` calls, and one waits for openmax to be gone.
 
 pub mod diag;
 pub mod filter;
@@ -289,12 +291,17 @@ fn start(spec: &ConfineSpec, launch: Launch) -> Result<i32, Failure> {
     )
     .map_err(|e| Failure::io("a channel to the sandbox", e))?;
     let probe = launch.is_none();
+    let lifeline = spec.lifeline.and_then(super::lifeline::take);
     let pid = clone_init(clone_flags(spec, user_ns)).map_err(|e| namespace_failure(e, user_ns))?;
     if pid == 0 {
         drop(ours);
+        drop(lifeline);
         init::run(spec, &plan, launch, &cwd, theirs, ids, user_ns);
     }
     drop(theirs);
+    if let Some(read) = lifeline {
+        super::lifeline::watch(read, pid);
+    }
     let guard = guard.map(guard::Guard::spawn);
     INIT_PID.store(pid, Ordering::Relaxed);
     forward_signals(forward_to_init);
