@@ -200,6 +200,25 @@ async fn text_reply_with_usage_and_completion() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_switched_on_any_clone_is_named_in_every_later_request() {
+    for f in FLAVORS {
+        let reply = || stream(vec![t("ok")], StreamEnd::Complete { finish: None });
+        let mock = MockServer::start(vec![reply(), reply()]);
+        let p = provider(f, &mock.base_url());
+        let configured = p.model();
+        items(attempt(&p).await);
+        let other = p.clone();
+        other.set_model("switched-model");
+        assert_eq!(p.model(), "switched-model", "{f:?}");
+        items(attempt(&p).await);
+        let reqs = mock.requests();
+        assert_eq!(reqs.len(), 2, "{f:?}");
+        assert_eq!(reqs[0].body["model"], configured.as_str(), "{f:?}");
+        assert_eq!(reqs[1].body["model"], "switched-model", "{f:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thinking_then_text() {
     for f in FLAVORS {
         let mock = MockServer::start(vec![stream(

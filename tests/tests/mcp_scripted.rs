@@ -233,18 +233,9 @@ fn permission_rules_match_the_full_name_with_a_glob() {
     s.finish();
 }
 
-#[test]
-fn a_project_config_server_starts_only_once_approved_with_openmax_approve() {
-    let env = TestEnv::new();
-    let mock = MockServer::start(vec![
-        call("c1", "look"),
-        text_reply("declined"),
-        call("c2", "look"),
-        text_reply("looked"),
-    ]);
-    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
-    env.trust();
-    env.set_mode("ask");
+/// The scripted server as a project server `s` (`.openmax/config.toml`), not yet approved;
+/// returns the file each of its starts appends a line to.
+fn project_server(env: &TestEnv) -> PathBuf {
     // The server's script is a project file: its bytes are part of what is approved.
     let script = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/scripted_server.py"),
@@ -259,6 +250,51 @@ fn a_project_config_server_starts_only_once_approved_with_openmax_approve() {
          env = {{ STARTS_FILE = {:?} }}\n",
         starts.display().to_string()
     ));
+    starts
+}
+
+/// A project server approved in the session starts at its first call; a call of a tool it
+/// turns out not to have fails naming the tools it has (the server is not asked to run it).
+#[test]
+fn a_server_approved_in_session_starts_at_its_first_call_and_a_tool_it_lacks_fails_by_name() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![call("c1", "nothere"), text_reply("done")]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    env.set_mode("ask");
+    let starts = project_server(&env);
+    let mut s = env.stdio(&[]);
+    s.user("call it");
+    let mut evs = s.until_type("approval_request");
+    let req = evs.last().unwrap().clone();
+    assert_eq!(req["reason"], "unapproved_source", "{req}");
+    s.approve(&req["approval_id"], true);
+    evs.extend(s.turn().0);
+    s.finish();
+    let (name, ok, out) = ends(&evs).remove(0);
+    assert_eq!(name, "mcp__s__nothere");
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("MCP server s started; it has no tool \"nothere\"; its tools: look, poke"),
+        "{out}"
+    );
+    let starts = std::fs::read_to_string(starts).unwrap_or_default();
+    assert_eq!(starts.lines().count(), 1, "started once, at the call");
+}
+
+#[test]
+fn a_project_config_server_starts_only_once_approved_with_openmax_approve() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![
+        call("c1", "look"),
+        text_reply("declined"),
+        call("c2", "look"),
+        text_reply("looked"),
+    ]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    env.set_mode("ask");
+    let starts = project_server(&env);
     let started = || {
         std::fs::read_to_string(&starts)
             .unwrap_or_default()

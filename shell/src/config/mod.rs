@@ -456,12 +456,12 @@ mod tests {
     #[test]
     fn each_provider_has_its_documented_model_and_output_cap_when_none_is_set() {
         let key = |k: &str| k.ends_with("_API_KEY").then(|| "sk-test".to_string());
-        for (name, model, cap) in [
-            ("anthropic", "claude-sonnet-4-5", 16_384),
-            ("openai", "gpt-5", 16_384),
+        for (name, model, cap, window) in [
+            ("anthropic", "claude-sonnet-4-5", 16_384, 200_000),
+            ("openai", "gpt-5", 16_384, 400_000),
             // No cap is sent to a Chat Completions server unless one is configured.
-            ("openai-chat", "gpt-4.1", 0),
-            ("demo", crate::provider::demo::MODEL, 1024),
+            ("openai-chat", "gpt-4.1", 0, 128_000),
+            ("demo", crate::provider::demo::MODEL, 1024, 128_000),
         ] {
             let user =
                 format!("[provider]\nname = \"{name}\"\nbase_url = \"http://127.0.0.1:9/v1\"\n");
@@ -474,7 +474,8 @@ mod tests {
             .unwrap_or_else(|e| panic!("{name}: {}", e.0));
             assert_eq!(s.provider.model, model, "{name}");
             assert_eq!(s.provider.max_output_tokens, cap, "{name}");
-            let set = format!("{user}max_output_tokens = 777\n");
+            assert_eq!(s.context_tokens, window, "{name}: the context window");
+            let set = format!("{user}max_output_tokens = 777\ncontext_tokens = 5000\n");
             let s = resolve(
                 layered(&set, "").unwrap(),
                 &Overrides::default(),
@@ -483,7 +484,26 @@ mod tests {
             )
             .unwrap();
             assert_eq!(s.provider.max_output_tokens, 777, "{name}: a set cap wins");
+            assert_eq!(s.context_tokens, 5000, "{name}: a set window wins");
         }
+    }
+
+    #[test]
+    fn a_config_file_that_cannot_be_read_is_an_error_and_only_a_missing_one_is_none() {
+        let dir = std::env::temp_dir().join(format!("openmax-config-read-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("a-directory.toml")).unwrap();
+        assert!(read_optional(&dir.join("missing.toml")).unwrap().is_none());
+        let e = read_optional(&dir.join("a-directory.toml")).unwrap_err().0;
+        assert!(e.contains("a-directory.toml"), "{e}");
+        std::fs::write(dir.join("bad.toml"), b"x = \"\xff\"\n").unwrap();
+        let e = read_optional(&dir.join("bad.toml")).unwrap_err().0;
+        assert!(e.contains("not valid UTF-8"), "{e}");
+        std::fs::write(dir.join("fine.toml"), "x = 1\n").unwrap();
+        assert_eq!(
+            read_optional(&dir.join("fine.toml")).unwrap().as_deref(),
+            Some("x = 1\n")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
