@@ -99,6 +99,22 @@ mod tests {
             let e = resolve(&bad).unwrap_err().0;
             assert!(e.contains("[provider] price_"), "{e}");
         }
+        // Each key: zero is a price (a free local model), a negative or non-finite one is not.
+        for (i, key) in KEYS.iter().enumerate() {
+            let with = |v: f64| {
+                let mut p = [Some(1.0), Some(2.0), Some(0.5)];
+                p[i] = Some(v);
+                section(p[0], p[1], p[2])
+            };
+            assert!(
+                resolve(&with(0.0)).unwrap().is_some(),
+                "{key} = 0 is allowed"
+            );
+            for bad in [-0.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                let e = resolve(&with(bad)).unwrap_err().0;
+                assert!(e.starts_with(&format!("[provider] {key} = ")), "{key}: {e}");
+            }
+        }
         assert_eq!(named_by(&section(None, None, None)), None);
         assert_eq!(named_by(&section(None, Some(1.0), None)), Some("price_out"));
     }
