@@ -133,3 +133,26 @@ fn a_bad_mode_or_protected_entry_is_a_start_up_error_and_off_is_off() {
     assert!(Confine::Off.command("true", RunSandbox::ReadOnly).is_err());
     assert_eq!(Confine::Off.tmpdir(RunSandbox::Session), None);
 }
+
+#[test]
+fn a_sandbox_started_through_another_helper_starts_that_helper() {
+    let (_d, project, home, _tmp) = layout("helper");
+    let elsewhere = Path::new("/nonexistent/openmax-helper");
+    match Confine::for_session(&Settings::default(), &project, &home).unwrap() {
+        Confine::On(s) => {
+            assert_eq!(s.helper, Path::new("/proc/self/exe"));
+            let c = Confine::On(s).with_helper(elsewhere);
+            let Confine::On(s) = &c else {
+                panic!("still a sandbox: {c:?}")
+            };
+            assert_eq!(s.helper, elsewhere);
+            // The probe before the first process starts that helper, which is not there.
+            let e = c.command("true", RunSandbox::Session).unwrap_err();
+            assert!(e.contains("the sandbox helper could not start"), "{e}");
+        }
+        other => assert!(matches!(other, Confine::Unavailable(_)), "{other:?}"),
+    }
+    assert_eq!(Confine::Off.with_helper(elsewhere), Confine::Off);
+    let gone = Confine::Unavailable("no".into());
+    assert_eq!(gone.clone().with_helper(elsewhere), gone);
+}
