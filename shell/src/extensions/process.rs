@@ -214,6 +214,21 @@ async fn read_capped<R: AsyncRead + Unpin>(r: Option<R>, cap: usize) -> (String,
 mod tests {
     use super::*;
 
+    #[test]
+    fn only_a_positive_group_is_killed() {
+        // killpg(0, …) is the caller's own group: this test process (and whatever ran it).
+        kill_group(Some(0));
+        kill_group(Some(-1));
+        kill_group(None);
+        let mut child = std::process::Command::new("sleep");
+        std::os::unix::process::CommandExt::process_group(&mut child, 0);
+        let mut child = child.arg("30").spawn().unwrap();
+        kill_group(Some(child.id() as i32));
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    }
+
     fn spec(cmd: &str, timeout_ms: u64) -> ProcessSpec {
         ProcessSpec {
             argv: vec!["bash".into(), "-c".into(), cmd.into()],
