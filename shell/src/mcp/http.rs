@@ -264,3 +264,6 @@ impl StreamableHttpClient for HyperClient {
         Ok(SseStream::new(resp.into_body()).boxed())
     }
 }
+
+#[cfg(test)]
+mod tests;

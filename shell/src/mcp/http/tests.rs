@@ -1,0 +1,255 @@
+//! What a POST answers, for every kind of server reply, against a loopback server that gives
+//! one canned HTTP response per connection and keeps the request it got.
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::*;
+
+/// Serve `response` (a whole HTTP/1.1 response) to one connection; the request head is sent
+/// back on the returned channel.
+async fn serve_once(response: Vec<u8>) -> (String, tokio::sync::oneshot::Receiver<String>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        // The head, then the body its content-length announces.
+        let head_end = loop {
+            let n = sock.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..n]);
+            if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&got[..head_end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .map(|v| v.trim().parse().unwrap())
+            .unwrap_or(0);
+        while got.len() < head_end + len {
+            let n = sock.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..n]);
+        }
+        let _ = tx.send(String::from_utf8_lossy(&got).into_owned());
+        let _ = sock.write_all(&response).await;
+        let _ = sock.shutdown().await;
+    });
+    (url, rx)
+}
+
+fn response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut r = format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\n", body.len());
+    for (k, v) in headers {
+        r.push_str(&format!("{k}: {v}\r\n"));
+    }
+    r.push_str("connection: close\r\n\r\n");
+    let mut r = r.into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+fn request_msg() -> ClientJsonRpcMessage {
+    serde_json::from_value(serde_json::json!({"jsonrpc":"2.0","id":1,"method":"ping"})).unwrap()
+}
+
+fn notification_msg() -> ClientJsonRpcMessage {
+    serde_json::from_value(
+        serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    )
+    .unwrap()
+}
+
+/// The POST's outcome in words: `accepted`, `json <session>`, `sse <session>`, `expired`,
+/// `unexpected: …`, `content-type: …`, `client: …`.
+fn outcome(r: Result<StreamableHttpPostResponse, Failure>) -> String {
+    match r {
+        Ok(StreamableHttpPostResponse::Accepted) => "accepted".into(),
+        Ok(StreamableHttpPostResponse::Json(_, s)) => format!("json {}", s.unwrap_or_default()),
+        Ok(StreamableHttpPostResponse::Sse(_, s)) => format!("sse {}", s.unwrap_or_default()),
+        Err(StreamableHttpError::SessionExpired) => "expired".into(),
+        Err(StreamableHttpError::UnexpectedServerResponse(m)) => format!("unexpected: {m}"),
+        Err(StreamableHttpError::UnexpectedContentType(c)) => {
+            format!("content-type: {}", c.unwrap_or_default())
+        }
+        Err(StreamableHttpError::Client(e)) => format!("client: {e}"),
+        Err(other) => format!("other: {other}"),
+        Ok(_) => "another answer".into(),
+    }
+}
+
+async fn post(
+    msg: ClientJsonRpcMessage,
+    session: Option<&str>,
+    reply: Vec<u8>,
+) -> (String, String) {
+    let (url, head) = serve_once(reply).await;
+    let client = HyperClient {
+        client: build_client(10_000),
+    };
+    let r = client
+        .post_message(
+            url.into(),
+            msg,
+            session.map(Arc::from),
+            None,
+            HashMap::new(),
+        )
+        .await;
+    (outcome(r), head.await.unwrap_or_default())
+}
+
+const RESULT: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+const RPC_ERROR: &[u8] = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no"}}"#;
+const JSON: (&str, &str) = ("content-type", "application/json");
+const PLAIN: (&str, &str) = ("content-type", "text/plain");
+const SSE: (&str, &str) = ("content-type", "text/event-stream");
+const SID: (&str, &str) = ("mcp-session-id", "s-2");
+
+#[tokio::test]
+async fn every_reply_to_a_request_and_to_a_notification_is_read_by_its_rule() {
+    // (a request?, the session sent, the reply, the outcome's start)
+    let cases: Vec<(bool, Option<&str>, Vec<u8>, &str)> = vec![
+        (true, None, response("202 Accepted", &[], b""), "accepted"),
+        (false, None, response("202 Accepted", &[], b""), "accepted"),
+        (true, None, response("204 No Content", &[], b""), "accepted"),
+        (
+            true,
+            Some("s-1"),
+            response("404 Not Found", &[], b""),
+            "expired",
+        ),
+        (
+            true,
+            None,
+            response("404 Not Found", &[], b"gone"),
+            "unexpected: HTTP 404 Not Found: gone",
+        ),
+        (
+            true,
+            None,
+            response("200 OK", &[JSON, SID], RESULT),
+            "json s-2",
+        ),
+        (true, None, response("200 OK", &[JSON], RESULT), "json "),
+        (true, None, response("200 OK", &[SSE, SID], b""), "sse s-2"),
+        (
+            true,
+            None,
+            response("200 OK", &[JSON], b"garbage"),
+            "unexpected: not a JSON-RPC message",
+        ),
+        (
+            false,
+            None,
+            response("200 OK", &[JSON], b"garbage"),
+            "accepted",
+        ),
+        (
+            true,
+            None,
+            response("200 OK", &[PLAIN], b"ok"),
+            "content-type: text/plain",
+        ),
+        (false, None, response("200 OK", &[PLAIN], b"ok"), "accepted"),
+        (
+            true,
+            None,
+            response("500 Internal Server Error", &[JSON], RPC_ERROR),
+            "json ",
+        ),
+        (
+            true,
+            None,
+            response("500 Internal Server Error", &[PLAIN], b"<b>boom</b>"),
+            "unexpected: HTTP 500 Internal Server Error: boom",
+        ),
+    ];
+    for (is_request, session, reply, want) in cases {
+        let msg = if is_request {
+            request_msg()
+        } else {
+            notification_msg()
+        };
+        let (got, head) = post(msg, session, reply).await;
+        assert!(
+            got.starts_with(want),
+            "request {is_request}, session {session:?}: {got:?}, want {want:?}"
+        );
+        let head = head.to_ascii_lowercase();
+        assert!(head.starts_with("post /mcp http/1.1\r\n"), "{head}");
+        assert!(
+            head.contains("content-type: application/json\r\n"),
+            "{head}"
+        );
+        assert!(
+            head.contains("accept: text/event-stream, application/json\r\n"),
+            "{head}"
+        );
+        match session {
+            Some(s) => assert!(head.contains(&format!("mcp-session-id: {s}\r\n")), "{head}"),
+            None => assert!(!head.contains("mcp-session-id"), "{head}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_json_answer_is_read_up_to_the_cap_and_refused_past_it() {
+    let answer = |len: usize| {
+        let head = br#"{"jsonrpc":"2.0","id":1,"result":{"x":""#;
+        let tail = br#""}}"#;
+        let mut b = head.to_vec();
+        b.resize(len - tail.len(), b'a');
+        b.extend_from_slice(tail);
+        b
+    };
+    let (got, _) = post(
+        request_msg(),
+        None,
+        response("200 OK", &[JSON], &answer(MAX_JSON_BODY)),
+    )
+    .await;
+    assert_eq!(got, "json ");
+    let (got, _) = post(
+        request_msg(),
+        None,
+        response("200 OK", &[JSON], &answer(MAX_JSON_BODY + 1)),
+    )
+    .await;
+    assert_eq!(
+        got,
+        "client: the response body is over 16 MiB, the most read of one answer"
+    );
+}
+
+#[tokio::test]
+async fn the_bearer_token_and_the_configured_headers_are_sent() {
+    let (url, head) = serve_once(response("202 Accepted", &[], b"")).await;
+    let client = HyperClient {
+        client: build_client(10_000),
+    };
+    let mut custom = HashMap::new();
+    custom.insert(
+        HeaderName::from_static("x-team"),
+        HeaderValue::from_static("blue"),
+    );
+    let r = client
+        .post_message(
+            url.into(),
+            notification_msg(),
+            None,
+            Some("tok".into()),
+            custom,
+        )
+        .await;
+    assert_eq!(outcome(r), "accepted");
+    let head = head.await.unwrap();
+    assert!(head.contains("authorization: Bearer tok\r\n"), "{head}");
+    assert!(head.contains("x-team: blue\r\n"), "{head}");
+    assert!(
+        head.contains(r#""method":"notifications/initialized""#),
+        "{head}"
+    );
+}
