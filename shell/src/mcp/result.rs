@@ -108,5 +108,12 @@ mod tests {
             11,
         );
         assert!(long.output.starts_with("ééééé\n[output cut at 11 bytes]"));
+        // Exactly at the cap is whole; a byte over it is cut.
+        let text = |n: usize| json!({"content": [{"type": "text", "text": "x".repeat(n)}]});
+        assert_eq!(outcome(&text(11), 11).output, "x".repeat(11));
+        assert_eq!(
+            outcome(&text(12), 11).output,
+            format!("{}\n[output cut at 11 bytes]", "x".repeat(11))
+        );
     }
 }
