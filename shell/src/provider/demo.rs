@@ -347,6 +347,36 @@ mod tests {
         }
     }
 
+    /// The first request's stream (thinking, text, a call) numbers its content blocks 0, 1, 2
+    /// as the Messages API does, and every delta and stop names the block that is open.
+    #[test]
+    fn the_stream_numbers_its_blocks_in_order_and_each_event_names_the_open_one() {
+        let bytes = sse_bytes(&start(), 1, 1);
+        let text = String::from_utf8(bytes).unwrap();
+        let mut open: Option<u64> = None;
+        let mut started = Vec::new();
+        for data in text.lines().filter_map(|l| l.strip_prefix("data: ")) {
+            let ev: Value = serde_json::from_str(data).unwrap();
+            let index = ev["index"].as_u64();
+            match ev["type"].as_str().unwrap() {
+                "content_block_start" => {
+                    assert_eq!(open, None, "{data}");
+                    assert_eq!(index, Some(started.len() as u64), "{data}");
+                    started.push(ev["content_block"]["type"].as_str().unwrap().to_string());
+                    open = index;
+                }
+                "content_block_delta" => assert_eq!(index, open, "{data}"),
+                "content_block_stop" => {
+                    assert_eq!(index, open, "{data}");
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(started, ["thinking", "text", "tool_use"]);
+        assert_eq!(open, None);
+    }
+
     #[test]
     fn whole_demo_session_approved() {
         let mut req = start();
