@@ -530,6 +530,37 @@ fn continue_after_compaction_sends_what_the_live_process_would() {
 /// Sessions started at once in one project each get their own record and all land in the
 /// index; `--continue` takes the one used last (their turns run one after another, so which
 /// one that is is known).
+/// A new session in a project whose index is gone rebuilds it from the records and says so on
+/// stderr; a project's very first session, which has no index yet either, says nothing.
+#[test]
+fn a_missing_index_is_rebuilt_by_a_new_session_and_said_only_when_there_were_others() {
+    let (env, _mock) = setup(vec![text_reply("a"), text_reply("b")]);
+    let mut ids = Vec::new();
+    let mut said = Vec::new();
+    for text in ["one", "two"] {
+        let mut s = env.stdio(&[]);
+        ids.push(s.hello["session_id"].as_str().unwrap().to_string());
+        s.user(text);
+        s.turn();
+        let (code, _, stderr) = s.finish();
+        assert_eq!(code, Some(0), "{stderr}");
+        said.push(stderr);
+        let index = env
+            .record_path(&ids[0])
+            .parent()
+            .unwrap()
+            .join("index.json");
+        assert!(index.exists());
+        std::fs::remove_file(index).unwrap();
+    }
+    assert!(!said[0].contains("index"), "the first session: {}", said[0]);
+    assert!(
+        said[1].contains("the session index was missing; rebuilt"),
+        "the second session: {}",
+        said[1]
+    );
+}
+
 #[test]
 fn concurrent_sessions_all_land_in_the_index() {
     let (env, _mock) = setup(vec![]);
