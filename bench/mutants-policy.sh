@@ -79,7 +79,7 @@ e2e_args=()
 for a in "${e2e[@]}"; do e2e_args+=("--cargo-arg=$a"); done
 
 echo "== pass 1: $package's own tests"
-cargo mutants "${common[@]}" "${shard[@]}" --baseline run --timeout "${TEST_TIMEOUT:-600}" \
+capped cargo mutants "${common[@]}" "${shard[@]}" --baseline run --timeout "${TEST_TIMEOUT:-600}" \
   --test-package "$package" --output "$out/unit" "${unit_args[@]}" 2>&1 |
   tee "$out/unit.log" || true
 u=$out/unit/mutants.out

@@ -56,7 +56,7 @@ full_pass() {
     echo "the oracle fails on the unmutated tree: see $dir.oracle-check.log" >&2
     exit 1
   }
-  cargo mutants "${common[@]}" "${left[@]}" --baseline skip --timeout "${TEST_TIMEOUT:-300}" \
+  capped cargo mutants "${common[@]}" "${left[@]}" --baseline skip --timeout "${TEST_TIMEOUT:-300}" \
     --test-package openmax-core --test-package openmax-sim --output "$dir" \
     -- "${tests[@]}" -- --skip mock_ 2>&1 | tee "$dir.log" || true
   if grep -q '^ERROR' "$dir.log"; then
@@ -82,7 +82,7 @@ out=$root/target/mutants/$k-of-$n
 mkdir -p "$out"
 
 echo "== pass 1: the core's unit tests"
-cargo mutants "${common[@]}" --shard "$k/$n" --baseline run --timeout 300 \
+capped cargo mutants "${common[@]}" --shard "$k/$n" --baseline run --timeout 300 \
   --test-package openmax-core --output "$out/unit" -- --lib 2>&1 | tee "$out/unit.log" || true
 if grep -q '^ERROR' "$out/unit.log" || [ ! -f "$out/unit/mutants.out/missed.txt" ]; then
   echo "pass 1 did not run: see $out/unit.log" >&2
