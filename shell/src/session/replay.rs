@@ -232,6 +232,47 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A record of exactly [`TAIL_BYTES`] is read whole; one byte more and it is read from its
+    /// tail (the first, cut line skipped) and says older items were left out.
+    #[test]
+    fn a_record_is_read_whole_up_to_the_tail_size_and_from_its_tail_past_it() {
+        let dir = std::env::temp_dir().join(format!("omx-replay-tail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let user = |text: String| Record::Message {
+            message: Message {
+                role: Role::User,
+                content: vec![Block::text(text)],
+            },
+        };
+        for extra in [0u64, 1] {
+            let path = dir.join(format!("{extra}.jsonl"));
+            let mut f = File::create(&path).unwrap();
+            line(&mut f, user("first".into()));
+            let first = f.metadata().unwrap().len();
+            let empty = {
+                let mut probe = File::create(dir.join("probe")).unwrap();
+                line(&mut probe, user(String::new()));
+                probe.metadata().unwrap().len()
+            };
+            let fill = TAIL_BYTES - first - empty + extra;
+            line(&mut f, user("x".repeat(fill as usize)));
+            drop(f);
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), TAIL_BYTES + extra);
+            let (items, older) = read(&path).unwrap();
+            assert_eq!(older, extra == 1, "{extra} byte(s) past");
+            let firsts = items
+                .iter()
+                .filter(|i| **i == Past::User("first".into()))
+                .count();
+            assert_eq!(firsts, 1 - extra as usize, "{extra} byte(s) past");
+            assert!(
+                matches!(items.last(), Some(Past::User(t)) if t.len() as u64 == fill),
+                "{extra}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_turn_with_a_tool_an_edit_and_a_cancel_reads_back_as_it_happened() {
         let dir = std::env::temp_dir().join(format!("omx-replay-{}", std::process::id()));
