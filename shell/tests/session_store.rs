@@ -920,3 +920,35 @@ fn last_use_is_when_the_turn_ended_not_when_its_record_was_written() {
     // Stamped at the write instead, the one written last would be the latest.
     assert_eq!(index.latest().map(|e| e.id.as_str()), Some("second"));
 }
+
+/// The index is a file anyone with the project's state can edit: an entry that names a record
+/// outside the sessions directory, or an id with a path separator, is refused as corrupt.
+#[test]
+fn an_index_entry_naming_a_path_is_refused_by_its_record_or_by_its_id() {
+    for (record, id) in [
+        ("../s.jsonl", "s"),
+        ("sub/s.jsonl", "s"),
+        ("/tmp/s.jsonl", "s"),
+        ("s.jsonl", "a/s"),
+        ("s.jsonl", "a\\s"),
+    ] {
+        let (_t, state) = setup("badentry");
+        drop(create_used(&state, "s"));
+        let index = state.sessions_dir().join("index.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&index).unwrap()).unwrap();
+        v["sessions"][0]["record"] = record.into();
+        v["sessions"][0]["id"] = id.into();
+        fs::write(&index, v.to_string()).unwrap();
+        match resume_latest(&state) {
+            Err(ResumeError::Corrupt(m)) => {
+                assert!(m.contains("names an invalid record"), "{record} {id}: {m}")
+            }
+            other => panic!("{record} {id}: {:?}", other.map(|_| ())),
+        }
+    }
+    // The control: the entry as written resumes.
+    let (_t, state) = setup("goodentry");
+    drop(create_used(&state, "s"));
+    assert!(resume_latest(&state).is_ok());
+}

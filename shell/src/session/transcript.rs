@@ -189,6 +189,43 @@ mod tests {
     use openmax_core::record::{Record, RecordLine};
     use std::io::Write;
 
+    /// Reading forward keeps only the newest messages the line can show: exactly the ones
+    /// whose capped sizes, after the oldest kept, stay within the cap (so memory is bounded
+    /// however long the session).
+    #[test]
+    fn reading_forward_keeps_only_what_the_line_can_show() {
+        let mut tail = TranscriptTail::default();
+        let size = 4000;
+        let fit = TRANSCRIPT_CONTENT_BYTES / size;
+        for i in 0..10 * fit {
+            tail.push_newer(&Message::assistant_text(format!(
+                "{i:05}{}",
+                "x".repeat(size - 5)
+            )));
+            // One over the cap is kept (it may still show, cut), no more.
+            assert!(
+                tail.kept.len() <= fit + 1,
+                "{} kept after {i}",
+                tail.kept.len()
+            );
+            assert_eq!(tail.bytes, tail.kept.iter().map(|(_, s)| s).sum::<usize>());
+        }
+        assert!(tail.full());
+        let newest = tail.kept.back().unwrap();
+        assert!(newest
+            .0
+            .content
+            .starts_with(&format!("{:05}", 10 * fit - 1)));
+        // Exactly at the cap nothing is dropped: the cap's worth of messages, all kept.
+        let mut tail = TranscriptTail::default();
+        for _ in 0..TRANSCRIPT_CONTENT_BYTES / 4096 {
+            tail.push_newer(&Message::user_text("y".repeat(4096)));
+        }
+        assert_eq!(tail.bytes, TRANSCRIPT_CONTENT_BYTES);
+        assert_eq!(tail.kept.len(), TRANSCRIPT_CONTENT_BYTES / 4096);
+        assert!(!tail.full());
+    }
+
     /// Reading backwards in any chunk size keeps exactly what reading forward keeps.
     #[test]
     fn backwards_equals_forwards_for_every_chunk_size() {
