@@ -141,3 +141,16 @@ fn write_atomic_replaces_whole_and_leaves_no_temp() {
     // Into a missing directory: an error, nothing created.
     assert!(write_atomic(&t.0.join("missing/f.json"), b"x").is_err());
 }
+
+/// A bare file name is written in the working directory, like any relative path. (The only
+/// test here that changes the working directory: every other one uses absolute paths.)
+#[test]
+fn write_atomic_takes_a_bare_file_name_in_the_working_directory() {
+    let t = TempDir::new("bare");
+    let before = std::env::current_dir().expect("cwd");
+    std::env::set_current_dir(&t.0).expect("chdir");
+    let r = write_atomic(std::path::Path::new("bare.json"), b"{}");
+    std::env::set_current_dir(before).expect("chdir back");
+    r.expect("write");
+    assert_eq!(fs::read(t.0.join("bare.json")).expect("read"), b"{}");
+}
