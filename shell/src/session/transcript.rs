@@ -226,6 +226,27 @@ mod tests {
         assert!(!tail.full());
     }
 
+    /// A user message that carries tool results is the tools' answer, not the person's words:
+    /// never shown, whatever text rides along with it.
+    #[test]
+    fn a_user_message_with_a_tool_result_is_never_shown() {
+        let mut tail = TranscriptTail::default();
+        tail.push_newer(&Message {
+            role: Role::User,
+            content: vec![
+                Block::ToolResult {
+                    id: "c1".into(),
+                    ok: true,
+                    output: "listing".into(),
+                },
+                Block::text("and a word beside it"),
+            ],
+        });
+        assert!(tail.kept.is_empty(), "{:?}", tail.kept);
+        tail.push_newer(&Message::user_text("my own words"));
+        assert_eq!(tail.kept.len(), 1);
+    }
+
     /// Reading backwards in any chunk size keeps exactly what reading forward keeps.
     #[test]
     fn backwards_equals_forwards_for_every_chunk_size() {
