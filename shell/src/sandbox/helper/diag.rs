@@ -153,39 +153,160 @@ pub fn dump(table: &OwnedFd) -> std::io::Result<Vec<UnixSocket>> {
             }
             return Err(e);
         }
-        let data = &buf[..n as usize];
-        let mut at = 0;
-        while at + 16 <= data.len() {
-            let Some(len) = u32_at(data, at).map(|l| l as usize) else {
-                break;
-            };
-            let ty = u16_at(data, at + 4).unwrap_or(NLMSG_DONE);
-            if len < 16 || at + len > data.len() {
-                return Ok(out);
-            }
-            match ty {
-                NLMSG_DONE => return Ok(out),
-                NLMSG_ERROR => {
-                    let code = u32_at(data, at + 16)
-                        .map(|c| c as i32)
-                        .unwrap_or(-libc::EIO);
-                    return Err(std::io::Error::from_raw_os_error(-code));
-                }
-                SOCK_DIAG_BY_FAMILY => {
-                    if let Some(s) = parse_one(&data[at + 16..at + len]) {
-                        out.push(s);
-                    }
-                }
-                _ => {}
-            }
-            at += (len + 3) & !3;
+        if n == 0 {
+            // Nothing more will come (the kernel always ends a dump with NLMSG_DONE).
+            return Ok(out);
+        }
+        if let Some(end) = walk(&buf[..n as usize], &mut out) {
+            return end.map(|()| out);
         }
     }
+}
+
+/// The messages of one datagram of the dump: each socket is added to `out`. `Some` when the
+/// dump ends in it: done, the kernel's error, or a message that does not fit (the table read
+/// so far is kept); `None` when more is to be read.
+fn walk(data: &[u8], out: &mut Vec<UnixSocket>) -> Option<std::io::Result<()>> {
+    let mut at = 0;
+    while at + 16 <= data.len() {
+        let len = u32_at(data, at)? as usize;
+        let ty = u16_at(data, at + 4).unwrap_or(NLMSG_DONE);
+        if len < 16 || at + len > data.len() {
+            return Some(Ok(()));
+        }
+        match ty {
+            NLMSG_DONE => return Some(Ok(())),
+            NLMSG_ERROR => {
+                let code = u32_at(data, at + 16)
+                    .map(|c| c as i32)
+                    .unwrap_or(-libc::EIO);
+                return Some(Err(std::io::Error::from_raw_os_error(-code)));
+            }
+            SOCK_DIAG_BY_FAMILY => {
+                if let Some(s) = parse_one(&data[at + 16..at + len]) {
+                    out.push(s);
+                }
+            }
+            _ => {}
+        }
+        at += (len + 3) & !3;
+    }
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A netlink message: header (length, type, flags, sequence, port) and `body`, padded to 4.
+    fn message(ty: u16, body: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&(16 + body.len() as u32).to_ne_bytes());
+        m.extend_from_slice(&ty.to_ne_bytes());
+        m.extend_from_slice(&2u16.to_ne_bytes());
+        m.extend_from_slice(&1u32.to_ne_bytes());
+        m.extend_from_slice(&0u32.to_ne_bytes());
+        m.extend_from_slice(body);
+        m.resize(m.len().next_multiple_of(4), 0);
+        m
+    }
+
+    /// An attribute: length, type, data, padded to 4.
+    fn attr(ty: u16, data: &[u8]) -> Vec<u8> {
+        let mut a = Vec::new();
+        a.extend_from_slice(&(4 + data.len() as u16).to_ne_bytes());
+        a.extend_from_slice(&ty.to_ne_bytes());
+        a.extend_from_slice(data);
+        a.resize(a.len().next_multiple_of(4), 0);
+        a
+    }
+
+    /// A `unix_diag_msg` (family, type, state, pad, inode, cookie) followed by `attrs`.
+    fn socket(inode: u32, state: u8, attrs: &[Vec<u8>]) -> Vec<u8> {
+        let mut b = vec![libc::AF_UNIX as u8, libc::SOCK_STREAM as u8, state, 0];
+        b.extend_from_slice(&inode.to_ne_bytes());
+        b.extend_from_slice(&[0xff; 8]);
+        for a in attrs {
+            b.extend_from_slice(a);
+        }
+        b
+    }
+
+    #[test]
+    fn a_dump_is_read_message_by_message_until_done_or_the_kernels_error() {
+        let mut vfs = 7u32.to_ne_bytes().to_vec();
+        vfs.extend_from_slice(&((8u32 << 20) | 1).to_ne_bytes());
+        let named = message(
+            SOCK_DIAG_BY_FAMILY,
+            &socket(11, 10, &[attr(UNIX_DIAG_NAME, b"\0abc"), attr(99, b"skip")]),
+        );
+        let bound = message(
+            SOCK_DIAG_BY_FAMILY,
+            &socket(12, 1, &[attr(UNIX_DIAG_VFS, &vfs)]),
+        );
+        // Two sockets and no end yet: more is to be read.
+        let mut out = Vec::new();
+        assert!(walk(&[named.clone(), bound.clone()].concat(), &mut out).is_none());
+        assert_eq!(
+            out,
+            [
+                UnixSocket {
+                    inode: 11,
+                    kind: libc::SOCK_STREAM as u8,
+                    state: 10,
+                    file: None,
+                    name: Some(b"\0abc".to_vec()),
+                },
+                UnixSocket {
+                    inode: 12,
+                    kind: libc::SOCK_STREAM as u8,
+                    state: 1,
+                    file: Some((libc::makedev(8, 1), 7)),
+                    name: None,
+                },
+            ]
+        );
+        // Done ends it; what follows is not read.
+        let mut out = Vec::new();
+        let end = walk(
+            &[named.clone(), message(NLMSG_DONE, &[0; 4]), bound.clone()].concat(),
+            &mut out,
+        );
+        assert!(matches!(end, Some(Ok(()))));
+        assert_eq!(out.len(), 1);
+        // The kernel's error (a negative errno after the header) ends it with that error.
+        let mut out = Vec::new();
+        let end = walk(
+            &message(NLMSG_ERROR, &(-libc::EACCES).to_ne_bytes()),
+            &mut out,
+        );
+        assert_eq!(end.unwrap().unwrap_err().raw_os_error(), Some(libc::EACCES));
+        // A message whose length is too short or runs past the datagram ends the table.
+        for bad_len in [8u32, 4096] {
+            let mut m = named.clone();
+            m[..4].copy_from_slice(&bad_len.to_ne_bytes());
+            let mut out = Vec::new();
+            assert!(matches!(walk(&m, &mut out), Some(Ok(()))), "{bad_len}");
+            assert!(out.is_empty());
+        }
+    }
+
+    #[test]
+    fn an_attribute_too_short_or_too_long_ends_a_sockets_attributes() {
+        let name = attr(UNIX_DIAG_NAME, b"/s");
+        for bad_len in [0u16, 3, 200] {
+            let mut bad = attr(UNIX_DIAG_NAME, b"/x");
+            bad[..2].copy_from_slice(&bad_len.to_ne_bytes());
+            // The bad attribute first: nothing after it is read.
+            let s = parse_one(&socket(5, 10, &[bad.clone(), name.clone()])).unwrap();
+            assert_eq!(s.name, None, "length {bad_len}");
+            // After a good one: the good one is kept.
+            let s = parse_one(&socket(5, 10, &[name.clone(), bad])).unwrap();
+            assert_eq!(s.name.as_deref(), Some(&b"/s"[..]), "length {bad_len}");
+        }
+        // A body too short for a socket is none.
+        assert_eq!(parse_one(&[1, 2]), None);
+    }
 
     #[test]
     fn a_listening_socket_is_found_by_its_file_and_a_bound_name_by_its_name() {
