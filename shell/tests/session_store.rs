@@ -952,3 +952,38 @@ fn an_index_entry_naming_a_path_is_refused_by_its_record_or_by_its_id() {
     drop(create_used(&state, "s"));
     assert!(resume_latest(&state).is_ok());
 }
+
+/// The first prompt is a use of the session: the index's last use moves to when it was
+/// written, before any turn ends (so a session killed mid-turn is still the latest one used).
+#[test]
+fn the_first_prompt_moves_the_sessions_last_use() {
+    let (_t, state) = setup("firstuse");
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    let last_use = || {
+        read_index(&state.sessions_dir())
+            .expect("index")
+            .sessions
+            .into_iter()
+            .find(|e| e.id == "s")
+            .expect("entry")
+            .updated_ms
+    };
+    let created = last_use();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    // The clock past the creation's millisecond.
+    let later = loop {
+        let t = now();
+        if t > created {
+            break t;
+        }
+        std::thread::yield_now();
+    };
+    w.append(&[msg(Message::user_text("a prompt"))])
+        .expect("append");
+    assert!(last_use() >= later, "{} < {later}", last_use());
+}
