@@ -291,6 +291,43 @@ mod tests {
         }
     }
 
+    const NO_FDS_CHILD: &str = "OPENMAX_TEST_DIAG_NO_FDS_CHILD";
+
+    /// With no descriptor left, opening the table is the kernel's error (EMFILE), never a
+    /// socket numbered -1. The limit is process-wide, so the check runs in a child: this test
+    /// executable re-run for this one test.
+    #[test]
+    fn the_table_cannot_be_opened_without_a_descriptor_left() {
+        let name =
+            "sandbox::helper::diag::tests::the_table_cannot_be_opened_without_a_descriptor_left";
+        if std::env::var_os(NO_FDS_CHILD).is_some() {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit/setrlimit with a valid struct; this child runs this test alone.
+            unsafe {
+                assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+                lim.rlim_cur = 0;
+                assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
+            }
+            let e = open().expect_err("no descriptor left");
+            assert_eq!(e.raw_os_error(), Some(libc::EMFILE), "{e}");
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads=1", "--nocapture"])
+            .env(NO_FDS_CHILD, "1")
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success() && said.contains("1 passed"), "{said}");
+    }
+
     #[test]
     fn an_attribute_too_short_or_too_long_ends_a_sockets_attributes() {
         let name = attr(UNIX_DIAG_NAME, b"/s");
