@@ -363,6 +363,68 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// The mounts of `/proc/self/mountinfo` text: mount point and its per-mount options.
+fn mounts(mountinfo: &str) -> Vec<(String, Vec<String>)> {
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let opts = f.get(5)?.split(',').map(str::to_string).collect();
+            Some((f.get(4)?.to_string(), opts))
+        })
+        .collect()
+}
+
+#[test]
+fn every_mount_of_the_view_is_nosuid_and_the_root_and_proc_are_read_only() {
+    // The kernel's own account of the view (its mount flags), not what a write happens to be
+    // refused by: Landlock would refuse most writes even on a writable mount. The control:
+    // outside, this machine's /proc is a writable mount.
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        let w = who.label();
+        let inside = turn(&env, &mock, |_| vec!["cat /proc/self/mountinfo".into()]).remove(0);
+        assert!(inside.0, "{w}: {}", inside.1);
+        let all = mounts(&inside.1);
+        let at = |point: &str| {
+            all.iter()
+                .rev()
+                .find(|(p, _)| p == point)
+                .map(|(_, o)| o.clone())
+                .unwrap_or_else(|| panic!("{w}: no {point} in {}", inside.1))
+        };
+        for (point, opts) in &all {
+            assert!(opts.iter().any(|o| o == "nosuid"), "{w}: {point} {opts:?}");
+        }
+        for (point, want) in [
+            ("/", &["ro", "nodev"][..]),
+            ("/proc", &["ro", "nodev", "noexec"][..]),
+        ] {
+            let opts = at(point);
+            for o in want {
+                assert!(opts.iter().any(|x| x == o), "{w}: {point} {opts:?}");
+            }
+        }
+        let project = at(env.project.to_str().unwrap());
+        assert!(
+            project.iter().any(|o| o == "rw"),
+            "{w}: the project {project:?}"
+        );
+        reconfigure(&env, &mock, CONTROL);
+        let outside = turn(&env, &mock, |_| vec!["cat /proc/self/mountinfo".into()]).remove(0);
+        let host_proc = mounts(&outside.1)
+            .into_iter()
+            .rev()
+            .find(|(p, _)| p == "/proc")
+            .map(|(_, o)| o)
+            .unwrap_or_default();
+        assert!(
+            host_proc.iter().any(|o| o == "rw"),
+            "{w}: control: the host's /proc {host_proc:?}"
+        );
+    }
+}
+
 #[test]
 fn without_namespaces_agent_processes_are_refused_with_what_is_missing() {
     for who in runners() {
