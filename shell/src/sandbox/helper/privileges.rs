@@ -72,16 +72,21 @@ pub fn drop_all() -> Result<(), Failure> {
     // SAFETY: prctl reads with integer arguments.
     let bounding_left = (0..=last)
         .any(|c| unsafe { libc::prctl(libc::PR_CAPBSET_READ, c as libc::c_ulong, 0, 0, 0) == 1 });
-    if !left.effective.is_empty()
-        || !left.permitted.is_empty()
-        || !left.inheritable.is_empty()
-        || bounding_left
-    {
+    if any_left(&left, bounding_left) {
         return Err(Failure(
             "capabilities remain after dropping them all; nothing may run".into(),
         ));
     }
     Ok(())
+}
+
+/// Whether any capability is left: in the effective, permitted or inheritable set, or the
+/// bounding set (`bounding_left`). Any one is enough to refuse to run anything.
+fn any_left(sets: &rustix::thread::CapabilitySets, bounding_left: bool) -> bool {
+    !sets.effective.is_empty()
+        || !sets.permitted.is_empty()
+        || !sets.inheritable.is_empty()
+        || bounding_left
 }
 
 /// The helper, outside the sandbox, as root: keep only `CAP_SYS_PTRACE` (taking a sandboxed
@@ -125,4 +130,31 @@ pub fn status_field(name: &str) -> u32 {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::thread::{CapabilitySet, CapabilitySets};
+
+    #[test]
+    fn any_one_capability_left_in_any_set_is_refused() {
+        let none = || CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        };
+        assert!(!any_left(&none(), false));
+        assert!(any_left(&none(), true), "the bounding set");
+        let one = CapabilitySet::SYS_PTRACE;
+        let mut s = none();
+        s.effective = one;
+        assert!(any_left(&s, false), "effective");
+        let mut s = none();
+        s.permitted = one;
+        assert!(any_left(&s, false), "permitted");
+        let mut s = none();
+        s.inheritable = one;
+        assert!(any_left(&s, false), "inheritable");
+    }
 }
