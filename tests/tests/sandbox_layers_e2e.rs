@@ -426,6 +426,28 @@ fn every_mount_of_the_view_is_nosuid_and_the_root_and_proc_are_read_only() {
 }
 
 #[test]
+fn the_secure_bits_are_set_and_locked_inside() {
+    // SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS_LOCKED and
+    // SECBIT_NO_CAP_AMBIENT_RAISE, each with its lock (linux/securebits.h): 0xef, read back
+    // with prctl(PR_GET_SECUREBITS). The control: outside, none is set.
+    let read = "python3 -c 'import ctypes; print(ctypes.CDLL(None).prctl(27, 0, 0, 0, 0))'";
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        let w = who.label();
+        let inside = turn(&env, &mock, |_| vec![read.into()]).remove(0);
+        assert_eq!(inside.1.lines().next(), Some("239"), "{w}: {}", inside.1);
+        reconfigure(&env, &mock, CONTROL);
+        let outside = turn(&env, &mock, |_| vec![read.into()]).remove(0);
+        assert_eq!(
+            outside.1.lines().next(),
+            Some("0"),
+            "{w}: control: {}",
+            outside.1
+        );
+    }
+}
+
+#[test]
 fn without_namespaces_agent_processes_are_refused_with_what_is_missing() {
     for who in runners() {
         let (mut env, mock) = setup(who, "");
