@@ -447,6 +447,47 @@ fn the_secure_bits_are_set_and_locked_inside() {
     }
 }
 
+/// A `connect(2)` whose address length is longer than any socket address, to a socket the
+/// sandbox made itself, then the same address at its own length.
+const LONG_ADDRESS: &str = r#"import ctypes, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+path = os.path.abspath('long.sock')
+srv = socket.socket(socket.AF_UNIX); srv.bind(path); srv.listen(1)
+addr = b'\x01\x00' + path.encode() + b'\x00'
+buf = ctypes.create_string_buffer(4096)
+ctypes.memmove(buf, addr, len(addr))
+for name, n in [('long', 4096), ('fitting', len(addr))]:
+    c = socket.socket(socket.AF_UNIX)
+    r = libc.connect(c.fileno(), buf, n)
+    print(name, 'OK' if r == 0 else 'ERR %d' % ctypes.get_errno())
+"#;
+
+#[test]
+fn an_address_longer_than_any_socket_address_is_refused_before_it_is_read() {
+    // The connect broker reads the address out of the caller's memory: one longer than a
+    // `sockaddr_storage` is EINVAL at once, as the kernel answers it outside, never read (its
+    // length is the caller's choice) nor connected.
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        env.write("long.py", LONG_ADDRESS);
+        let w = who.label();
+        let inside = turn(&env, &mock, |_| vec!["python3 long.py".into()]).remove(0);
+        assert!(
+            inside.1.contains("long ERR 22\nfitting OK"),
+            "{w}: {}",
+            inside.1
+        );
+        let _ = std::fs::remove_file(env.project.join("long.sock"));
+        reconfigure(&env, &mock, CONTROL);
+        let outside = turn(&env, &mock, |_| vec!["python3 long.py".into()]).remove(0);
+        assert!(
+            outside.1.contains("long ERR 22\nfitting OK"),
+            "{w}: control: {}",
+            outside.1
+        );
+    }
+}
+
 #[test]
 fn without_namespaces_agent_processes_are_refused_with_what_is_missing() {
     for who in runners() {
