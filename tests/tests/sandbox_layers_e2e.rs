@@ -489,6 +489,48 @@ fn an_address_longer_than_any_socket_address_is_refused_before_it_is_read() {
 }
 
 #[test]
+fn an_entry_that_cannot_be_opened_for_reading_is_still_held() {
+    // The view is built over the project's entries by path, without opening them: a held
+    // entry nobody may read (mode 000) or a FIFO (whose open for reading would wait for a
+    // writer) is held read-only like any other, and the command runs. The control: outside,
+    // the same entry is replaced at will.
+    for who in runners() {
+        for kind in ["unreadable", "fifo"] {
+            let (env, mock) = setup(who, "");
+            let config = env.project.join(".git/config");
+            if kind == "fifo" {
+                let c = std::ffi::CString::new(config.to_str().unwrap()).unwrap();
+                // SAFETY: mkfifo with a valid path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+            } else {
+                env.write(".git/config", "[core]\n");
+            }
+            let w = format!("{} ({kind})", who.label());
+            let change = "mv .git/config .git/config.old 2>&1; echo ran";
+            let lock = |mode| {
+                std::fs::set_permissions(&config, std::fs::Permissions::from_mode(mode)).unwrap()
+            };
+            lock(0o000);
+            let inside = turn(&env, &mock, |_| vec![change.into()]).remove(0);
+            assert!(inside.1.contains("ran"), "{w}: {}", inside.1);
+            assert!(
+                !env.project.join(".git/config.old").exists() && config.exists(),
+                "{w}: {}",
+                inside.1
+            );
+            reconfigure(&env, &mock, CONTROL);
+            let outside = turn(&env, &mock, |_| vec![change.into()]).remove(0);
+            assert!(outside.1.contains("ran"), "{w}: {}", outside.1);
+            assert!(
+                env.project.join(".git/config.old").exists(),
+                "{w}: control: {}",
+                outside.1
+            );
+        }
+    }
+}
+
+#[test]
 fn without_namespaces_agent_processes_are_refused_with_what_is_missing() {
     for who in runners() {
         let (mut env, mock) = setup(who, "");
