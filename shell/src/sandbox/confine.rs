@@ -70,8 +70,11 @@ impl Sandbox {
 
 /// Build `spec` with `helper --probe` and read its report.
 pub fn probe(helper_bin: &Path, spec: &ConfineSpec) -> Result<Report, String> {
-    let json = serde_json::to_string(spec).map_err(|e| format!("{UNAVAILABLE}: {e}"))?;
-    let out = Command::new(helper_bin)
+    let mut cmd = Command::new(helper_bin);
+    let mut spec = spec.clone();
+    spec.lifeline = super::lifeline::give(&mut cmd);
+    let json = serde_json::to_string(&spec).map_err(|e| format!("{UNAVAILABLE}: {e}"))?;
+    let out = cmd
         .arg(helper::FLAG)
         .arg(json)
         .arg("--probe")

@@ -164,3 +164,23 @@ fn a_sandbox_started_through_another_helper_starts_that_helper() {
     let gone = Confine::Unavailable("no".into());
     assert_eq!(gone.clone().with_helper(elsewhere), gone);
 }
+
+#[test]
+fn the_helper_inherits_the_lifeline_it_is_told_of() {
+    // A stand-in helper that says whether the descriptor its specification names is an open
+    // pipe it inherited (its report is then not JSON, so the probe's error carries the words).
+    let (d, project, home, tmp) = layout("lifeline");
+    let script = d.root.join("helper.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nfd=$(printf '%s' \"$2\" | sed -n 's/.*\"lifeline\":\\([0-9]*\\).*/\\1/p')\n\
+         if [ -n \"$fd\" ] && [ -p \"/proc/self/fd/$fd\" ]; then echo lifeline-held; \
+         else echo lifeline-missing; fi\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = ConfineSpec::new(&project, &home, &tmp, &d.root, false).unwrap();
+    let e = probe(&script, &spec).unwrap_err();
+    assert!(e.contains("lifeline-held"), "{e}");
+}
