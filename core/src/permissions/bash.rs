@@ -422,6 +422,9 @@ mod tests {
         assert_eq!(names("FOO=1 rm -rf x 2>&1 >/dev/null"), vec!["rm -rf x"]);
         assert_eq!(names("echo 'rm -rf x'"), vec!["echo rm -rf x"]);
         assert_eq!(names("rm -rf *"), vec!["rm -rf <*>"]);
+        // An escaped glob character is a literal one; an unescaped one after it still globs.
+        assert_eq!(names("rm -rf \\* a\\?b \\[x]"), vec!["rm -rf * a?b [x]"]);
+        assert_eq!(names("rm -rf \\\\*"), vec!["rm -rf <\\\\*>"]);
         assert_eq!(names("$CMD -rf x"), vec!["<$CMD> -rf x"]);
     }
 

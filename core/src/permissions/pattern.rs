@@ -202,4 +202,29 @@ mod tests {
         assert!(!is_pattern("[a"));
         assert!(!is_pattern("r\\*"));
     }
+
+    #[test]
+    fn each_character_class_takes_its_members_and_only_them() {
+        // (class, a member, a non-member), as bash's `[[:class:]]` reads them.
+        for (class, yes, no) in [
+            ("alpha", 'r', '1'),
+            ("digit", '7', 'x'),
+            ("alnum", '7', '-'),
+            ("lower", 'r', 'R'),
+            ("upper", 'R', 'r'),
+            ("space", ' ', 'x'),
+            ("blank", '\t', 'x'),
+            ("punct", '-', 'x'),
+            ("xdigit", 'f', 'g'),
+            ("word", '_', '-'),
+        ] {
+            let p = format!("[[:{class}:]]m");
+            assert!(matches(&p, &format!("{yes}m")), "{p} {yes:?}");
+            assert!(!matches(&p, &format!("{no}m")), "{p} {no:?}");
+            let negated = format!("[![:{class}:]]m");
+            assert!(matches(&negated, &format!("{no}m")), "{negated} {no:?}");
+        }
+        // An unknown class is judged as matching (a rule must not miss because of it).
+        assert!(matches("[[:nonsense:]]m", "xm"));
+    }
 }

@@ -431,6 +431,12 @@ mod tests {
         let a = analyse(r#"env -S "'r\$m' x""#);
         assert!(a.unjudgeable.is_empty(), "{:?}", a.unjudgeable);
         assert_eq!(a.commands.last().unwrap().text(), "r$m x");
+        // Unquoted or in double quotes, a `$` in the program's name is computed at run time:
+        // the line cannot be judged.
+        for line in [r#"env -S '$P -rf x'"#, r#"env -S '"r$M" -rf x'"#] {
+            let a = analyse(line);
+            assert!(!a.unjudgeable.is_empty(), "{line}: {:?}", a.commands);
+        }
         assert_eq!(texts("command -p rm -rf x").last().unwrap(), "rm -rf x");
         assert_eq!(texts("exec -a name rm -rf x").last().unwrap(), "rm -rf x");
         assert_eq!(texts("nice -n 5 rm -rf x").last().unwrap(), "rm -rf x");
