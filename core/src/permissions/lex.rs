@@ -648,6 +648,12 @@ mod tests {
         assert_eq!(normalise("{rm,} -rf x"), "rm -rf x");
         assert_eq!(normalise("{,rm} -rf x"), "rm -rf x");
         assert_eq!(normalise("echo a{b,c}d"), "echo abd acd");
+        // A substitution in the preamble is part of it: repeated in every word, as bash does.
+        assert_eq!(
+            normalise("x$(true){r,}m -rf x"),
+            "x$(true)rm x$(true)m -rf x"
+        );
+        assert_eq!(normalise("$(echo){rm,} -rf x"), "$(echo)rm $(echo) -rf x");
         assert_eq!(normalise("echo {a,{b,c}}"), "echo a b c");
         assert_eq!(
             normalise("echo {1..3} {c..a} {0..6..3}"),

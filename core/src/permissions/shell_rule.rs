@@ -224,4 +224,19 @@ mod tests {
         assert!(matches("echo 'a b'", &cmd("echo a b")));
         assert!(!matches("", &cmd("ls")));
     }
+
+    #[test]
+    fn a_globbed_program_is_judged_by_the_rules_of_the_programs_it_names() {
+        let globbed = |s: &str| Command {
+            pattern: true,
+            ..cmd(s)
+        };
+        // `r* -rf x` may run `rm`: a rule on `rm` judges it by its arguments.
+        assert!(matches("rm -rf *", &globbed("r* -rf x")));
+        assert!(!matches("rm -i *", &globbed("r* -rf x")));
+        // It cannot run `ls`: a rule on `ls`, however wide, says nothing of it.
+        assert!(!matches("ls *", &globbed("r* -rf x")));
+        // A rule whose own program is a glob is not compared with a glob.
+        assert!(!matches("r? *", &globbed("r* -rf x")));
+    }
 }
