@@ -422,6 +422,11 @@ mod tests {
             vec!["env -i -u HOME FOO=1 BAR=2 /bin/rm -rf x", "rm -rf x"]
         );
         assert_eq!(texts("env -S 'rm -rf' x").last().unwrap(), "rm -rf x");
+        // Assignment names hold letters, digits and underscores.
+        assert_eq!(
+            texts("env MY_VAR=1 _X=2 A1=3 rm -rf x").last().unwrap(),
+            "rm -rf x"
+        );
         // In `-S`'s string a `#` starting a word starts a comment; inside a word it is a `#`.
         assert_eq!(texts("env -S 'rm -rf x #y z'").last().unwrap(), "rm -rf x");
         assert_eq!(texts("env -S 'rm a#b'").last().unwrap(), "rm a#b");
