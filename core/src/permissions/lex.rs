@@ -654,6 +654,10 @@ mod tests {
             "x$(true)rm x$(true)m -rf x"
         );
         assert_eq!(normalise("$(echo){rm,} -rf x"), "$(echo)rm $(echo) -rf x");
+        // `${…}` is not brace-expanded; a substitution inside double quotes is a command line
+        // of its own, whose words are (bash prints `a b` for `echo "$(echo {a,b})"`).
+        assert_eq!(normalise("echo ${a:-{b,c}}"), "echo ${a:-{b,c}}");
+        assert_eq!(normalise("echo \"$(echo {a,b})\""), "echo \"$(echo a b)\"");
         assert_eq!(normalise("echo {a,{b,c}}"), "echo a b c");
         assert_eq!(
             normalise("echo {1..3} {c..a} {0..6..3}"),

@@ -422,6 +422,9 @@ mod tests {
             vec!["env -i -u HOME FOO=1 BAR=2 /bin/rm -rf x", "rm -rf x"]
         );
         assert_eq!(texts("env -S 'rm -rf' x").last().unwrap(), "rm -rf x");
+        // A glob in the directory only leaves the program known.
+        assert!(judged("/usr/b*/rm -rf x"));
+        assert_eq!(texts("/usr/b*/rm -rf x").last().unwrap(), "rm -rf x");
         // Assignment names hold letters, digits and underscores.
         assert_eq!(
             texts("env MY_VAR=1 _X=2 A1=3 rm -rf x").last().unwrap(),
