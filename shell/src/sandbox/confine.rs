@@ -55,28 +55,30 @@ impl Sandbox {
     /// A command that runs `program` in this sandbox (read-only when `read_only`).
     fn command(&self, program: &str, read_only: bool) -> Result<Command, String> {
         self.probe()?;
-        let mut spec = if read_only {
+        let spec = if read_only {
             self.spec.read_only()
         } else {
             self.spec.clone()
         };
-        let mut cmd = Command::new(&self.helper);
-        spec.lifeline = super::lifeline::give(&mut cmd);
-        let json = serde_json::to_string(&spec).map_err(|e| format!("{UNAVAILABLE}: {e}"))?;
-        cmd.arg(helper::FLAG).arg(json).arg("--").arg(program);
+        let mut cmd = helper_command(&self.helper, spec)?;
+        cmd.arg("--").arg(program);
         Ok(cmd)
     }
 }
 
-/// Build `spec` with `helper --probe` and read its report.
-pub fn probe(helper_bin: &Path, spec: &ConfineSpec) -> Result<Report, String> {
-    let mut cmd = Command::new(helper_bin);
-    let mut spec = spec.clone();
+/// `helper --sandbox-exec SPEC`, holding openmax's lifeline (its descriptor written into
+/// `spec`); the caller adds `--probe` or `-- PROGRAM`.
+fn helper_command(helper: &Path, mut spec: ConfineSpec) -> Result<Command, String> {
+    let mut cmd = Command::new(helper);
     spec.lifeline = super::lifeline::give(&mut cmd);
     let json = serde_json::to_string(&spec).map_err(|e| format!("{UNAVAILABLE}: {e}"))?;
-    let out = cmd
-        .arg(helper::FLAG)
-        .arg(json)
+    cmd.arg(helper::FLAG).arg(json);
+    Ok(cmd)
+}
+
+/// Build `spec` with `helper --probe` and read its report.
+pub fn probe(helper_bin: &Path, spec: &ConfineSpec) -> Result<Report, String> {
+    let out = helper_command(helper_bin, spec.clone())?
         .arg("--probe")
         .current_dir(&spec.project)
         .env_clear()
