@@ -233,4 +233,42 @@ mod tests {
             "killed by signal 9"
         );
     }
+
+    #[test]
+    fn a_call_is_planned_invalid_unless_its_arguments_are_an_object_with_every_required_one() {
+        let project = std::env::temp_dir().join(format!("omx-external-{}", std::process::id()));
+        std::fs::create_dir_all(project.join(".openmax/tools")).unwrap();
+        std::fs::write(project.join(".openmax/tools/lint.json"), "{}").unwrap();
+        let tool = ExternalTool {
+            name: "lint".into(),
+            description: "Lint".into(),
+            parameters: serde_json::json!({"type": "object", "required": ["path", 3]}),
+            command: vec!["sh".into()],
+            mutating: false,
+            env: Vec::new(),
+            timeout_ms: 1000,
+            manifest_path: ".openmax/tools/lint.json".into(),
+            source_files: vec![".openmax/tools/lint.json".into()],
+            sha256: String::new(),
+        };
+        let approved = |_: &str, _: &str| true;
+        let invalid = |args: serde_json::Value| plan(&tool, &project, &args, &approved).invalid;
+        assert_eq!(
+            invalid(serde_json::json!(["path"])).as_deref(),
+            Some("arguments to lint must be a JSON object")
+        );
+        assert_eq!(
+            invalid(serde_json::json!({"other": 1})).as_deref(),
+            Some("missing required argument \"path\" for lint")
+        );
+        let good = plan(
+            &tool,
+            &project,
+            &serde_json::json!({"path": "a"}),
+            &approved,
+        );
+        assert_eq!(good.invalid, None);
+        assert!(good.source.is_some_and(|s| s.approved));
+        std::fs::remove_dir_all(&project).unwrap();
+    }
 }

@@ -347,4 +347,37 @@ mod tests {
         assert_ne!(t.current_sha256(&p).unwrap(), before);
         std::fs::remove_dir_all(&p).unwrap();
     }
+
+    #[test]
+    fn timeout_is_between_one_second_and_the_maximum_both_included() {
+        let p = project("timeout");
+        write(&p, "tools/lint.sh", "echo hi\n");
+        for (secs, want) in [
+            (0, None),
+            (1, Some(1_000)),
+            (MAX_TIMEOUT_S, Some(MAX_TIMEOUT_S * 1000)),
+            (MAX_TIMEOUT_S + 1, None),
+        ] {
+            let manifest = GOOD.replace(r#""env""#, &format!(r#""timeout_s":{secs},"env""#));
+            write(&p, ".openmax/tools/lint.json", &manifest);
+            let (tools, problems) = load_all(&p, &|_| false);
+            match want {
+                Some(ms) => {
+                    assert!(problems.is_empty(), "{secs}: {problems:?}");
+                    assert_eq!(tools[0].timeout_ms, ms, "{secs}");
+                }
+                None => {
+                    assert!(tools.is_empty(), "{secs}: {tools:?}");
+                    assert_eq!(
+                        problems,
+                        vec![format!(
+                            ".openmax/tools/lint.json: timeout_s must be between 1 and {MAX_TIMEOUT_S}"
+                        )],
+                        "{secs}"
+                    );
+                }
+            }
+        }
+        std::fs::remove_dir_all(&p).unwrap();
+    }
 }

@@ -99,3 +99,55 @@ pub fn print(set: &McpSet, mut out: impl Write) -> i32 {
     }
     code
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::Origin;
+    use crate::mcp::config::{ToolFilter, Transport};
+
+    fn def(definition: &str) -> ServerDef {
+        let stdio = Transport::Stdio {
+            command: "srv".into(),
+            args: Vec::new(),
+        };
+        ServerDef::new(
+            "s",
+            stdio,
+            Origin::User,
+            "/u/config.toml",
+            definition.into(),
+        )
+    }
+
+    #[test]
+    fn how_read_shows_each_part_of_the_definition_as_written_and_nothing_unset() {
+        let bare = def(r#"{"command":"srv"}"#);
+        let timeouts = format!(
+            "timeouts: startup {} ms, tool {} ms",
+            bare.startup_timeout_ms, bare.tool_timeout_ms
+        );
+        assert_eq!(
+            how_read(&bare),
+            vec![r#"command: "srv" args: []"#.to_string(), timeouts.clone()]
+        );
+        let mut full =
+            def(r#"{"command":"srv","args":["-v","${TOKEN}"],"url":"http://h/${TOKEN}"}"#);
+        full.cwd = Some("/p/sub".into());
+        full.tools = ToolFilter {
+            enabled: Some(vec!["a".into()]),
+            disabled: vec!["b".into()],
+        };
+        assert_eq!(
+            how_read(&full),
+            vec![
+                r#"command: "srv" args: ["-v", "${TOKEN}"]"#.to_string(),
+                "url: http://h/${TOKEN}".to_string(),
+                "cwd: /p/sub".to_string(),
+                timeouts,
+                r#"enabled_tools: ["a"]"#.to_string(),
+                r#"disabled_tools: ["b"]"#.to_string(),
+            ]
+        );
+    }
+}

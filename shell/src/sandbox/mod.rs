@@ -151,3 +151,22 @@ impl Policy {
         env::redact(text, &self.secrets)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_redacts_its_own_secrets_and_keeps_the_rest() {
+        let p = Policy {
+            secrets: vec!["sk-live-0123".into()],
+            ..Policy::default()
+        };
+        assert_eq!(p.redact("key sk-live-0123, kept"), "key [redacted], kept");
+        assert_eq!(
+            p.unconfined().redact("key sk-live-0123, kept"),
+            "key [redacted], kept"
+        );
+        assert_eq!(Policy::default().redact("sk-live-0123"), "sk-live-0123");
+    }
+}
