@@ -374,6 +374,34 @@ mod tests {
     use openmax_core::conversation::{Message, ToolSchema};
     use openmax_core::provider::FailureKind;
 
+    #[test]
+    fn thinking_has_a_budget_on_claude_models_that_think_with_room_for_it() {
+        let room = 16_000;
+        for (model, thinks) in [
+            ("claude-2.1", false),
+            ("claude-instant-1.2", false),
+            ("claude-3-opus-20240229", false),
+            ("claude-3-5-sonnet-20241022", false),
+            ("claude-3-7-sonnet-20250219", true),
+            ("claude-sonnet-4-5", true),
+            ("claude-opus-4-1", true),
+            ("gpt-4o", false),
+            ("my-claude-2", false),
+        ] {
+            let want = thinks.then_some(8_000);
+            assert_eq!(thinking_budget(model, room), want, "{model}");
+        }
+        for (max, want) in [
+            (0, None),
+            (4_095, None),
+            (4_096, Some(2_048)),
+            (64_000, Some(32_000)),
+            (128_000, Some(32_000)),
+        ] {
+            assert_eq!(thinking_budget("claude-sonnet-4-5", max), want, "{max}");
+        }
+    }
+
     fn run(stream: &str) -> Vec<ProviderItem> {
         let mut m = AnthropicMapper::new();
         let mut out = Vec::new();
