@@ -347,6 +347,61 @@ mod tests {
         }
     }
 
+    /// The usage estimate counts every byte the request carries (system, tool schemas, each
+    /// kind of block) at four bytes a token, rounded up, and is never zero.
+    #[test]
+    fn the_input_estimate_is_a_quarter_of_every_byte_sent() {
+        let empty = ModelRequest {
+            system: String::new(),
+            tools: vec![],
+            messages: vec![],
+        };
+        assert_eq!(estimate_tokens(&empty), 1);
+        let tool = openmax_core::conversation::ToolSchema {
+            name: "abcd".into(),
+            description: "efgh".into(),
+            parameters: json!({}),
+        };
+        let req = ModelRequest {
+            system: "s".repeat(8),
+            tools: vec![tool.clone(), tool],
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![
+                    Block::text("t".repeat(5)),
+                    Block::ToolUse {
+                        id: "i".into(),
+                        name: "n".into(),
+                        input: json!({}),
+                    },
+                    Block::ToolResult {
+                        id: "i".into(),
+                        ok: true,
+                        output: "o".repeat(3),
+                    },
+                ],
+            }],
+        };
+        // 8 + 2 × (4 + 4 + 2) + 5 + (2 + 20) + (3 + 10) = 68 bytes: 17 tokens.
+        assert_eq!(estimate_tokens(&req), 17);
+    }
+
+    /// A call's arguments arrive in two deltas of about half each, as a real stream splits them.
+    #[test]
+    fn the_arguments_stream_in_two_halves() {
+        let text = String::from_utf8(sse_bytes(&start(), 1, 1)).unwrap();
+        let parts: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str::<Value>(d).unwrap())
+            .filter(|ev| ev["delta"]["type"] == "input_json_delta")
+            .map(|ev| ev["delta"]["partial_json"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert_eq!(parts.concat(), json!({"path": "demo.txt"}).to_string());
+        assert!(parts[0].len().abs_diff(parts[1].len()) <= 1, "{parts:?}");
+    }
+
     /// The first request's stream (thinking, text, a call) numbers its content blocks 0, 1, 2
     /// as the Messages API does, and every delta and stop names the block that is open.
     #[test]

@@ -166,6 +166,53 @@ mod tests {
     }
 
     #[test]
+    fn every_field_is_taken_up_to_its_bound_and_refused_past_it() {
+        let at = |d: &str, mon: &str, y: &str, time: &str| {
+            parse_http_date(&format!("Mon, {d} {mon} {y} {time} GMT"))
+        };
+        // Each month's last day is a date in a leap year and in a common year; the next is not.
+        let months = [
+            ("Jan", 31, 31),
+            ("Feb", 29, 28),
+            ("Mar", 31, 31),
+            ("Apr", 30, 30),
+            ("May", 31, 31),
+            ("Jun", 30, 30),
+            ("Jul", 31, 31),
+            ("Aug", 31, 31),
+            ("Sep", 30, 30),
+            ("Oct", 31, 31),
+            ("Nov", 30, 30),
+            ("Dec", 31, 31),
+        ];
+        for (mon, leap, common) in months {
+            for (year, last) in [
+                ("2024", leap),
+                ("2023", common),
+                ("2000", leap),
+                ("2100", common),
+            ] {
+                assert!(at("01", mon, year, "00:00:00").is_some(), "{mon} {year}");
+                assert!(
+                    at(&format!("{last}"), mon, year, "00:00:00").is_some(),
+                    "{mon} {year}"
+                );
+                assert_eq!(at(&format!("{}", last + 1), mon, year, "00:00:00"), None);
+            }
+            assert_eq!(at("00", mon, "2024", "00:00:00"), None, "{mon}");
+        }
+        // Years from 1970 (Unix time 0) to 9999.
+        assert_eq!(at("31", "Dec", "1969", "23:59:59"), None);
+        assert_eq!(at("01", "Jan", "1970", "00:00:00"), Some(0));
+        assert_eq!(at("31", "Dec", "9999", "23:59:59"), Some(253_402_300_799));
+        // Hours to 23, minutes to 59, seconds to 60 (a leap second).
+        assert_eq!(at("01", "Jan", "1970", "23:59:60"), Some(86_400));
+        for bad in ["24:00:00", "00:60:00", "00:00:61"] {
+            assert_eq!(at("01", "Jan", "1970", bad), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn delta_seconds_and_dates_relative_to_now() {
         assert_eq!(parse_retry_after("120", T), Some(120));
         assert_eq!(parse_retry_after(" 0 ", T), Some(0));
