@@ -1,7 +1,8 @@
 //! `Provider::spawn` against hand-written HTTP responses on a raw loopback socket, for the cases
 //! the mock does not produce: a 2xx JSON reply instead of a stream, a close-delimited stream
-//! whose last event has no blank line (nor newline), a past HTTP-date Retry-After, and a server
-//! that reads the request and closes without answering.
+//! whose last event has no blank line (nor newline), a past HTTP-date Retry-After, an error body
+//! at its cap from a server that then stalls, and a server that reads the request and closes
+//! without answering.
 
 use std::time::Duration;
 
@@ -18,6 +19,11 @@ const DEADLINE: Duration = Duration::from_secs(20);
 /// Serve one connection: read the request head and body (by Content-Length), then write each
 /// piece of `response` (flushing between them) and close. Returns the base URL.
 async fn serve_once(response: Vec<Vec<u8>>) -> String {
+    serve(response, false).await
+}
+
+/// [`serve_once`], but the connection is held open after the last piece, never closed.
+async fn serve(response: Vec<Vec<u8>>, hold: bool) -> String {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind loopback");
@@ -54,6 +60,9 @@ async fn serve_once(response: Vec<Vec<u8>>) -> String {
             }
             let _ = sock.flush().await;
             tokio::task::yield_now().await;
+        }
+        if hold {
+            std::future::pending::<()>().await;
         }
         let _ = sock.shutdown().await;
     });
@@ -168,6 +177,29 @@ async fn past_http_date_retry_after_is_zero() {
                 message: "busy".into()
             }
         }]
+    );
+}
+
+/// An error body is read up to its cap (64 KiB) and no further: a server that sends that much
+/// and then stalls does not hold the attempt.
+#[tokio::test]
+async fn an_error_body_is_read_to_its_cap_and_no_further() {
+    const CAP: usize = 64 * 1024;
+    let head = format!(
+        "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+        CAP + 1
+    );
+    let url = serve(vec![head.into_bytes(), vec![b'x'; CAP]], true).await;
+    let got = attempt(ProviderKind::Anthropic, url).await;
+    assert!(
+        matches!(
+            got.as_slice(),
+            [Input::RequestFailed {
+                failure: RequestFailure::Http { status: 500, .. },
+                ..
+            }]
+        ),
+        "{got:?}"
     );
 }
 
