@@ -392,6 +392,40 @@ mod tests {
         assert_eq!(evs[1], ev("message", "ok"));
     }
 
+    /// An event's data, each line with its newline, may hold exactly the cap; a byte more and
+    /// the event is damaged.
+    #[test]
+    fn an_events_data_holds_exactly_the_cap_and_not_a_byte_more() {
+        let half = MAX_LINE_BYTES / 2;
+        for (second, damaged) in [(half - 1, false), (half, true)] {
+            let mut d = SseDecoder::new();
+            let mut evs = d.feed(
+                format!(
+                    "data: {}
+",
+                    "a".repeat(half - 1)
+                )
+                .as_bytes(),
+            );
+            evs.extend(
+                d.feed(
+                    format!(
+                        "data: {}
+
+",
+                        "b".repeat(second)
+                    )
+                    .as_bytes(),
+                ),
+            );
+            assert_eq!(evs.len(), 1);
+            assert_eq!(evs[0].damage.is_some(), damaged, "{second}");
+            if !damaged {
+                assert_eq!(evs[0].data.len() + 1, MAX_LINE_BYTES);
+            }
+        }
+    }
+
     #[test]
     fn invalid_utf8_marks_the_event_damaged_and_only_that_event() {
         let evs = decode_all(b"data: {\"t\":\"a\xff\"}\n\n: \xfe comment\ndata: ok\n\n");
