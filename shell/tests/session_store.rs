@@ -987,3 +987,119 @@ fn the_first_prompt_moves_the_sessions_last_use() {
         .expect("append");
     assert!(last_use() >= later, "{} < {later}", last_use());
 }
+
+fn compaction(summary: &str) -> Record {
+    Record::Compaction {
+        messages: vec![Message::user_text(summary)],
+        tokens_before: 1,
+        tokens_after: 1,
+        compacted_messages: 1,
+    }
+}
+
+/// Lines are numbered from the record's first line whether resume starts at the index's
+/// compaction point or reads the whole record: a torn last line is named by the same number.
+#[test]
+fn a_torn_line_is_named_by_its_line_in_the_record_with_and_without_the_hint() {
+    let (_t, state) = setup("torn-after-hint");
+    let dir = state.sessions_dir();
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[msg(Message::user_text("q0"))]).expect("append");
+    w.append(&[compaction("sum")]).expect("append");
+    w.append(&[msg(Message::user_text("q1"))]).expect("append");
+    drop(w);
+    let hint = read_index(&dir).expect("index").sessions[0].compaction;
+    assert_eq!(hint.map(|cp| cp.line), Some(3), "the compaction is line 3");
+    for with_hint in [true, false] {
+        let mut index = read_index(&dir).expect("index");
+        index.sessions[0].compaction = if with_hint { hint } else { None };
+        openmax_shell::session::write_atomic(
+            &dir.join("index.json"),
+            &serde_json::to_vec(&index).expect("serializes"),
+        )
+        .expect("write index");
+        // Line 5: a write cut short.
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("s.jsonl"))
+            .expect("record");
+        f.write_all(br#"{"v":1,"type":"mess"#).expect("torn line");
+        drop(f);
+        let r = resume_latest(&state).expect("resume");
+        assert_eq!(
+            r.history,
+            vec![Message::user_text("sum"), Message::user_text("q1")]
+        );
+        assert_eq!(r.notices.len(), 1, "{:?}", r.notices);
+        assert!(
+            r.notices[0].contains("torn last line 5 ("),
+            "hint {with_hint}: {}",
+            r.notices[0]
+        );
+    }
+}
+
+/// A compaction may be the record's first line after the header (line 2); the index's hint at
+/// it is used.
+#[test]
+fn a_hint_at_line_2_is_used_and_one_at_line_1_is_not() {
+    let (_t, state) = setup("hint-line-2");
+    let dir = state.sessions_dir();
+    let mut w = SessionWriter::create(&state, "s", header("s")).expect("create");
+    w.append(&[compaction("sum")]).expect("append");
+    w.append(&[msg(Message::user_text("q1"))]).expect("append");
+    drop(w);
+    let cp = read_index(&dir).expect("index").sessions[0]
+        .compaction
+        .expect("hint");
+    assert_eq!(cp.line, 2);
+    for (line, used) in [(2, true), (1, false)] {
+        let mut index = read_index(&dir).expect("index");
+        index.sessions[0].compaction =
+            Some(openmax_shell::session::index::CompactionPoint { line, ..cp });
+        openmax_shell::session::write_atomic(
+            &dir.join("index.json"),
+            &serde_json::to_vec(&index).expect("serializes"),
+        )
+        .expect("write index");
+        let r = openmax_shell::session::resume_id(&state, "s").expect("resume");
+        assert_eq!(
+            r.history,
+            vec![Message::user_text("sum"), Message::user_text("q1")]
+        );
+        assert_eq!(r.notices.is_empty(), used, "line {line}: {:?}", r.notices);
+    }
+}
+
+/// Every project with a sessions directory under the home, in the order of their state
+/// directories; a directory without one is not a project's state.
+#[test]
+fn all_projects_lists_each_project_with_sessions_once_in_order() {
+    let t = TempDir::new("all-projects");
+    let home = Home::new(t.0.join("home"));
+    assert!(openmax_shell::session::list::all_projects(&home).is_empty());
+    let mut dirs = Vec::new();
+    for name in ["b", "a", "c"] {
+        let project = t.0.join(name);
+        fs::create_dir_all(&project).expect("project");
+        let state = ProjectState::open(&home, &project);
+        drop(create_used(&state, "s"));
+        dirs.push(state.dir().to_path_buf());
+    }
+    fs::create_dir_all(home.root().join("projects").join("stray")).expect("stray");
+    dirs.sort();
+    let listed: Vec<PathBuf> = openmax_shell::session::list::all_projects(&home)
+        .iter()
+        .map(|s| s.dir().to_path_buf())
+        .collect();
+    assert_eq!(listed, dirs);
+}
+
+/// The terminal's prompt history is the project's own, inside its state directory.
+#[test]
+fn the_prompt_history_is_a_file_of_the_projects_state() {
+    let (_t, state) = setup("history");
+    let history = state.prompt_history();
+    assert_eq!(history.parent(), Some(state.dir()));
+    assert_eq!(history.file_name().unwrap(), "prompt-history.jsonl");
+}
