@@ -427,4 +427,27 @@ mod tests {
             "/srv/omx/config.toml"
         );
     }
+
+    /// Only a missing approvals file is an empty one: one that cannot be read is an error and
+    /// is left as it is, never replaced by a list holding only the new approval.
+    #[test]
+    fn an_approvals_file_that_cannot_be_read_is_an_error_and_is_kept() {
+        let dir = std::env::temp_dir().join(format!("omx-approvals-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let state = ProjectState::at(dir.clone());
+        let sha = "ab".repeat(32);
+        state
+            .approve_source("a.toml", &sha)
+            .expect("a missing file is empty");
+        let written = std::fs::read(dir.join(APPROVALS_FILE)).expect("written");
+        std::fs::remove_file(dir.join(APPROVALS_FILE)).unwrap();
+        // A link to itself: reading it fails with ELOOP, whoever runs the test.
+        std::os::unix::fs::symlink(APPROVALS_FILE, dir.join(APPROVALS_FILE)).unwrap();
+        let err = state.approve_source("b.toml", &sha).unwrap_err();
+        assert_ne!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        let kept = std::fs::symlink_metadata(dir.join(APPROVALS_FILE)).unwrap();
+        assert!(kept.file_type().is_symlink());
+        assert!(!written.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
