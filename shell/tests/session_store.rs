@@ -1103,3 +1103,29 @@ fn the_prompt_history_is_a_file_of_the_projects_state() {
     assert_eq!(history.parent(), Some(state.dir()));
     assert_eq!(history.file_name().unwrap(), "prompt-history.jsonl");
 }
+
+/// An index that cannot be written leaves the compaction point pending (the record has it);
+/// the next append writes it.
+#[test]
+fn a_compaction_point_the_index_could_not_take_is_written_at_the_next_append() {
+    let (_t, state) = setup("index-lag");
+    let dir = state.sessions_dir();
+    let mut w = create_used(&state, "s");
+    let index_file = dir.join("index.json");
+    let saved = fs::read(&index_file).expect("index");
+    fs::remove_file(&index_file).expect("remove");
+    fs::create_dir_all(index_file.join("in-the-way")).expect("a directory in its place");
+    w.append(&[compaction("sum")])
+        .expect("the record takes the compaction");
+    assert!(w.index_lagging());
+    fs::remove_dir_all(&index_file).expect("remove");
+    fs::write(&index_file, saved).expect("restore");
+    assert_eq!(
+        read_index(&dir).expect("index").sessions[0].compaction,
+        None
+    );
+    w.append(&[msg(Message::user_text("q1"))]).expect("append");
+    assert!(!w.index_lagging());
+    let cp = read_index(&dir).expect("index").sessions[0].compaction;
+    assert_eq!(cp.map(|cp| cp.line), Some(3));
+}
