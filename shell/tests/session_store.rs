@@ -1129,3 +1129,25 @@ fn a_compaction_point_the_index_could_not_take_is_written_at_the_next_append() {
     let cp = read_index(&dir).expect("index").sessions[0].compaction;
     assert_eq!(cp.map(|cp| cp.line), Some(3));
 }
+
+/// A session id is 1 to 128 of `[A-Za-z0-9._-]`, not starting with a dot: every part of the
+/// rule refuses on its own.
+#[test]
+fn a_session_id_is_taken_by_each_part_of_its_rule() {
+    let (_t, state) = setup("ids");
+    let longest = "a".repeat(128);
+    for id in ["a", "A.b-c_9", "x.", longest.as_str()] {
+        let made = SessionWriter::create(&state, id, header(id));
+        assert!(made.is_ok(), "{id:?}: {:?}", made.err());
+    }
+    let too_long = "a".repeat(129);
+    for id in ["", ".x", "..", too_long.as_str(), "a/b", "a b", "é", "a\0"] {
+        assert!(
+            matches!(
+                SessionWriter::create(&state, id, header(id)),
+                Err(StoreError::Invalid(_))
+            ),
+            "{id:?}"
+        );
+    }
+}
