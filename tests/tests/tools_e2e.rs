@@ -862,3 +862,49 @@ fn an_unsandboxed_shell_command_dies_with_a_sigkilled_openmax_at_the_next_start(
     kill_all(&["sleep", "3104"]);
     assert!(gone, "the shell command outlived openmax");
 }
+
+/// With the sandbox off too, a process a command puts in a session of its own (`setsid`),
+/// out of reach of the call's group kill, dies with its call: openmax is its subreaper and
+/// sweeps what the call left, and reaps it (with the sandbox on, `boundary_e2e` checks the
+/// same).
+#[test]
+fn an_unsandboxed_setsid_escapee_dies_with_its_call() {
+    let (env, _mock) = setup(
+        vec![
+            tool_reply(
+                "sh",
+                "shell",
+                json!({"command":"setsid sh -c 'echo $$ > esc.pid; exec sleep 3105' & sleep 0.3; echo started"}),
+            ),
+            text_reply("done"),
+        ],
+        "[sandbox]\nmode = \"off\"\n",
+    );
+    env.set_mode("auto");
+    let mut s = env.stdio(&[]);
+    s.user("run");
+    let (evs, _) = s.turn();
+    let end = evs
+        .iter()
+        .find(|e| e["type"] == "tool_end")
+        .expect("a call");
+    assert_eq!(end["ok"], true, "{end}");
+    let pid: i32 = env
+        .read("esc.pid")
+        .and_then(|t| t.trim().parse().ok())
+        .expect("the setsid process ran");
+    let gone = wait_cmdline_gone(&["sleep", "3105"]);
+    kill_all(&["sleep", "3105"]);
+    assert!(gone, "the setsid process outlived its call");
+    // And it was reaped, not left a zombie of openmax's until the session ends.
+    let end = std::time::Instant::now() + DEADLINE;
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            std::time::Instant::now() < end,
+            "the killed setsid process was never reaped"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (code, _, stderr) = s.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}
