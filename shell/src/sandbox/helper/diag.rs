@@ -281,6 +281,10 @@ mod tests {
             &mut out,
         );
         assert_eq!(end.unwrap().unwrap_err().raw_os_error(), Some(libc::EACCES));
+        // An error message cut before its errno is an I/O error still.
+        let mut out = Vec::new();
+        let end = walk(&message(NLMSG_ERROR, &[]), &mut out);
+        assert_eq!(end.unwrap().unwrap_err().raw_os_error(), Some(libc::EIO));
         // A message whose length is too short or runs past the datagram ends the table.
         for bad_len in [8u32, 4096] {
             let mut m = named.clone();
