@@ -206,6 +206,10 @@ mod tests {
         // A name that is not a directory is not one to remove as a tree.
         std::fs::write(base.join("git/file"), "x").unwrap();
         assert!(!remove_tree(&parent, std::ffi::OsStr::new("file")));
+        // Nor is a symlink to a directory: what it points at is left whole.
+        std::os::unix::fs::symlink(&outside, base.join("git/linked")).unwrap();
+        assert!(!remove_tree(&parent, std::ffi::OsStr::new("linked")));
+        assert!(outside.join("keep").exists(), "the link was followed");
         std::fs::remove_dir_all(&base).unwrap();
     }
 }
