@@ -280,6 +280,29 @@ fn services_of_the_host_cannot_be_reached() {
     }
 }
 
+/// Listening on a TCP port (a development server) needs the network switch: refused with the
+/// network off (the control), and with it on the sandbox's Landlock ruleset leaves binding
+/// alone, from the command and from a grandchild.
+#[test]
+fn a_tcp_listener_needs_the_network_switch() {
+    let listen = "import socket\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen()\nprint('bound')\n";
+    for who in runners() {
+        for (extra, binds) in [("", false), ("[sandbox]\nnetwork = true\n", true)] {
+            let (env, mock) = setup(who, extra);
+            env.write("listen.py", listen);
+            let outs = turn(&env, &mock, |_| {
+                vec![
+                    "python3 listen.py".to_string(),
+                    "bash -c 'bash -c \"python3 listen.py\"'".to_string(),
+                ]
+            });
+            for (ok, out) in outs {
+                assert_eq!(ok && out.contains("bound"), binds, "{extra:?}: {out}");
+            }
+        }
+    }
+}
+
 /// With the network on the sandbox shares the host's network namespace: the broker still
 /// refuses the host's abstract sockets, and its own still work.
 #[test]

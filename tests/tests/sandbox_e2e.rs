@@ -1,7 +1,7 @@
 //! The kernel sandbox end to end: model-scripted attacks through the real `openmax --stdio`
 //! against the loopback mock, each run by the `shell` tool directly and from a grandchild
 //! (`bash -c 'bash -c …'`). Writes to `$OPENMAX_HOME` and outside the project are refused, a
-//! loopback connection and a TCP listener fail with the network off and succeed with `[sandbox] network = true`,
+//! loopback connection fails with the network off and succeeds with `[sandbox] network = true`,
 //! and without Landlock (simulated) the shell tool refuses with the documented message unless
 //! the user config says `[sandbox] mode = "off"`.
 
@@ -187,25 +187,6 @@ fn a_loopback_connection_needs_the_network_switch() {
     let (env, mock) = setup("[sandbox]\nnetwork = true\n");
     for (cmd, (ok, out)) in probes.iter().zip(shell_calls(&env, &mock, &probes)) {
         assert!(ok && out.contains("connected"), "{cmd}: {out}");
-    }
-}
-
-/// Listening on a TCP port (a development server) needs the switch too: refused with the
-/// network off, and with it on the sandbox's Landlock ruleset leaves binding alone, from the
-/// command and from a grandchild.
-#[test]
-fn a_tcp_listener_needs_the_network_switch() {
-    let probes = with_grandchild(&["python3 listen.py".to_string()]);
-    let listen = "import socket\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen()\nprint('bound')\n";
-    let (env, mock) = setup("");
-    env.write("listen.py", listen);
-    for (cmd, (ok, out)) in probes.iter().zip(shell_calls(&env, &mock, &probes)) {
-        assert!(!ok && !out.contains("bound"), "{cmd}: {out}");
-    }
-    let (env, mock) = setup("[sandbox]\nnetwork = true\n");
-    env.write("listen.py", listen);
-    for (cmd, (ok, out)) in probes.iter().zip(shell_calls(&env, &mock, &probes)) {
-        assert!(ok && out.contains("bound"), "{cmd}: {out}");
     }
 }
 
