@@ -64,6 +64,17 @@ fn header(id: &str) -> Record {
     }
 }
 
+/// Change the index on disk as `change` says (a hint lost or made wrong behind openmax's back).
+fn rewrite_index(dir: &Path, change: impl FnOnce(&mut openmax_shell::session::index::Index)) {
+    let mut index = read_index(dir).expect("index");
+    change(&mut index);
+    openmax_shell::session::write_atomic(
+        &dir.join("index.json"),
+        &serde_json::to_vec(&index).expect("serializes"),
+    )
+    .expect("write index");
+}
+
 fn msg(m: Message) -> Record {
     Record::Message { message: m }
 }
@@ -280,13 +291,9 @@ fn a_lagging_or_wrong_index_hint_is_still_correct() {
     drop(w);
     // Simulate a crash between the record and the index: drop the hint.
     let dir = state.sessions_dir();
-    let mut index = read_index(&dir).expect("index");
-    index.sessions[0].compaction = None;
-    openmax_shell::session::write_atomic(
-        &dir.join("index.json"),
-        &serde_json::to_vec(&index).expect("serializes"),
-    )
-    .expect("write index");
+    rewrite_index(&dir, |index| {
+        index.sessions[0].compaction = None;
+    });
     let r = resume_latest(&state).expect("resume");
     assert_eq!(
         r.history,
@@ -298,16 +305,12 @@ fn a_lagging_or_wrong_index_hint_is_still_correct() {
         .compaction
         .expect("hint restored");
     // Now point the hint at a wrong offset: resume reads the whole record, with a notice.
-    let mut index = read_index(&dir).expect("index");
-    index.sessions[0].compaction = Some(openmax_shell::session::index::CompactionPoint {
-        offset: cp.offset + 1,
-        ..cp
+    rewrite_index(&dir, |index| {
+        index.sessions[0].compaction = Some(openmax_shell::session::index::CompactionPoint {
+            offset: cp.offset + 1,
+            ..cp
+        });
     });
-    openmax_shell::session::write_atomic(
-        &dir.join("index.json"),
-        &serde_json::to_vec(&index).expect("serializes"),
-    )
-    .expect("write index");
     let r = resume_latest(&state).expect("resume");
     assert_eq!(
         r.history,
@@ -333,16 +336,12 @@ fn a_lagging_or_wrong_index_hint_is_still_correct() {
     }])
     .expect("append");
     drop(w);
-    let mut index = read_index(&dir).expect("index");
-    index.sessions[0].compaction = Some(openmax_shell::session::index::CompactionPoint {
-        refrozen_offset: Some(at),
-        ..cp
+    rewrite_index(&dir, |index| {
+        index.sessions[0].compaction = Some(openmax_shell::session::index::CompactionPoint {
+            refrozen_offset: Some(at),
+            ..cp
+        });
     });
-    openmax_shell::session::write_atomic(
-        &dir.join("index.json"),
-        &serde_json::to_vec(&index).expect("serializes"),
-    )
-    .expect("write index");
     let r = resume_latest(&state).expect("resume");
     assert_eq!(r.notices.len(), 1, "{:?}", r.notices);
     assert!(r.notices[0].contains("not used"), "{}", r.notices[0]);
@@ -1011,13 +1010,9 @@ fn a_torn_line_is_named_by_its_line_in_the_record_with_and_without_the_hint() {
     let hint = read_index(&dir).expect("index").sessions[0].compaction;
     assert_eq!(hint.map(|cp| cp.line), Some(3), "the compaction is line 3");
     for with_hint in [true, false] {
-        let mut index = read_index(&dir).expect("index");
-        index.sessions[0].compaction = if with_hint { hint } else { None };
-        openmax_shell::session::write_atomic(
-            &dir.join("index.json"),
-            &serde_json::to_vec(&index).expect("serializes"),
-        )
-        .expect("write index");
+        rewrite_index(&dir, |index| {
+            index.sessions[0].compaction = if with_hint { hint } else { None };
+        });
         // Line 5: a write cut short.
         let mut f = fs::OpenOptions::new()
             .append(true)
@@ -1054,14 +1049,10 @@ fn a_hint_at_line_2_is_used_and_one_at_line_1_is_not() {
         .expect("hint");
     assert_eq!(cp.line, 2);
     for (line, used) in [(2, true), (1, false)] {
-        let mut index = read_index(&dir).expect("index");
-        index.sessions[0].compaction =
-            Some(openmax_shell::session::index::CompactionPoint { line, ..cp });
-        openmax_shell::session::write_atomic(
-            &dir.join("index.json"),
-            &serde_json::to_vec(&index).expect("serializes"),
-        )
-        .expect("write index");
+        rewrite_index(&dir, |index| {
+            index.sessions[0].compaction =
+                Some(openmax_shell::session::index::CompactionPoint { line, ..cp });
+        });
         let r = openmax_shell::session::resume_id(&state, "s").expect("resume");
         assert_eq!(
             r.history,
