@@ -303,6 +303,30 @@ fn a_tcp_listener_needs_the_network_switch() {
     }
 }
 
+/// A TCP connection to a server on the host's loopback needs the network switch: refused with
+/// the network off, made with it on (the control), from the command and from a grandchild.
+#[test]
+fn a_loopback_connection_needs_the_network_switch() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let probe = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    for who in runners() {
+        for (extra, connects) in [("", false), ("[sandbox]\nnetwork = true\n", true)] {
+            let (env, mock) = setup(who, extra);
+            let outs = turn(&env, &mock, |_| {
+                vec![probe.clone(), format!("bash -c 'bash -c \"{probe}\"'")]
+            });
+            for (ok, out) in outs {
+                assert_eq!(
+                    (ok, out.contains("connected")),
+                    (connects, connects),
+                    "{extra:?}: {out}"
+                );
+            }
+        }
+    }
+}
+
 /// With the network on the sandbox shares the host's network namespace: the broker still
 /// refuses the host's abstract sockets, and its own still work.
 #[test]
