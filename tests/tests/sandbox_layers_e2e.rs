@@ -447,44 +447,86 @@ fn the_secure_bits_are_set_and_locked_inside() {
     }
 }
 
-/// A `connect(2)` whose address length is longer than any socket address, to a socket the
-/// sandbox made itself, then the same address at its own length.
-const LONG_ADDRESS: &str = r#"import ctypes, os, socket
+/// `connect(2)` with each address length around the kernel's bounds, and to a socket nobody
+/// listens on: Unix sockets the script makes itself, then (with `inet`) TCP on loopback. Each
+/// line is `<case> OK` or `<case> ERR <errno>`.
+const CONNECTS: &str = r#"import ctypes, os, socket, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
-path = os.path.abspath('long.sock')
-srv = socket.socket(socket.AF_UNIX); srv.bind(path); srv.listen(1)
-addr = b'\x01\x00' + path.encode() + b'\x00'
-buf = ctypes.create_string_buffer(4096)
-ctypes.memmove(buf, addr, len(addr))
-for name, n in [('long', 4096), ('fitting', len(addr))]:
-    c = socket.socket(socket.AF_UNIX)
+def attempt(case, family, addr, n):
+    buf = ctypes.create_string_buffer(max(n, len(addr)))
+    ctypes.memmove(buf, addr, len(addr))
+    c = socket.socket(family)
     r = libc.connect(c.fileno(), buf, n)
-    print(name, 'OK' if r == 0 else 'ERR %d' % ctypes.get_errno())
+    print(case, 'OK' if r == 0 else 'ERR %d' % ctypes.get_errno())
+    c.close()
+def unix(name):
+    return struct.pack('=H', socket.AF_UNIX) + os.path.abspath(name).encode() + b'\x00'
+for name in ['conn.sock', 'stale.sock']:
+    if os.path.exists(name):
+        os.remove(name)
+srv = socket.socket(socket.AF_UNIX); srv.bind('conn.sock'); srv.listen(16)
+gone = socket.socket(socket.AF_UNIX); gone.bind('stale.sock'); gone.close()
+addr = unix('conn.sock')
+for case, n in [('unix-fitting', len(addr)), ('unix-sun', 110), ('unix-past-sun', 111),
+                ('unix-storage', 128), ('unix-long', 4096)]:
+    attempt(case, socket.AF_UNIX, addr, n)
+attempt('unix-stale', socket.AF_UNIX, unix('stale.sock'), len(unix('stale.sock')))
+if sys.argv[1:] == ['inet']:
+    srv4 = socket.socket(); srv4.bind(('127.0.0.1', 0)); srv4.listen(16)
+    def inet(port):
+        return struct.pack('=H', socket.AF_INET) + struct.pack('>H', port) + bytes([127, 0, 0, 1])
+    addr4 = inet(srv4.getsockname()[1])
+    for case, n in [('inet-fitting', 16), ('inet-storage', 128), ('inet-long', 129)]:
+        attempt(case, socket.AF_INET, addr4, n)
+    free = socket.socket(); free.bind(('127.0.0.1', 0)); closed = free.getsockname()[1]; free.close()
+    attempt('inet-closed', socket.AF_INET, inet(closed), 16)
 "#;
 
+/// What the kernel answers [`CONNECTS`] outside any sandbox.
+const CONNECTS_ANSWERED: [&str; 6] = [
+    "unix-fitting OK",
+    "unix-sun OK",
+    "unix-past-sun ERR 22",
+    "unix-storage ERR 22",
+    "unix-long ERR 22",
+    "unix-stale ERR 111",
+];
+const CONNECTS_ANSWERED_INET: [&str; 4] = [
+    "inet-fitting OK",
+    "inet-storage OK",
+    "inet-long ERR 22",
+    "inet-closed ERR 111",
+];
+
 #[test]
-fn an_address_longer_than_any_socket_address_is_refused_before_it_is_read() {
-    // The connect broker reads the address out of the caller's memory: one longer than a
-    // `sockaddr_storage` is EINVAL at once, as the kernel answers it outside, never read (its
-    // length is the caller's choice) nor connected.
+fn a_connect_is_answered_as_the_kernel_answers_it_outside() {
+    // The connect broker reads the address out of the caller's memory and connects in its
+    // place: every length the kernel refuses is refused alike (one longer than a
+    // `sockaddr_storage` before it is read: its length is the caller's choice), every length it
+    // takes is taken, and a refused connection is the kernel's own errno, for Unix sockets
+    // with the network off and on and for TCP with it on. The control runs the same script with
+    // the sandbox off.
+    let unix: Vec<String> = CONNECTS_ANSWERED.iter().map(|l| l.to_string()).collect();
+    let mut both = unix.clone();
+    both.extend(CONNECTS_ANSWERED_INET.iter().map(|l| l.to_string()));
     for who in runners() {
-        let (env, mock) = setup(who, "");
-        env.write("long.py", LONG_ADDRESS);
         let w = who.label();
-        let inside = turn(&env, &mock, |_| vec!["python3 long.py".into()]).remove(0);
-        assert!(
-            inside.1.contains("long ERR 22\nfitting OK"),
-            "{w}: {}",
-            inside.1
-        );
-        let _ = std::fs::remove_file(env.project.join("long.sock"));
-        reconfigure(&env, &mock, CONTROL);
-        let outside = turn(&env, &mock, |_| vec!["python3 long.py".into()]).remove(0);
-        assert!(
-            outside.1.contains("long ERR 22\nfitting OK"),
-            "{w}: control: {}",
-            outside.1
-        );
+        for (extra, arg, expected) in [
+            ("", "", &unix),
+            ("[sandbox]\nnetwork = true\n", "inet", &both),
+            (CONTROL, "inet", &both),
+        ] {
+            let (env, mock) = setup(who, extra);
+            env.write("connects.py", CONNECTS);
+            let (_, out) =
+                turn(&env, &mock, |_| vec![format!("python3 connects.py {arg}")]).remove(0);
+            let lines: Vec<String> = out
+                .lines()
+                .filter(|l| l.starts_with("unix-") || l.starts_with("inet-"))
+                .map(str::to_string)
+                .collect();
+            assert_eq!(&lines, expected, "{w}, {extra:?}: {out}");
+        }
     }
 }
 

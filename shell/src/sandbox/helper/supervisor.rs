@@ -290,7 +290,11 @@ fn handle(ctx: &Context, req: &libc::seccomp_notif) -> Option<i32> {
         // IPv4 and IPv6 exist only with the network on: connected as asked.
         return Some(connect_raw(&sock, &bytes));
     }
-    if len <= 2 || u16::from_ne_bytes([bytes[0], bytes[1]]) != libc::AF_UNIX as u16 {
+    // As the kernel's own check of a Unix address: longer than a `sockaddr_un` is EINVAL.
+    if len <= 2
+        || len > std::mem::size_of::<libc::sockaddr_un>()
+        || u16::from_ne_bytes([bytes[0], bytes[1]]) != libc::AF_UNIX as u16
+    {
         return Some(libc::EINVAL);
     }
     let name = &bytes[2..];
