@@ -11,6 +11,7 @@ use std::path::Path;
 
 use openmax_tests::attack::*;
 use openmax_tests::*;
+use serde_json::json;
 
 /// A Unix socket server (a thread of this test, outside any sandbox) answering `reply`.
 fn serve_at(path: &Path, reply: &'static str) {
@@ -656,5 +657,62 @@ fn a_home_or_config_another_user_can_write_is_refused_with_the_fix() {
         // Restored, it starts again.
         let out = env.run(&["sandbox", "check"]);
         assert_eq!(out.code, Some(0), "{}", out.stderr);
+    }
+}
+
+/// A `[sandbox] protected` entry named through a symlinked directory of the project is held
+/// where it really lies: the command runs and cannot change it, and `write_file` refuses it by
+/// either name. The control: with the sandbox off the command changes it.
+#[test]
+fn a_protected_entry_named_through_a_symlink_is_held_where_it_lies() {
+    let change = "echo ran > ran.txt; echo changed > conf/x.toml";
+    for who in runners() {
+        let w = who.label();
+        // The control's config ends in its `[sandbox]` table.
+        for (sandbox, extra) in [(true, "[sandbox]\n"), (false, CONTROL)] {
+            let extra = format!("{extra}protected = [\"conf/x.toml\"]\n");
+            let (env, mock) = setup(who, &extra);
+            env.write("real/x.toml", "kept\n");
+            std::os::unix::fs::symlink("real", env.project.join("conf")).unwrap();
+            let (ok, out) = turn(&env, &mock, |_| vec![change.into()]).remove(0);
+            assert_eq!(env.read("ran.txt").as_deref(), Some("ran\n"), "{w}: {out}");
+            let x = env.read("real/x.toml");
+            if sandbox {
+                assert!(!ok && out.contains("Read-only file system"), "{w}: {out}");
+                assert_eq!(x.as_deref(), Some("kept\n"), "{w}: {out}");
+            } else {
+                assert!(ok, "{w}: control: {out}");
+                assert_eq!(x.as_deref(), Some("changed\n"), "{w}: control: {out}");
+                continue;
+            }
+            mock.push(tool_calls_reply(&[
+                (
+                    "w1",
+                    "write_file",
+                    json!({"path": "conf/x.toml", "content": "w1\n"}),
+                ),
+                (
+                    "w2",
+                    "write_file",
+                    json!({"path": "real/x.toml", "content": "w2\n"}),
+                ),
+            ]));
+            mock.push(text_reply("done"));
+            let mut s = env.stdio(&[]);
+            s.user("write them");
+            let (evs, _) = s.turn();
+            assert_eq!(s.finish().0, Some(0));
+            for id in ["w1", "w2"] {
+                let e = evs
+                    .iter()
+                    .find(|e| e["type"] == "tool_end" && e["call_id"] == id)
+                    .unwrap();
+                assert!(
+                    e["ok"] == false && e["output"].as_str().unwrap().contains("is protected"),
+                    "{w}: {e}"
+                );
+            }
+            assert_eq!(env.read("real/x.toml").as_deref(), Some("kept\n"), "{w}");
+        }
     }
 }

@@ -18,6 +18,9 @@
 //!   nor removed and replaced by one the agent wrote.
 //! - [`ensure`] creates the directory entries that are missing in an existing git directory
 //!   (git creates them itself on `init`): what does not exist could be created by the agent.
+//! - An entry reached through a symlink among its directories is held where it really lies,
+//!   which is where the human's tools reach it; one that lies outside the project is not the
+//!   project's entry (the view shows it as it shows the rest of the host).
 //! - The list comes from the user config only (`[sandbox] protected`); [`DEFAULT`] otherwise.
 
 use std::path::{Component, Path, PathBuf};
@@ -106,7 +109,8 @@ fn git_dirs(project: &Path) -> Vec<PathBuf> {
 }
 
 /// Each entry's paths in `project`, whether they exist or not: `.git/…` entries once per git
-/// directory (the project's own `.git` even when it does not exist yet), others once.
+/// directory (the project's own `.git` even when it does not exist yet), others once. Each is
+/// where it really lies ([`real`]); one that lies outside the project is not the project's.
 fn candidates(project: &Path, entries: &[String], existing_git_dirs: &[PathBuf]) -> Vec<PathBuf> {
     let own = project.join(".git");
     let mut out = Vec::new();
@@ -122,7 +126,31 @@ fn candidates(project: &Path, entries: &[String], existing_git_dirs: &[PathBuf])
             None => out.push(project.join(rel)),
         }
     }
-    out
+    out.into_iter().filter_map(|p| real(project, &p)).collect()
+}
+
+/// `path` (in `project`) with every symlink among the directories it passes through followed,
+/// its last component as it is: where the human's tools reach the entry, so the view holds
+/// that (its mounts never follow a symlink) and the file tools, which resolve what they
+/// write, refuse it. `None` when it lies outside the project. The part that does not exist is
+/// kept as written.
+fn real(project: &Path, path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?;
+    let mut dir = path.parent()?;
+    let mut missing = Vec::new();
+    let mut out = loop {
+        if let Ok(d) = dir.canonicalize() {
+            break d;
+        }
+        missing.push(dir.file_name()?);
+        dir = dir.parent()?;
+    };
+    out.extend(missing.iter().rev());
+    out.push(name);
+    let Ok(root) = project.canonicalize() else {
+        return Some(path.to_path_buf());
+    };
+    Some(project.join(out.strip_prefix(&root).ok()?))
 }
 
 /// Create the directory entries (those ending in `/`) missing in the project's existing git
@@ -264,6 +292,36 @@ mod tests {
         assert!(!refuses(&p, &entries, &p.join(".git/HEAD")));
         assert!(!refuses(&p, &entries, &p.join("src/main.rs")));
         std::fs::remove_dir_all(&p).unwrap();
+    }
+
+    #[test]
+    fn an_entry_through_a_symlinked_directory_is_held_and_refused_where_it_really_lies() {
+        let p = scratch("through");
+        std::fs::create_dir_all(p.join("real")).unwrap();
+        std::fs::write(p.join("real/x.toml"), "").unwrap();
+        std::os::unix::fs::symlink("real", p.join("conf")).unwrap();
+        let away = scratch("through-away");
+        std::fs::write(away.join("y.toml"), "").unwrap();
+        std::os::unix::fs::symlink(&away, p.join("away")).unwrap();
+        let entries: Vec<String> = ["conf/x.toml", "conf/new/z.toml", "away/y.toml"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(held(&p, &entries).read_only, vec![p.join("real/x.toml")]);
+        // The file tools pass the path they resolved.
+        assert!(refuses(&p, &entries, &p.join("real/x.toml")));
+        assert!(refuses(&p, &entries, &p.join("real/new/z.toml")));
+        assert!(!refuses(&p, &entries, &p.join("real/other.toml")));
+        assert!(!refuses(&p, &entries, &away.join("y.toml")));
+        // A project named through a symlink: its entries are named as it is.
+        let named = scratch("through-named").join("p");
+        std::os::unix::fs::symlink(&p, &named).unwrap();
+        assert_eq!(
+            held(&named, &entries).read_only,
+            vec![named.join("real/x.toml")]
+        );
+        for d in [&p, &away, &named.parent().unwrap().to_path_buf()] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
     }
 
     #[test]

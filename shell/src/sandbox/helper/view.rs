@@ -517,3 +517,28 @@ fn build_dev(devices: Vec<(&str, OwnedFd)>, built: &mut Built) -> Result<(), Fai
         .map_err(|e| fail("/dev read-only", e))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mount_target_is_resolved_without_following_a_symlink_anywhere_in_it() {
+        let d = std::env::temp_dir().join(format!("omx-view-exact-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("real/inner")).unwrap();
+        let d = d.canonicalize().unwrap();
+        std::os::unix::fs::symlink("real", d.join("link")).unwrap();
+        assert!(exact(&d.join("real/inner")).is_ok());
+        // A symlinked directory on the way is refused; a target that is itself a symlink is
+        // the symlink (openat2 gives `O_PATH | O_NOFOLLOW` the link), never what it names.
+        let Err(Failure(e)) = exact(&d.join("link/inner")) else {
+            panic!("link/inner was followed");
+        };
+        assert!(e.contains("resolved without symlinks"), "{e}");
+        let link = exact(&d.join("link")).unwrap();
+        let kind = rustix::fs::FileType::from_raw_mode(rustix::fs::fstat(&link).unwrap().st_mode);
+        assert_eq!(kind, rustix::fs::FileType::Symlink);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
