@@ -12,3 +12,14 @@ impl std::fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn it_shows_its_words_as_they_are() {
+        let words = "config.toml line 3: [sandbox] network must be true or false";
+        assert_eq!(ConfigError(words.into()).to_string(), words);
+    }
+}

@@ -329,6 +329,22 @@ mod tests {
     }
 
     #[test]
+    fn a_file_of_exactly_the_cap_is_read_and_one_byte_more_is_not() {
+        let d = dir("cap");
+        let head = "---\ndescription: d\n---\n";
+        let at_cap = format!(
+            "{head}{}",
+            "x".repeat(MAX_AGENT_BYTES as usize - head.len())
+        );
+        std::fs::write(d.join("cap.md"), &at_cap).unwrap();
+        assert_eq!(read_one(&d.join("cap.md")).as_deref(), Ok(at_cap.as_str()));
+        std::fs::write(d.join("over.md"), format!("{at_cap}x")).unwrap();
+        let e = read_one(&d.join("over.md")).unwrap_err();
+        assert!(e.contains("larger than 256 KiB"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn broken_files_are_problems_and_lose_nothing() {
         let home = dir("home");
         let project = dir("proj");

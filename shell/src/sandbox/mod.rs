@@ -169,4 +169,29 @@ mod tests {
         );
         assert_eq!(Policy::default().redact("sk-live-0123"), "sk-live-0123");
     }
+
+    #[test]
+    fn an_external_tool_gets_the_variables_named_that_are_set_and_never_a_key() {
+        // `HOME` stands for the provider key's variable here: set, named, and still withheld.
+        let p = Policy {
+            env: EnvPolicy {
+                key_vars: vec!["HOME".into()],
+                ..EnvPolicy::default()
+            },
+            ..Policy::default()
+        };
+        let path = std::env::var("PATH").expect("PATH is set");
+        assert!(std::env::var("HOME").is_ok(), "HOME is set");
+        assert_eq!(
+            p.granted_env(["PATH", "HOME", "OPENMAX_TEST_SURELY_UNSET"], "s-1"),
+            vec![
+                ("PATH".to_string(), path),
+                (AGENT_ENV.to_string(), "s-1".to_string())
+            ]
+        );
+        assert_eq!(
+            p.granted_env([], "s-2"),
+            vec![(AGENT_ENV.to_string(), "s-2".to_string())]
+        );
+    }
 }
