@@ -234,6 +234,20 @@ mod tests {
         dir.canonicalize().unwrap()
     }
 
+    #[test]
+    fn a_written_file_is_keyed_by_its_real_path_relative_to_the_project() {
+        let p = project("key");
+        std::fs::create_dir_all(p.join("tools")).unwrap();
+        std::fs::write(p.join("tools/t.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("tools", p.join("alias")).unwrap();
+        assert_eq!(snapshot_key(&p, &p.join("tools/t.json")), "tools/t.json");
+        assert_eq!(snapshot_key(&p, &p.join("alias/t.json")), "tools/t.json");
+        // Outside the project (and gone): the path as written.
+        let gone = p.with_file_name("omx-freeze-key-gone").join("t.json");
+        assert_eq!(snapshot_key(&p, &gone), gone.to_string_lossy());
+        let _ = std::fs::remove_dir_all(&p);
+    }
+
     fn write(p: &Path, rel: &str, s: &str) {
         std::fs::create_dir_all(p.join(rel).parent().unwrap()).unwrap();
         std::fs::write(p.join(rel), s).unwrap();
