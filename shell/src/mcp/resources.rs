@@ -456,6 +456,8 @@ mod tests {
         let r = json!({"contents": [{"uri": "u://x", "text": text}]});
         let whole = read_outcome(&r, usize::MAX).output;
         assert_eq!(whole, format!("[resource u://x]\n{text}"));
+        // Exactly at the cap it is whole.
+        assert_eq!(read_outcome(&r, whole.len()).output, whole);
         // A cap in the middle of a character cuts before it.
         let cap = "[resource u://x]\n".len() + 5;
         let out = read_outcome(&r, cap).output;

@@ -249,4 +249,10 @@ mod tests {
         assert!(r("http://evil.example/m").unwrap_err().contains("refused"));
         assert!(r("").is_err());
     }
+
+    #[test]
+    fn a_transport_failure_shows_its_words() {
+        let words = "POST http://127.0.0.1:3001/m: HTTP 500 Internal Server Error: boom";
+        assert_eq!(SseError(words.into()).to_string(), words);
+    }
 }
