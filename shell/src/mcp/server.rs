@@ -347,19 +347,13 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
             headers,
             env_headers,
         } => {
-            let get = |k: &str| forwarded(def, k);
-            let bearer = bearer_token_env.as_deref().and_then(get);
-            let mut headers = expand_headers(def, headers);
-            for (name, var) in env_headers {
-                if let Some(v) = get(var).filter(|v| !v.is_empty()) {
-                    headers.push((name.clone(), v));
-                }
-            }
+            let bearer = bearer_token_env.as_deref().and_then(|k| forwarded(def, k));
+            let headers = request_headers(def, headers, env_headers);
             let transport = super::http::transport(url, bearer, &headers)?;
             remote(def, budget, handler.serve(transport)).await
         }
         Transport::Sse { url, headers } => {
-            let transport = super::sse::connect(url, &expand_headers(def, headers), budget)
+            let transport = super::sse::connect(url, &request_headers(def, headers, &[]), budget)
                 .await
                 .map_err(|e| format!("the SSE event stream did not open: {e}"))?;
             remote(def, budget, handler.serve(transport)).await
@@ -368,9 +362,15 @@ pub async fn connect(def: &ServerDef, ctx: &StartContext) -> Result<Conn, String
 }
 
 /// Header values with their `${VAR}`s expanded.
-fn expand_headers(def: &ServerDef, headers: &[(String, String)]) -> Vec<(String, String)> {
+/// The headers of a remote server's requests: its literal ones (`${VAR}` expanded), then
+/// each `env_http_headers` header whose variable is set and not empty.
+fn request_headers(
+    def: &ServerDef,
+    headers: &[(String, String)],
+    env_headers: &[(String, String)],
+) -> Vec<(String, String)> {
     let get = |k: &str| forwarded(def, k);
-    headers
+    let mut out: Vec<(String, String)> = headers
         .iter()
         .map(|(k, v)| {
             (
@@ -378,7 +378,13 @@ fn expand_headers(def: &ServerDef, headers: &[(String, String)]) -> Vec<(String,
                 template::expand(v, &get, false).unwrap_or_default(),
             )
         })
-        .collect()
+        .collect();
+    for (name, var) in env_headers {
+        if let Some(v) = get(var).filter(|v| !v.is_empty()) {
+            out.push((name.clone(), v));
+        }
+    }
+    out
 }
 
 /// `initialize` over a remote transport, within the startup budget.
@@ -485,7 +491,7 @@ mod tests {
     }
 
     #[test]
-    fn header_values_expand_their_variables() {
+    fn header_values_expand_their_variables_and_an_env_header_is_sent_only_with_a_value() {
         let path = std::env::var("PATH").expect("PATH is set for tests");
         let headers = [
             ("X-Static".to_string(), "v 1".to_string()),
@@ -495,12 +501,23 @@ mod tests {
                 "${OPENMAX_TEST_SURELY_UNSET_VARIABLE:-none}".to_string(),
             ),
         ];
+        let empty = "OPENMAX_TEST_EMPTY_HEADER_VARIABLE";
+        std::env::set_var(empty, "");
+        let env_headers = [
+            ("X-Env-Path".to_string(), "PATH".to_string()),
+            (
+                "X-Unset".to_string(),
+                "OPENMAX_TEST_SURELY_UNSET_VARIABLE".to_string(),
+            ),
+            ("X-Empty".to_string(), empty.to_string()),
+        ];
         assert_eq!(
-            expand_headers(&def(&[]), &headers),
+            request_headers(&def(&[]), &headers, &env_headers),
             [
                 ("X-Static".to_string(), "v 1".to_string()),
                 ("X-Path".to_string(), format!("p={path}")),
                 ("X-Default".to_string(), "none".to_string()),
+                ("X-Env-Path".to_string(), path),
             ]
         );
     }
