@@ -337,4 +337,31 @@ mod tests {
             matches!(item, ProviderItem::Failed { kind: FailureKind::RateLimit, ref message } if message.contains("application/json"))
         );
     }
+
+    #[test]
+    fn an_errors_chain_is_each_message_once_joined() {
+        /// An error that says `.0` and has the I/O error as its source.
+        #[derive(Debug)]
+        struct Outer(String, std::io::Error);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.1)
+            }
+        }
+        let refused = || std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let words = refused().to_string();
+        let terse = Outer("client error (Connect)".into(), refused());
+        assert_eq!(
+            error_chain(&terse),
+            format!("client error (Connect): {words}")
+        );
+        // A source whose words the message already holds is not said twice.
+        let full = Outer(format!("connect: {words}"), refused());
+        assert_eq!(error_chain(&full), format!("connect: {words}"));
+    }
 }

@@ -61,6 +61,10 @@ fn core_view(req: &ModelRequest) -> Vec<Shown> {
                     Block::ToolUse { id, .. } => s.calls.push(id.clone()),
                     Block::ToolResult { id, ok, .. } => s.results.push((id.clone(), *ok)),
                     Block::Thinking { .. } => {}
+                    // An image whose stored copy is gone is said in words.
+                    Block::Image(i) if i.data.is_empty() => {
+                        s.text.push_str(&super::mapping::image_gone(i))
+                    }
                     Block::Image(i) => s.images.push(format!("{};{}", i.media_type, i.data)),
                 }
             }
@@ -335,11 +339,21 @@ fn each_adapter_sends_the_cores_request_message_for_message() {
             output: "from nowhere".into(),
         }],
     });
-    // A prompt with an image, and a tool's image after its result.
+    // A prompt with an image and one whose stored copy went missing (a resumed session), and
+    // a tool's image after its result.
     let img = crate::images::from_bytes("shot.png", &crate::images::tiny_png(8, 8)).unwrap();
+    let gone = openmax_core::conversation::Image {
+        data: String::new(),
+        path: "old.png".into(),
+        ..img.clone()
+    };
     history.push(Message {
         role: Role::User,
-        content: vec![Block::text("see this"), Block::Image(img.clone())],
+        content: vec![
+            Block::text("see this"),
+            Block::Image(img.clone()),
+            Block::Image(gone),
+        ],
     });
     history.push(Message {
         role: Role::Assistant,
@@ -402,6 +416,12 @@ fn each_adapter_sends_the_cores_request_message_for_message() {
         .any(|m| m.text == "[openmax note] the tools were re-readnow the other file"));
     assert_eq!(core.last().map(|m| m.text.as_str()), Some("continue"));
     assert_eq!(core.iter().map(|m| m.images.len()).sum::<usize>(), 2);
+    assert!(
+        core.iter()
+            .any(|m| m.text.contains("image old.png, image/png")
+                && m.text.contains("no longer available")),
+        "{core:#?}"
+    );
 
     let bodies = [
         (
