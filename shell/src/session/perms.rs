@@ -123,4 +123,26 @@ mod tests {
         assert!(check(&dir, Some(&state)).unwrap_err().contains("mode.json"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn only_what_the_user_or_root_owns_is_accepted() {
+        // Root's own (`/`, mode 0755) is accepted whoever runs openmax.
+        assert_eq!(judge(Path::new("/"), "$OPENMAX_HOME"), Ok(()));
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("note: not root; a file of another user's cannot be made here");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("omx-perms-owner-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        private_dir_all(&dir).unwrap();
+        assert_eq!(judge(&dir, "$OPENMAX_HOME"), Ok(()));
+        std::os::unix::fs::chown(&dir, Some(4242), None).unwrap();
+        let e = judge(&dir, "$OPENMAX_HOME").unwrap_err();
+        assert!(
+            e.contains("owned by uid 4242") && e.contains(&format!("chown 0 {}", dir.display())),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
