@@ -402,8 +402,9 @@ fn serve(
             .map_err(|e| Failure::io("reading from the sandbox", e))?
             .ok_or_else(died)?;
         return match msg.split_once(' ') {
+            // After `go` the first process sends its report and nothing else (a failure of
+            // its setup came before `ready`).
             Some(("report", json)) => Ok(Served::Probe(json.to_string())),
-            Some(("failed", why)) => Err(Failure(why.to_string())),
             _ => Err(Failure(format!(
                 "unexpected message from the sandbox: {msg:?}"
             ))),
