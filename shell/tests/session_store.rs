@@ -908,16 +908,25 @@ fn last_use_is_when_the_turn_ended_not_when_its_record_was_written() {
         stop_reason: openmax_core::wire::StopReason::Provider("end_turn".into()),
         turn: Some(1),
     };
-    let mut first = create_used(&state, "first");
     let mut second = create_used(&state, "second");
-    // The second session's turn ended later, and its record was written first.
+    let mut first = create_used(&state, "first");
+    // The second session was made first, its turn ended later, and its record was written
+    // first.
     second
         .append_at(&[turn_end()], now + 2_000)
         .expect("append");
     first.append_at(&[turn_end()], now + 1_000).expect("append");
     let index = read_index(&state.sessions_dir()).expect("index");
-    // Stamped at the write instead, the one written last would be the latest.
+    // Stamped at the write instead, or at the session's making, the other would be the latest.
     assert_eq!(index.latest().map(|e| e.id.as_str()), Some("second"));
+    for e in &index.sessions {
+        assert_eq!(
+            e.turns,
+            Some(1),
+            "{}: its turn's end is in its record",
+            e.id
+        );
+    }
 }
 
 /// The index is a file anyone with the project's state can edit: an entry that names a record
