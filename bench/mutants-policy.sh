@@ -79,7 +79,12 @@ e2e_args=()
 for a in "${e2e[@]}"; do e2e_args+=("--cargo-arg=$a"); done
 
 echo "== pass 1: $package's own tests"
-capped cargo mutants "${common[@]}" "${shard[@]}" --baseline run --timeout "${TEST_TIMEOUT:-600}" \
+# A mutant that makes a test loop forever is a timeout (caught): the limit is five times the
+# unmutated run's, at least two minutes (about ten times that run on a loaded 2-core machine),
+# unless TEST_TIMEOUT sets it.
+unit_timeout=(--timeout-multiplier 5 --minimum-test-timeout 120)
+[ -n "${TEST_TIMEOUT:-}" ] && unit_timeout=(--timeout "$TEST_TIMEOUT")
+capped cargo mutants "${common[@]}" "${shard[@]}" --baseline run "${unit_timeout[@]}" \
   --test-package "$package" --output "$out/unit" "${unit_args[@]}" 2>&1 |
   tee "$out/unit.log" || true
 u=$out/unit/mutants.out
