@@ -344,3 +344,54 @@ pub fn install_notify() -> Result<OwnedFd, Failure> {
         std::io::Error::last_os_error(),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Landlock on its own, without the view or namespaces it stands behind in a sandbox: in a
+    /// thread of the test, whose ruleset binds only that thread.
+    #[test]
+    fn landlock_alone_lets_a_thread_write_only_beneath_its_writable_places() {
+        if crate::sandbox::spec::kernel_abi() < 1 {
+            eprintln!("note: this kernel has no Landlock; its layer is not checked here");
+            return;
+        }
+        let base = std::env::temp_dir().join(format!("omx-landlock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (inside, outside) = (base.join("inside"), base.join("outside"));
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        // The control: before the ruleset the thread may write both.
+        std::fs::write(outside.join("control"), "x").unwrap();
+        let writable = Writable {
+            dirs: vec![inside.clone()],
+            devices: vec![PathBuf::from("/dev/null")],
+        };
+        let (i, o) = (inside.clone(), outside.clone());
+        let (abi, inside_write, outside_write, device_write) = std::thread::spawn(move || {
+            let abi = landlock(&writable, true).expect("Landlock installed");
+            let errno = |r: std::io::Result<()>| r.err().and_then(|e| e.raw_os_error());
+            (
+                abi,
+                errno(std::fs::write(i.join("f"), "x")),
+                errno(std::fs::write(o.join("f"), "x")),
+                errno(
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .open("/dev/null")
+                        .map(drop),
+                ),
+            )
+        })
+        .join()
+        .unwrap();
+        assert!(abi >= 1, "the ABI in force: {abi}");
+        assert_eq!(inside_write, None);
+        assert_eq!(outside_write, Some(libc::EACCES));
+        assert_eq!(device_write, None);
+        // The rest of the test process is not bound.
+        std::fs::write(outside.join("after"), "x").unwrap();
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}
