@@ -187,15 +187,30 @@ fn a_symlink_to_a_socket_outside_is_refused_unless_the_user_allows_the_socket() 
         for (ok, out) in turn(&env, &mock, |_| cmds.clone()) {
             assert!(!ok && out.contains("Permission denied"), "{w}: {out}");
         }
-        // The user allows it by path: both ways reach it.
-        let allow = format!(
-            "[sandbox]\nunix_sockets = [{:?}]\n",
-            outside.display().to_string()
-        );
-        reconfigure(&env, &mock, &allow);
+        // The user allows it by path: both ways reach it, and only it: another socket beside
+        // it (the same file system) stays refused until it is allowed too.
+        let other = env.root.join("other.sock");
+        serve_at(&other, "OTHER-REACHED");
+        let others = vec![probe(&other.display().to_string())];
+        let allow = |paths: &[&Path]| {
+            let list: Vec<String> = paths
+                .iter()
+                .map(|p| format!("{:?}", p.display().to_string()))
+                .collect();
+            format!("[sandbox]\nunix_sockets = [{}]\n", list.join(", "))
+        };
+        reconfigure(&env, &mock, &allow(&[&outside]));
         for (ok, out) in turn(&env, &mock, |_| cmds.clone()) {
             assert!(ok && out.contains("SERVICE-REACHED"), "{w}: {out}");
         }
+        for (ok, out) in turn(&env, &mock, |_| others.clone()) {
+            assert!(!ok && out.contains("Permission denied"), "{w}: {out}");
+        }
+        reconfigure(&env, &mock, &allow(&[&outside, &other]));
+        for (ok, out) in turn(&env, &mock, |_| others.clone()) {
+            assert!(ok && out.contains("OTHER-REACHED"), "{w}: control: {out}");
+        }
+        reconfigure(&env, &mock, &allow(&[&outside]));
         // A project config may remove the entry, not add one.
         env.project_config("[sandbox]\nunix_sockets = []\n");
         for (ok, out) in turn(&env, &mock, |_| cmds.clone()) {
