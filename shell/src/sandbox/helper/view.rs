@@ -522,6 +522,77 @@ fn build_dev(devices: Vec<(&str, OwnedFd)>, built: &mut Built) -> Result<(), Fai
 mod tests {
     use super::*;
 
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("omx-view-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d.canonicalize().unwrap()
+    }
+
+    #[test]
+    fn the_plan_grafts_and_covers_the_shallowest_first() {
+        let d = scratch("plan");
+        for sub in ["a/b", "t/u"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        let spec = ConfineSpec {
+            project: d.join("a/b"),
+            writable: vec![d.join("a")],
+            tmp: d.join("private"),
+            tmp_at: vec![d.join("t/u"), d.join("t")],
+            network: false,
+            read_only: false,
+            protected: Vec::new(),
+            unix_sockets: Vec::new(),
+            landlock: true,
+            simulate: None,
+            lifeline: None,
+        };
+        let plan = Plan::new(&spec).unwrap();
+        let grafts: Vec<PathBuf> = plan.grafts.iter().map(|g| g.path.clone()).collect();
+        assert_eq!(grafts, [d.join("a"), d.join("a/b")]);
+        assert_eq!(plan.covered, [d.join("t"), d.join("t/u")]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_mount_point_is_made_beneath_its_root_without_following_a_symlink() {
+        let d = scratch("beneath");
+        let (root, outside) = (d.join("root"), d.join("outside"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let fd = rustix::fs::open(
+            &root,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        // A directory, one beneath it, and a socket's empty file.
+        for (rel, dir) in [("a", true), ("a/b", true), ("a/s.sock", false)] {
+            make_beneath(&fd, Path::new(rel), dir).unwrap();
+        }
+        assert!(root.join("a/b").is_dir());
+        let sock = std::fs::symlink_metadata(root.join("a/s.sock")).unwrap();
+        assert!(sock.is_file() && sock.len() == 0);
+        // Whatever else is in the way of the last component is replaced: a file, a symlink.
+        std::fs::write(root.join("c"), "x").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("m")).unwrap();
+        for rel in ["c", "m"] {
+            make_beneath(&fd, Path::new(rel), true).unwrap();
+            let m = std::fs::symlink_metadata(root.join(rel)).unwrap();
+            assert!(m.is_dir(), "{rel}");
+        }
+        // A symlink on the way is never followed, as the parent or above it (a relative one,
+        // which `RESOLVE_NO_XDEV` alone does not stop).
+        std::fs::create_dir_all(outside.join("y")).unwrap();
+        std::os::unix::fs::symlink("../outside", root.join("l")).unwrap();
+        for rel in ["l/x", "l/y/x"] {
+            assert!(make_beneath(&fd, Path::new(rel), true).is_err(), "{rel}");
+        }
+        assert!(!outside.join("x").exists() && !outside.join("y/x").exists());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn a_mount_target_is_resolved_without_following_a_symlink_anywhere_in_it() {
         let d = std::env::temp_dir().join(format!("omx-view-exact-{}", std::process::id()));
