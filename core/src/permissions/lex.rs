@@ -601,6 +601,15 @@ mod tests {
     use super::normalise;
 
     #[test]
+    fn a_backquoted_substitution_in_double_quotes_is_normalised_like_any_other() {
+        // As bash reads it: `echo "`echo {a,b}`"` prints `a b`.
+        assert_eq!(
+            normalise("echo \"`[r]m {a,b}`\" x"),
+            "echo \"`''[r]m a b`\" x"
+        );
+    }
+
+    #[test]
     fn line_continuations_go_outside_single_quotes() {
         assert_eq!(normalise("r\\\nm -rf x"), "rm -rf x");
         assert_eq!(normalise("echo \"a\\\nb\""), "echo \"ab\"");

@@ -433,6 +433,9 @@ mod tests {
         // In `-S`'s string a `#` starting a word starts a comment; inside a word it is a `#`.
         assert_eq!(texts("env -S 'rm -rf x #y z'").last().unwrap(), "rm -rf x");
         assert_eq!(texts("env -S 'rm a#b'").last().unwrap(), "rm a#b");
+        // In single quotes only `\\` and `\'` are escapes, as GNU env has it.
+        let words = |s: &str| env_split(s).into_iter().map(|w| w.text).collect::<Vec<_>>();
+        assert_eq!(words(r"'a\\b\'c\d' e"), [r"a\b'c\d", "e"]);
         // A `$` in single quotes is a `$`; in double quotes it is a variable.
         assert_eq!(texts(r#"env -S "rm 'a\$b'""#).last().unwrap(), "rm a$b");
         // So a quoted `$` in the program's name leaves it a name, not one computed at run time.
