@@ -436,6 +436,8 @@ mod tests {
         // In single quotes only `\\` and `\'` are escapes, as GNU env has it.
         let words = |s: &str| env_split(s).into_iter().map(|w| w.text).collect::<Vec<_>>();
         assert_eq!(words(r"'a\\b\'c\d' e"), [r"a\b'c\d", "e"]);
+        // `\_` is a space inside double quotes and a separator outside.
+        assert_eq!(words(r#""a\_b" c\_d"#), ["a b", "c", "d"]);
         // A `$` in single quotes is a `$`; in double quotes it is a variable.
         assert_eq!(texts(r#"env -S "rm 'a\$b'""#).last().unwrap(), "rm a$b");
         // So a quoted `$` in the program's name leaves it a name, not one computed at run time.
