@@ -610,6 +610,12 @@ mod tests {
     }
 
     #[test]
+    fn an_assignment_is_not_brace_expanded() {
+        // As bash has it: `a+={x,y} b={x,y}; echo "$a|$b"` prints `{x,y}|{x,y}`.
+        assert_eq!(normalise("a+={x,y} b={x,y} c"), "a+={x,y} b={x,y} c");
+    }
+
+    #[test]
     fn line_continuations_go_outside_single_quotes() {
         assert_eq!(normalise("r\\\nm -rf x"), "rm -rf x");
         assert_eq!(normalise("echo \"a\\\nb\""), "echo \"ab\"");
