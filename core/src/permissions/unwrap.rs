@@ -415,6 +415,23 @@ mod tests {
     }
 
     #[test]
+    fn after_a_double_dash_a_shell_takes_a_script_file_not_options() {
+        // As bash has it: `bash -- -c 'echo hi'` runs a script file named `-c`
+        // ("-c: No such file or directory").
+        let a = analyse("bash -- -c 'rm -rf x'");
+        assert!(
+            a.unjudgeable
+                .iter()
+                .any(|u| u.contains("runs the commands of a script file")),
+            "{:?}",
+            a.unjudgeable
+        );
+        // The control: before `--`, `-c` takes the script.
+        assert!(judged("bash -c 'rm -rf x'"));
+        assert_eq!(texts("bash -c 'rm -rf x'").last().unwrap(), "rm -rf x");
+    }
+
+    #[test]
     fn wrappers_are_stripped_level_by_level() {
         assert_eq!(texts("env rm -rf x"), vec!["env rm -rf x", "rm -rf x"]);
         assert_eq!(
