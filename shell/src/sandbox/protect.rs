@@ -126,15 +126,18 @@ fn candidates(project: &Path, entries: &[String], existing_git_dirs: &[PathBuf])
             None => out.push(project.join(rel)),
         }
     }
-    out.into_iter().filter_map(|p| real(project, &p)).collect()
+    let root = project.canonicalize().ok();
+    out.into_iter()
+        .filter_map(|p| real(project, root.as_deref(), &p))
+        .collect()
 }
 
 /// `path` (in `project`) with every symlink among the directories it passes through followed,
 /// its last component as it is: where the human's tools reach the entry, so the view holds
 /// that (its mounts never follow a symlink) and the file tools, which resolve what they
-/// write, refuse it. `None` when it lies outside the project. The part that does not exist is
-/// kept as written.
-fn real(project: &Path, path: &Path) -> Option<PathBuf> {
+/// write, refuse it. `None` when it lies outside the project (`root`, the project resolved; as
+/// written when it cannot be). The part that does not exist is kept as written.
+fn real(project: &Path, root: Option<&Path>, path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?;
     let mut dir = path.parent()?;
     let mut missing = Vec::new();
@@ -147,10 +150,10 @@ fn real(project: &Path, path: &Path) -> Option<PathBuf> {
     };
     out.extend(missing.iter().rev());
     out.push(name);
-    let Ok(root) = project.canonicalize() else {
+    let Some(root) = root else {
         return Some(path.to_path_buf());
     };
-    Some(project.join(out.strip_prefix(&root).ok()?))
+    Some(project.join(out.strip_prefix(root).ok()?))
 }
 
 /// Create the directory entries (those ending in `/`) missing in the project's existing git
