@@ -8,9 +8,10 @@
 //! - A line starting with `\` gets a leading space (the grammar otherwise joins it to the line
 //!   before); a command name holding `[` (`[r]m`, `r[a-z]`) gets `''` before it (the grammar
 //!   otherwise reads a test or an array subscript).
-//! - Brace expansion is done on every unquoted word but an assignment, as bash does before any
-//!   other expansion: `{rm,}` is `rm`, `a{b,c}d` is `abd acd`, `{1..3}` is `1 2 3`; quoted
-//!   braces, `${…}`, and a brace without a comma or a sequence stay as written. At most
+//! - Brace expansion is done on every unquoted word but an assignment before a command, as bash
+//!   does before any other expansion: `{rm,}` is `rm`, `a{b,c}d` is `abd acd`, `{1..3}` is
+//!   `1 2 3`, `echo a={x,y}` is `echo a=x a=y`; quoted braces, `${…}`, `a={x,y} cmd`, and a
+//!   brace without a comma or a sequence stay as written. At most
 //!   [`MAX_WORDS`] words come out of one word; beyond that it stays as written.
 //! - The reserved words `!` and `time` (with its `-p`) in command position are dropped: they
 //!   change a command's status or report its time, not what runs, and the grammar reads
@@ -189,7 +190,8 @@ impl Lexer {
                     {
                         out.push_str("''");
                     }
-                    out.push_str(&expand_word(&segs));
+                    let assignment = command_position && !redirect_target && is_assignment(&segs);
+                    out.push_str(&expand_word(&segs, assignment));
                     word_start = false;
                     if redirect_target {
                         redirect_target = false;
@@ -463,9 +465,10 @@ fn is_assignment(segs: &[Seg]) -> bool {
 }
 
 /// The word as bash's brace expansion leaves it: its words joined by spaces (empty ones
-/// dropped), or as written when it holds no expansion or would give too many words.
-fn expand_word(segs: &[Seg]) -> String {
-    if is_assignment(segs) || !segs.contains(&Seg::Plain('{')) {
+/// dropped), or as written when it is an assignment before a command, holds no expansion or
+/// would give too many words. An assignment-shaped argument is expanded like any word.
+fn expand_word(segs: &[Seg], assignment: bool) -> String {
+    if assignment || !segs.contains(&Seg::Plain('{')) {
         return render(segs);
     }
     let mut words = Vec::new();
@@ -613,6 +616,16 @@ mod tests {
     fn an_assignment_is_not_brace_expanded() {
         // As bash has it: `a+={x,y} b={x,y}; echo "$a|$b"` prints `{x,y}|{x,y}`.
         assert_eq!(normalise("a+={x,y} b={x,y} c"), "a+={x,y} b={x,y} c");
+        assert_eq!(normalise(">f a={x,y} c"), ">f a={x,y} c");
+    }
+
+    #[test]
+    fn an_assignment_shaped_argument_is_brace_expanded() {
+        // As bash has it: `echo c a+={x,y}` prints `c a+=x a+=y`, and `declare a={x,y}` gets
+        // two arguments (`a` ends as `y`); only the words before the command are assignments.
+        assert_eq!(normalise("echo c a+={x,y}"), "echo c a+=x a+=y");
+        assert_eq!(normalise("declare a={x,y}"), "declare a=x a=y");
+        assert_eq!(normalise("a=1 echo b={x,y}"), "a=1 echo b=x b=y");
     }
 
     #[test]
@@ -680,7 +693,7 @@ mod tests {
         );
         assert_eq!(
             normalise("echo '{a,b}' \\{a,b} ${x} {} {a} x={a,b}"),
-            "echo '{a,b}' \\{a,b} ${x} {} {a} x={a,b}"
+            "echo '{a,b}' \\{a,b} ${x} {} {a} x=a x=b"
         );
         assert_eq!(normalise("{ rm -rf x; }"), "{ rm -rf x; }");
         assert_eq!(
