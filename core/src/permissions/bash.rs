@@ -439,14 +439,16 @@ mod tests {
         for broken in ["ls |", "| cat", "ls &&", "&& ls", "ls; ;", "for", "( )"] {
             assert!(parse(broken).broken, "{broken:?}");
         }
-        for fine in [
-            "x=$(ls) 2>/dev/null",
-            "x=$(ls)",
-            "x=1 2>f",
-            "2>&1",
-            "> f $(rm x)",
+        for (fine, commands) in [
+            ("x=$(ls) 2>/dev/null", vec!["ls"]),
+            ("x=$(ls)", vec!["ls"]),
+            ("x=1 2>f", vec![]),
+            ("2>&1", vec![]),
+            ("> f $(rm x)", vec!["<$(rm x)>", "rm x"]),
         ] {
             assert!(!parse(fine).broken, "{fine:?}");
+            // The missing name is no command of its own.
+            assert_eq!(names(fine), commands, "{fine:?}");
         }
     }
 }

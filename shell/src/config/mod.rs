@@ -653,6 +653,8 @@ mod tests {
         assert_eq!(l.hooks[1].1, Origin::Project);
         assert_eq!(l.hooks[1].0.command, vec!["sh", "a b.sh"]);
         assert_eq!(l.hooks[1].0.timeout_ms(), 500);
+        // Without `timeout_s`, the documented minute.
+        assert_eq!(l.hooks[0].0.timeout_ms(), 60_000);
         let e = layered(
             "",
             "[[hooks]]\nevent = \"tool_end\"\ncommand = \"x\"\nblocking = true\n",
