@@ -77,6 +77,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_later_files_keys_win_and_the_earliers_stay_where_it_sets_none() {
+        let base = CheckpointsSection {
+            enabled: Some(false),
+            max_store_mb: Some(10),
+            max_file_mb: Some(1),
+            max_ignored_entries: Some(5),
+            max_age_days: Some(2.0),
+        };
+        assert_eq!(
+            CheckpointsSection::merge(base.clone(), CheckpointsSection::default()),
+            base
+        );
+        assert_eq!(
+            CheckpointsSection::merge(CheckpointsSection::default(), base.clone()),
+            base
+        );
+        let over = CheckpointsSection {
+            enabled: Some(true),
+            max_age_days: Some(0.0),
+            ..Default::default()
+        };
+        assert_eq!(
+            CheckpointsSection::merge(base.clone(), over),
+            CheckpointsSection {
+                enabled: Some(true),
+                max_age_days: Some(0.0),
+                ..base
+            }
+        );
+    }
+
+    #[test]
     fn caps_default_parse_and_refuse_nonsense() {
         assert_eq!(
             CheckpointsSection::default().caps().unwrap(),

@@ -489,6 +489,8 @@ fn check_limit(s: &str, k: &str, l: &Limit, bad: &mut Vec<String>) {
     }
     if l.above_default.is_none() {
         expect_ok("any value under a default of none", &[], l.lower);
+    } else {
+        expect_ok("lowering the default", &[], l.lower);
     }
     if let Some(none) = l.unlimited {
         expect_ok(

@@ -272,6 +272,33 @@ mod tests {
     }
 
     #[test]
+    fn the_task_tool_lists_the_agents_and_takes_only_their_names() {
+        let mut schema = crate::tasks::schema();
+        let before = schema.clone();
+        list_in(&mut schema, &[]);
+        assert_eq!(schema, before, "no agents: the schema as it was");
+        let rev = parse(
+            Path::new("rev.md"),
+            "---\ndescription: Review\ntools: [read_file, grep]\n---\nBe careful.\n",
+        )
+        .unwrap();
+        let doc = parse(Path::new("doc.md"), "---\ndescription: Docs\n---\n").unwrap();
+        list_in(&mut schema, &[rev, doc]);
+        assert_eq!(
+            schema.description,
+            format!(
+                "{}\n\nNamed agents (pass one as `agent`):\n- rev: Review (tools: grep, \
+                 read_file)\n- doc: Docs\n",
+                before.description
+            )
+        );
+        assert_eq!(
+            schema.parameters["properties"]["agent"]["enum"],
+            serde_json::json!(["rev", "doc"])
+        );
+    }
+
+    #[test]
     fn front_matter_narrows() {
         let a = parse(
             Path::new("rev.md"),

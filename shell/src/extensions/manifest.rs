@@ -94,18 +94,10 @@ pub fn load_all(
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     paths.sort();
+    // A tool's name is its file's stem (`load_one` refuses any other), so no two are alike.
     for path in paths {
         match load_one(project, &path, is_builtin) {
-            Ok(tool) => {
-                if tools.iter().any(|t: &ExternalTool| t.name == tool.name) {
-                    problems.push(format!(
-                        "{}: duplicate tool name {:?}",
-                        tool.manifest_path, tool.name
-                    ));
-                } else {
-                    tools.push(tool);
-                }
-            }
+            Ok(tool) => tools.push(tool),
             Err(e) => problems.push(e),
         }
     }
@@ -317,9 +309,22 @@ mod tests {
             ".openmax/tools/typo.json",
             r#"{"name":"typo","description":"x","parameters":{"type":"object"},"command":["x"],"mutatin":true}"#,
         );
+        // Two more good ones; `lint-2.json` sorts before `lint.json`, its name after `lint`.
+        for name in ["fmt", "lint-2"] {
+            write(
+                &p,
+                &format!(".openmax/tools/{name}.json"),
+                &GOOD.replace(r#""name":"lint""#, &format!(r#""name":"{name}""#)),
+            );
+        }
         let (tools, problems) = load_all(&p, &|n| n == "read_file");
-        assert_eq!(tools.len(), 1, "{problems:?}");
-        let t = &tools[0];
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["fmt", "lint", "lint-2"],
+            "in name order: {problems:?}"
+        );
+        let t = &tools[1];
         assert_eq!(
             t.source_files,
             vec![
