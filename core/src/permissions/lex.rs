@@ -737,5 +737,8 @@ mod tests {
         assert_eq!(normalise(s), "cat <<EOF\n{a,b} \\\nx\nEOF\necho a b");
         let s = "cat <<-'E'\n\t{a,b}\n\tE\n";
         assert_eq!(normalise(s), s);
+        // Blanks between the operator and the delimiter, as bash takes them.
+        let s = "cat << \t EOF\n{a,b}\nEOF\necho {c,d}";
+        assert_eq!(normalise(s), "cat << \t EOF\n{a,b}\nEOF\necho c d");
     }
 }
