@@ -255,4 +255,46 @@ mod tests {
         let words = "POST http://127.0.0.1:3001/m: HTTP 500 Internal Server Error: boom";
         assert_eq!(SseError(words.into()).to_string(), words);
     }
+
+    /// A transport dropped without `close` (a failed handshake drops it so) lets go of its
+    /// event stream: the server sees the connection end. Nothing is ever sent on the stream
+    /// after its endpoint, so a reader left running would hold it open.
+    #[tokio::test]
+    async fn a_dropped_transport_closes_its_event_stream() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/sse", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = conn.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the request ended early");
+                head.extend_from_slice(&buf[..n]);
+            }
+            let event = "event: endpoint\ndata: /m\n\n";
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                 transfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+                event.len()
+            );
+            conn.write_all(reply.as_bytes()).await.unwrap();
+            // Until the client lets go: the end of the connection, or its reset.
+            loop {
+                match conn.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+            }
+        });
+        let transport = connect(&url, &[], Duration::from_secs(10)).await.unwrap();
+        assert_eq!(transport.endpoint.path(), "/m");
+        drop(transport);
+        // A guard against hanging only: the server task ends as soon as the client closes.
+        tokio::time::timeout(Duration::from_secs(30), server)
+            .await
+            .expect("the event stream stayed open after its transport was dropped")
+            .unwrap();
+    }
 }
