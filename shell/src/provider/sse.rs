@@ -323,6 +323,11 @@ mod tests {
         assert_eq!(d.retry_ms(), Some(3000));
         d.feed(b"retry: 12a\n\n");
         assert_eq!(d.retry_ms(), Some(3000));
+        // A sign is no digit, though Rust's integer parsing takes `+`.
+        d.feed(b"retry: +5\n\n");
+        assert_eq!(d.retry_ms(), Some(3000));
+        d.feed(b"retry:\n\n");
+        assert_eq!(d.retry_ms(), Some(3000));
     }
 
     #[test]
