@@ -247,18 +247,26 @@ pub fn kill_survivors(running_dir: &Path) -> usize {
             continue;
         }
         let all = procs.get_or_insert_with(all_processes);
-        for (pid, s) in all.iter() {
-            if s.pgid == pgid && s.start >= pg_start && s.state != b'Z' && pgid > 1 {
-                // SAFETY: plain syscall; the pid's group and start time match the record.
-                unsafe {
-                    libc::kill(*pid, libc::SIGKILL);
-                }
-                killed += 1;
+        for pid in doomed(all, pgid, pg_start) {
+            // SAFETY: plain syscall; the pid's group and start time match the record.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
             }
+            killed += 1;
         }
         let _ = std::fs::remove_file(e.path());
     }
     killed
+}
+
+/// The processes of a recorded group: in group `pgid`, started no earlier than the group's
+/// leader was (an older process in a reused group id is not the call's), not yet a zombie.
+/// Never group 1 (init's) or below: a record naming one is not a call's.
+fn doomed(all: &[(i32, Stat)], pgid: i32, pg_start: u64) -> Vec<i32> {
+    all.iter()
+        .filter(|(_, s)| s.pgid == pgid && s.start >= pg_start && s.state != b'Z' && pgid > 1)
+        .map(|(pid, _)| *pid)
+        .collect()
 }
 
 fn all_processes() -> Vec<(i32, Stat)> {
@@ -274,6 +282,26 @@ fn all_processes() -> Vec<(i32, Stat)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recorded_group_is_its_younger_live_processes_and_never_init_s() {
+        let p = |pid: i32, state: u8, pgid: i32, start: u64| (pid, Stat { state, pgid, start });
+        let all = [
+            p(10, b'S', 7, 100),
+            p(11, b'R', 7, 99),
+            p(12, b'Z', 7, 150),
+            p(13, b'S', 8, 150),
+            p(14, b'S', 7, 100),
+            p(1, b'S', 1, 0),
+            p(2, b'S', 1, 5),
+            p(3, b'S', 0, 5),
+        ];
+        assert_eq!(doomed(&all, 7, 100), vec![10, 14]);
+        assert_eq!(doomed(&all, 7, 101), Vec::<i32>::new());
+        for pgid in [1, 0, -1] {
+            assert_eq!(doomed(&all, pgid, 0), Vec::<i32>::new(), "group {pgid}");
+        }
+    }
 
     #[test]
     fn stat_parses_our_own_process() {
