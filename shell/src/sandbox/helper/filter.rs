@@ -349,6 +349,25 @@ pub fn install_notify() -> Result<OwnedFd, Failure> {
 mod tests {
     use super::*;
 
+    /// The ABI the kernel is asked for against the landlock crate's own reading of it: every
+    /// version whose file-system rights the crate can require outright is at most the kernel's.
+    /// (Versions that add no file-system right, such as network or scope ones, are not told
+    /// apart this way, so this is a bound from below.)
+    #[test]
+    fn the_kernels_landlock_abi_is_read_as_the_landlock_crate_reads_it() {
+        let required = |v: i32| {
+            Ruleset::default()
+                .set_compatibility(CompatLevel::HardRequirement)
+                .handle_access(AccessFs::from_all(ABI::from(v)))
+                .and_then(|r| r.create())
+                .is_ok()
+        };
+        let supported = (1..=ABI::V7 as i32).filter(|v| required(*v)).max().unwrap_or(0);
+        let abi = crate::sandbox::spec::kernel_abi();
+        assert!(abi >= supported, "read {abi}, the crate can require version {supported}");
+        assert_eq!(abi == 0, supported == 0, "read {abi}, the crate requires {supported}");
+    }
+
     /// Landlock on its own, without the view or namespaces it stands behind in a sandbox: in a
     /// thread of the test, whose ruleset binds only that thread.
     #[test]
