@@ -362,10 +362,20 @@ mod tests {
                 .and_then(|r| r.create())
                 .is_ok()
         };
-        let supported = (1..=ABI::V7 as i32).filter(|v| required(*v)).max().unwrap_or(0);
+        let supported = (1..=ABI::V7 as i32)
+            .filter(|v| required(*v))
+            .max()
+            .unwrap_or(0);
         let abi = crate::sandbox::spec::kernel_abi();
-        assert!(abi >= supported, "read {abi}, the crate can require version {supported}");
-        assert_eq!(abi == 0, supported == 0, "read {abi}, the crate requires {supported}");
+        assert!(
+            abi >= supported,
+            "read {abi}, the crate can require version {supported}"
+        );
+        assert_eq!(
+            abi == 0,
+            supported == 0,
+            "read {abi}, the crate requires {supported}"
+        );
     }
 
     /// Landlock on its own, without the view or namespaces it stands behind in a sandbox: in a
