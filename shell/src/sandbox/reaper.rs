@@ -304,6 +304,27 @@ mod tests {
     }
 
     #[test]
+    fn a_processs_children_are_read_from_every_thread() {
+        let me = std::process::id() as i32;
+        // Started from another thread: the kernel lists a child under the thread that made it.
+        let mut child = std::thread::spawn(|| {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .unwrap()
+        })
+        .join()
+        .unwrap();
+        let pid = child.id() as i32;
+        let listed = children(me);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(listed.contains(&pid), "{pid} not in {listed:?}");
+        assert!(listed.iter().all(|c| *c > 1), "{listed:?}");
+        assert!(!children(me).contains(&pid), "a reaped child is gone");
+    }
+
+    #[test]
     fn stat_parses_our_own_process() {
         let me = std::process::id() as i32;
         let s = stat(me).unwrap();
