@@ -892,6 +892,20 @@ fn a_session_discarded_when_unused_leaves_nothing_behind() {
         .expect("append");
     drop(w);
     assert!(record_path(&state, "stays").exists());
+    // So does one whose turn ended on a prompt of nothing said (whitespace alone): a turn ran.
+    let mut w = SessionWriter::create(&state, "ran", header("ran")).expect("create");
+    w.discard_when_unused();
+    w.append(&[
+        msg(Message::user_text("  ")),
+        Record::TurnEnd {
+            stop_reason: openmax_core::wire::StopReason::Provider("end_turn".into()),
+            turn: Some(1),
+        },
+    ])
+    .expect("append");
+    assert!(!w.prompted(), "nothing was said");
+    drop(w);
+    assert!(record_path(&state, "ran").exists());
 }
 
 /// A turn's end counts as the session's last use from when the core asked for its record, not
