@@ -249,6 +249,27 @@ fn a_sandboxed_process_sees_only_the_sandboxs_processes() {
     }
 }
 
+/// An orphan inside the sandbox (a background process whose parent has exited) is the
+/// sandbox's first process's to reap, as init's is on the host: it is reaped while the
+/// command goes on, and the command ends as it would have. The command waits until the orphan
+/// is gone (`kill -0` answers for a zombie until it is reaped). (With the sandbox off, openmax,
+/// a subreaper, reaps such orphans only when the call ends, so the command would wait forever.)
+#[test]
+fn an_orphan_inside_is_reaped_and_the_command_goes_on() {
+    let cmd = "(sleep 0.05 & echo $! > orphan.pid); p=$(cat orphan.pid); \
+               while kill -0 $p 2>/dev/null; do sleep 0.01; done; echo reaped; exit 3";
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        let outs = turn(&env, &mock, |_| vec![cmd.to_string()]);
+        assert!(
+            outs[0].1.contains("reaped") && outs[0].1.contains("exit status: 3"),
+            "{}: {}",
+            who.label(),
+            outs[0].1
+        );
+    }
+}
+
 /// The pid of the sandbox helper among `openmax`'s children (`openmax --sandbox-exec …`).
 fn helper_of(openmax: u32) -> Option<u32> {
     let tasks = std::fs::read_dir(format!("/proc/{openmax}/task")).ok()?;
@@ -313,6 +334,48 @@ fn a_signal_to_the_helper_reaches_what_it_runs() {
         assert!(!outs[0].0, "{w}: {}", outs[0].1);
         assert!(
             outs[0].1.contains("killed by signal 15 (SIGTERM)") && !outs[0].1.contains("finished"),
+            "{w}: {}",
+            outs[0].1
+        );
+    }
+}
+
+/// The sandbox's first process killed from outside (as an out-of-memory kill would): it sends
+/// the helper no report, so the helper ends as the kernel says it ended, and the call's
+/// result names that signal.
+#[test]
+fn a_first_process_killed_from_outside_ends_the_call_as_that_signal() {
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        let marker = env.project.join("started");
+        let (tx, rx) = std::sync::mpsc::channel::<u32>();
+        let watcher = std::thread::spawn(move || {
+            let openmax = rx.recv().unwrap();
+            assert!(appears(&marker), "the command never started");
+            let helper = helper_of(openmax).expect("a sandbox helper under openmax");
+            let tasks = std::fs::read_dir(format!("/proc/{helper}/task")).unwrap();
+            let init: Vec<i32> = tasks
+                .flatten()
+                .flat_map(|t| {
+                    let c = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+                    c.split_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            assert_eq!(init.len(), 1, "the helper's one child: {init:?}");
+            // SAFETY: plain syscall; the pid is our session's sandbox's first process.
+            unsafe { libc::kill(init[0], libc::SIGKILL) };
+        });
+        let outs = turn(&env, &mock, |pid| {
+            tx.send(pid).unwrap();
+            vec!["touch started; sleep 60; echo finished".to_string()]
+        });
+        watcher.join().unwrap();
+        let w = who.label();
+        assert!(!outs[0].0, "{w}: {}", outs[0].1);
+        assert!(
+            outs[0].1.contains("killed by signal 9 (SIGKILL)") && !outs[0].1.contains("finished"),
             "{w}: {}",
             outs[0].1
         );

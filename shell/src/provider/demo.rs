@@ -386,6 +386,49 @@ mod tests {
         assert_eq!(estimate_tokens(&req), 17);
     }
 
+    /// The usage counts what the reply carried: thinking, text and a call's arguments, four
+    /// bytes a token, rounded up.
+    #[test]
+    fn the_output_tokens_count_every_streamed_byte() {
+        let text = String::from_utf8(sse_bytes(&start(), 1, 1)).unwrap();
+        let events: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        let streamed: usize = events
+            .iter()
+            .filter(|ev| ev["type"] == "content_block_delta")
+            .map(|ev| {
+                let d = &ev["delta"];
+                ["thinking", "text", "partial_json"]
+                    .iter()
+                    .filter_map(|k| d[*k].as_str())
+                    .map(str::len)
+                    .sum::<usize>()
+            })
+            .sum();
+        let kinds: Vec<&str> = events
+            .iter()
+            .filter_map(|ev| ev["delta"]["type"].as_str())
+            .collect();
+        for kind in ["thinking_delta", "text_delta", "input_json_delta"] {
+            assert!(
+                kinds.contains(&kind),
+                "the first reply streams a {kind}: {kinds:?}"
+            );
+        }
+        let usage = events
+            .iter()
+            .find(|ev| ev["type"] == "message_delta")
+            .unwrap();
+        assert_eq!(
+            usage["usage"]["output_tokens"],
+            json!(streamed.div_ceil(4)),
+            "{streamed} bytes streamed"
+        );
+    }
+
     /// A call's arguments arrive in two deltas of about half each, as a real stream splits them.
     #[test]
     fn the_arguments_stream_in_two_halves() {
