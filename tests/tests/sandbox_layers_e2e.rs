@@ -272,20 +272,49 @@ fn an_orphan_inside_is_reaped_and_the_command_goes_on() {
 
 /// The pid of the sandbox helper among `openmax`'s children (`openmax --sandbox-exec …`).
 fn helper_of(openmax: u32) -> Option<u32> {
-    let tasks = std::fs::read_dir(format!("/proc/{openmax}/task")).ok()?;
-    for t in tasks.flatten() {
-        let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-        for pid in children
-            .split_whitespace()
-            .filter_map(|p| p.parse::<u32>().ok())
-        {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains("--sandbox-exec") {
-                return Some(pid);
-            }
-        }
-    }
-    None
+    children_of(openmax).into_iter().find(|pid| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).contains("--sandbox-exec")
+    })
+}
+
+/// The children of `pid`, over all its threads.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .flat_map(|t| {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            children
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// One call of `touch started; sleep 60; echo finished` in a new session of `env`: once it
+/// has started, `act` is given the sandbox helper's pid (while the command sleeps). What `act`
+/// returned, and the call's `(ok, output)`.
+fn while_a_call_sleeps<T: Send + 'static>(
+    env: &TestEnv,
+    mock: &MockServer,
+    act: impl FnOnce(u32) -> T + Send + 'static,
+) -> (T, (bool, String)) {
+    let marker = env.project.join("started");
+    let (tx, rx) = std::sync::mpsc::channel::<u32>();
+    let watcher = std::thread::spawn(move || {
+        let openmax = rx.recv().unwrap();
+        assert!(appears(&marker), "the command never started");
+        act(helper_of(openmax).expect("a sandbox helper under openmax"))
+    });
+    let mut outs = turn(env, mock, |pid| {
+        tx.send(pid).unwrap();
+        vec!["touch started; sleep 60; echo finished".to_string()]
+    });
+    (watcher.join().unwrap(), outs.remove(0))
 }
 
 /// A capability set of `/proc/<pid>/status` (`CapEff`, `CapPrm`, …) as a number.
@@ -306,22 +335,12 @@ fn a_signal_to_the_helper_reaches_what_it_runs() {
     // a sandboxed process's socket for the connect broker), and that only as root.
     for who in runners() {
         let (env, mock) = setup(who, "");
-        let marker = env.project.join("started");
-        let (tx, rx) = std::sync::mpsc::channel::<u32>();
-        let watcher = std::thread::spawn(move || {
-            let openmax = rx.recv().unwrap();
-            assert!(appears(&marker), "the command never started");
-            let helper = helper_of(openmax).expect("a sandbox helper under openmax");
+        let (caps, out) = while_a_call_sleeps(&env, &mock, |helper| {
             let caps = (caps_of(helper, "CapEff"), caps_of(helper, "CapPrm"));
             // SAFETY: plain syscall; the pid is our session's helper, alive (its command sleeps).
             unsafe { libc::kill(helper as i32, libc::SIGTERM) };
             caps
         });
-        let outs = turn(&env, &mock, |pid| {
-            tx.send(pid).unwrap();
-            vec!["touch started; sleep 60; echo finished".to_string()]
-        });
-        let caps = watcher.join().unwrap();
         let w = who.label();
         // CAP_SYS_PTRACE is capability 19 (linux/capability.h).
         let ptrace = 1u64 << 19;
@@ -331,11 +350,11 @@ fn a_signal_to_the_helper_reaches_what_it_runs() {
             (expected, expected),
             "{w}: the helper's CapEff, CapPrm"
         );
-        assert!(!outs[0].0, "{w}: {}", outs[0].1);
+        assert!(!out.0, "{w}: {}", out.1);
         assert!(
-            outs[0].1.contains("killed by signal 15 (SIGTERM)") && !outs[0].1.contains("finished"),
+            out.1.contains("killed by signal 15 (SIGTERM)") && !out.1.contains("finished"),
             "{w}: {}",
-            outs[0].1
+            out.1
         );
     }
 }
@@ -347,37 +366,18 @@ fn a_signal_to_the_helper_reaches_what_it_runs() {
 fn a_first_process_killed_from_outside_ends_the_call_as_that_signal() {
     for who in runners() {
         let (env, mock) = setup(who, "");
-        let marker = env.project.join("started");
-        let (tx, rx) = std::sync::mpsc::channel::<u32>();
-        let watcher = std::thread::spawn(move || {
-            let openmax = rx.recv().unwrap();
-            assert!(appears(&marker), "the command never started");
-            let helper = helper_of(openmax).expect("a sandbox helper under openmax");
-            let tasks = std::fs::read_dir(format!("/proc/{helper}/task")).unwrap();
-            let init: Vec<i32> = tasks
-                .flatten()
-                .flat_map(|t| {
-                    let c = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-                    c.split_whitespace()
-                        .filter_map(|p| p.parse::<i32>().ok())
-                        .collect::<Vec<_>>()
-                })
-                .collect();
+        let ((), out) = while_a_call_sleeps(&env, &mock, |helper| {
+            let init = children_of(helper);
             assert_eq!(init.len(), 1, "the helper's one child: {init:?}");
             // SAFETY: plain syscall; the pid is our session's sandbox's first process.
-            unsafe { libc::kill(init[0], libc::SIGKILL) };
+            unsafe { libc::kill(init[0] as i32, libc::SIGKILL) };
         });
-        let outs = turn(&env, &mock, |pid| {
-            tx.send(pid).unwrap();
-            vec!["touch started; sleep 60; echo finished".to_string()]
-        });
-        watcher.join().unwrap();
         let w = who.label();
-        assert!(!outs[0].0, "{w}: {}", outs[0].1);
+        assert!(!out.0, "{w}: {}", out.1);
         assert!(
-            outs[0].1.contains("killed by signal 9 (SIGKILL)") && !outs[0].1.contains("finished"),
+            out.1.contains("killed by signal 9 (SIGKILL)") && !out.1.contains("finished"),
             "{w}: {}",
-            outs[0].1
+            out.1
         );
     }
 }
