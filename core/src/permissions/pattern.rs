@@ -198,6 +198,10 @@ mod tests {
             assert!(!matches(p, "rm"), "{p}");
         }
         assert!(matches("[]]x", "]x"));
+        // A colon that does not follow `[` is a member, not a class's start (as bash has it).
+        for name in [":m", "xm", "ym"] {
+            assert!(matches("[x:y:]m", name), "{name}");
+        }
         assert!(matches("[a", "[a"));
         assert!(!is_pattern("[a"));
         assert!(!is_pattern("r\\*"));

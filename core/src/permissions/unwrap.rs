@@ -439,6 +439,18 @@ mod tests {
             vec!["env -i -u HOME FOO=1 BAR=2 /bin/rm -rf x", "rm -rf x"]
         );
         assert_eq!(texts("env -S 'rm -rf' x").last().unwrap(), "rm -rf x");
+        // An env of options or assignments alone runs nothing but itself (it prints the
+        // environment); one whose option lacks its value is left as written.
+        for alone in [
+            "env -i",
+            "env -0",
+            "env -i FOO=1",
+            "env -",
+            "env -u",
+            "env -S",
+        ] {
+            assert_eq!(texts(alone), vec![alone], "{alone}");
+        }
         // A glob in the directory only leaves the program known.
         assert!(judged("/usr/b*/rm -rf x"));
         assert_eq!(texts("/usr/b*/rm -rf x").last().unwrap(), "rm -rf x");
