@@ -631,6 +631,10 @@ mod tests {
     #[test]
     fn line_continuations_go_outside_single_quotes() {
         assert_eq!(normalise("r\\\nm -rf x"), "rm -rf x");
+        // Between words and at a line's start.
+        assert_eq!(normalise("rm \\\n-rf \\\n x"), "rm -rf  x");
+        assert_eq!(normalise("\\\nrm x"), "rm x");
+        assert_eq!(normalise("\\\n >f [r]m x"), " >f ''[r]m x");
         assert_eq!(normalise("echo \"a\\\nb\""), "echo \"ab\"");
         assert_eq!(normalise("echo 'a\\\nb'"), "echo 'a\\\nb'");
         assert_eq!(normalise("echo $'a\\\nb'"), "echo $'a\\\nb'");
@@ -665,6 +669,13 @@ mod tests {
             "  { a; };   a; echo ! time; env time -p a"
         );
         assert_eq!(normalise("( a ) <<< x; b <<< x"), "( a ) < x; b < x");
+        // `-p` is time's option only as a word of its own: bash runs `-prm` as a program.
+        assert_eq!(normalise("time -prm x"), "  -prm x");
+        // A redirection from a process substitution is no here-string.
+        assert_eq!(
+            normalise("cat < <(echo {a,b}) <f<(x)"),
+            "cat < <(echo a b) <f<(x)"
+        );
         assert_eq!(
             normalise("echo $(case x in x) {a,b};; esac)"),
             "echo $(case x in x) a b;; esac)"
