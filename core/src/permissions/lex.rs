@@ -377,9 +377,10 @@ impl Lexer {
     /// A `` `…` `` substitution (the opening backquote consumed), its commands normalised.
     fn backticks(&mut self) -> String {
         let raw = self.until_quote("`", '`', true);
+        // A lone opening backquote (the line ends inside it) has no closing one to strip.
         match raw.strip_prefix('`').and_then(|r| r.strip_suffix('`')) {
-            Some(body) if raw.len() > 1 => format!("`{}`", normalise(body)),
-            _ => raw,
+            Some(body) => format!("`{}`", normalise(body)),
+            None => raw,
         }
     }
 
@@ -740,6 +741,8 @@ mod tests {
         assert_eq!(normalise("echo \"abc\\"), "echo \"abc\\");
         assert_eq!(normalise("echo \"abc"), "echo \"abc");
         assert_eq!(normalise("echo abc\\"), "echo abc\\");
+        assert_eq!(normalise("echo `"), "echo `");
+        assert_eq!(normalise("echo `` `{a,b}"), "echo `` `{a,b}");
     }
 
     #[test]
