@@ -538,10 +538,16 @@ mod tests {
         assert!(!judged("source ./env.sh"));
         assert!(!judged("rm -rf x; if then"));
         assert!(!judged("env $X -rf"));
-        let deep = (0..12).fold("rm -rf x".to_string(), |s, _| {
-            format!("sh -c {}", shell_quote(&s))
-        });
-        assert!(!judged(&deep));
+        // `MAX_DEPTH` shells are parsed down to the innermost command; one more is not.
+        let deep = |levels: usize| {
+            (0..levels).fold("rm -rf x".to_string(), |s, _| {
+                format!("sh -c {}", shell_quote(&s))
+            })
+        };
+        assert!(judged(&deep(MAX_DEPTH)));
+        assert_eq!(texts(&deep(MAX_DEPTH)).last().unwrap(), "rm -rf x");
+        assert!(!judged(&deep(MAX_DEPTH + 1)));
+        assert!(!judged(&deep(12)));
         assert!(judged("rm -rf x && ls | grep rm"));
     }
 
