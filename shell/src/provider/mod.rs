@@ -565,6 +565,52 @@ mod tests {
     }
 
     #[test]
+    fn an_output_cap_of_zero_sends_the_apis_default_and_any_other_is_sent_as_set() {
+        let req = ModelRequest {
+            system: "s".into(),
+            tools: vec![],
+            messages: vec![openmax_core::conversation::Message::user_text("u")],
+        };
+        // (kind, model, the field the cap goes in, what 0 sends: `None` is no field at all)
+        let table = [
+            (
+                ProviderKind::Anthropic,
+                "claude-sonnet-4-5",
+                "max_tokens",
+                Some(8192),
+            ),
+            (ProviderKind::Demo, demo::MODEL, "max_tokens", Some(8192)),
+            (ProviderKind::Openai, "gpt-5", "max_output_tokens", None),
+            (ProviderKind::OpenaiChat, "llama3", "max_tokens", None),
+            (
+                ProviderKind::OpenaiChat,
+                "o3-mini",
+                "max_completion_tokens",
+                None,
+            ),
+        ];
+        for (kind, model, field, at_zero) in table {
+            for (max, want) in [(0, at_zero), (100, Some(100)), (16_384, Some(16_384))] {
+                let mut cfg = ProviderConfig::defaults(kind);
+                cfg.model = model.into();
+                cfg.max_output_tokens = max;
+                let body = Provider::new(cfg).unwrap().build_body(&req);
+                let caps: Vec<&str> = ["max_tokens", "max_output_tokens", "max_completion_tokens"]
+                    .into_iter()
+                    .filter(|f| body.get(f).is_some())
+                    .collect();
+                let want_fields: Vec<&str> = want.iter().map(|_| field).collect();
+                assert_eq!(caps, want_fields, "{kind} {model} cap {max}");
+                assert_eq!(
+                    body.get(field).and_then(|v| v.as_u64()),
+                    want,
+                    "{kind} {model} cap {max}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn bad_key_is_rejected_up_front() {
         let mut cfg = ProviderConfig::defaults(ProviderKind::Anthropic);
         cfg.api_key = Some("bad\nkey".into());
