@@ -3,7 +3,8 @@
 //! ([`super::manifest::load_one`], [`super::external::plan`]), every field of the definition
 //! and every project file its argv names (relative, `./`, absolute into the project) is
 //! changed in turn: the sha changes and the gate asks again. The field lists are read from the
-//! parsers' own "unknown field" errors, so a field added without a row here fails.
+//! parsers' own "unknown field" errors, so a field added without a row here fails. An external
+//! tool whose files change between its plan and its run is refused at the run.
 //! (MCP servers: `crate::mcp::gate_tests`.)
 
 use std::path::PathBuf;
@@ -443,4 +444,43 @@ fn files_outside_the_project_are_not_project_code() {
     let t = tool(&p);
     assert_eq!(t.source_files, vec![".openmax/tools/lint.json".to_string()]);
     std::fs::remove_dir_all(&outside).unwrap();
+}
+
+#[tokio::test]
+async fn a_tool_whose_files_change_between_its_plan_and_its_run_does_not_run() {
+    let p = project("run");
+    p.write(".openmax/tools/lint.json", MANIFEST);
+    p.write("tools/lint.sh", "echo planned > ran.txt\n");
+    let t = tool(&p);
+    let args = serde_json::json!({});
+    let planned = external::plan(&t, &p.root, &args, &|_, _| true)
+        .source
+        .expect("an external call carries its gate")
+        .source_sha;
+    let ctx = crate::tools::ToolContext::new(&p.root, "t").unwrap();
+    let run = |sha: String| {
+        let (t, root, args, ctx) = (t.clone(), p.root.clone(), args.clone(), ctx.clone());
+        async move {
+            let (_cancel, cancelled) = tokio::sync::oneshot::channel();
+            external::run(&t, &root, &args, &sha, &ctx, cancelled).await
+        }
+    };
+    let ran = p.root.join("ran.txt");
+
+    // The control: the bytes the plan hashed run.
+    let out = run(planned.clone()).await;
+    assert!(out.ok, "{}", out.output);
+    assert_eq!(std::fs::read_to_string(&ran).unwrap(), "planned\n");
+    std::fs::remove_file(&ran).unwrap();
+
+    // Edited after the plan (by an earlier call of the same turn, say): refused, not run.
+    p.write("tools/lint.sh", "echo edited > ran.txt\n");
+    let out = run(planned.clone()).await;
+    assert!(!out.ok);
+    assert!(
+        out.output.contains("changed since it was approved") && out.output.contains(&planned),
+        "{}",
+        out.output
+    );
+    assert!(!ran.exists(), "the edited script ran");
 }
