@@ -429,6 +429,18 @@ mod tests {
     }
 
     #[test]
+    fn quoted_pieces_of_a_glob_are_literal_in_its_pattern() {
+        let pattern = |src: &str| parse(src).commands[0][0].pattern.clone();
+        assert_eq!(pattern("\"r\"[m] -rf x").as_deref(), Some("r[m]"));
+        assert_eq!(pattern("'r'?").as_deref(), Some("r?"));
+        // A quoted glob character matches only itself, as bash reads `'*'[m]` and `"a?"[b]`.
+        assert_eq!(pattern("'*'[m]").as_deref(), Some("\\*[m]"));
+        assert_eq!(pattern("\"a?\"[b]").as_deref(), Some("a\\?[b]"));
+        assert_eq!(pattern("'[x]\\'*").as_deref(), Some("\\[x\\]\\\\*"));
+        assert_eq!(pattern("\"rm\""), None);
+    }
+
+    #[test]
     fn broken_input_still_reports_what_it_found() {
         let p = parse("rm -rf x; if then");
         assert!(p.broken);
