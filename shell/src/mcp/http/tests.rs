@@ -1,5 +1,6 @@
-//! What a POST answers, for every kind of server reply, against a loopback server that gives
-//! one canned HTTP response per connection and keeps the request it got.
+//! What a POST answers, for every kind of server reply, and what ending a session (a DELETE)
+//! accepts, against a loopback server that gives one canned HTTP response per connection and
+//! keeps the request it got.
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -252,4 +253,33 @@ async fn the_bearer_token_and_the_configured_headers_are_sent() {
         head.contains(r#""method":"notifications/initialized""#),
         "{head}"
     );
+}
+
+#[tokio::test]
+async fn ending_a_session_sends_its_id_and_a_server_may_refuse_it_with_405() {
+    // The MCP spec lets a server answer 405 when it does not let clients end sessions.
+    for (status, ended) in [
+        ("200 OK", true),
+        ("204 No Content", true),
+        ("405 Method Not Allowed", true),
+        ("404 Not Found", false),
+        ("500 Internal Server Error", false),
+    ] {
+        let (url, head) = serve_once(response(status, &[], b"")).await;
+        let client = HyperClient {
+            client: build_client(10_000),
+        };
+        let r = client
+            .delete_session(url.into(), "s-9".into(), None, HashMap::new())
+            .await;
+        assert_eq!(
+            r.is_ok(),
+            ended,
+            "{status}: {}",
+            outcome(r.map(|()| StreamableHttpPostResponse::Accepted))
+        );
+        let head = head.await.unwrap();
+        assert!(head.starts_with("DELETE /mcp HTTP/1.1\r\n"), "{head}");
+        assert!(head.contains("mcp-session-id: s-9\r\n"), "{head}");
+    }
 }
