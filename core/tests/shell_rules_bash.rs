@@ -45,9 +45,11 @@ impl Stage {
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
-        // A file named like the program in the working directory, for globs bash expands
-        // there (`z?p` becomes `zap`, found on PATH).
-        std::fs::write(work.join("zap"), "").unwrap();
+        // Files named like the program and the wrappers in the working directory, for globs
+        // bash expands there (`z?p` becomes `zap`, `e?v` becomes `env`, found on PATH).
+        for name in ["zap", "env", "nohup", "xargs"] {
+            std::fs::write(work.join(name), "").unwrap();
+        }
         Stage { root, bin, log }
     }
 

@@ -6,8 +6,8 @@
 //!   here-document bodies) is removed, as bash's reader does: `r\⏎m` is the word `rm`.
 //! - `$"…"` (a locale-translated string; without a message catalog, its text) is written `"…"`.
 //! - A line starting with `\` gets a leading space (the grammar otherwise joins it to the line
-//!   before); a command name holding `[` (`[r]m`, `r[a-z]`) gets `''` before it (the grammar
-//!   otherwise reads a test or an array subscript).
+//!   before); a command name holding `[` or `?` (`[r]m`, `r[a-z]`, `e?v`) gets `''` before it
+//!   (the grammar otherwise reads a test, an array subscript or an error).
 //! - Brace expansion is done on every unquoted word but an assignment before a command, as bash
 //!   does before any other expansion: `{rm,}` is `rm`, `a{b,c}d` is `abd acd`, `{1..3}` is
 //!   `1 2 3`, `echo a={x,y}` is `echo a=x a=y`; quoted braces, `${…}`, `a={x,y} cmd`, and a
@@ -180,12 +180,13 @@ impl Lexer {
                         out.push(' ');
                         continue;
                     }
-                    // The grammar reads a command name holding `[` as a test or a subscript;
-                    // an empty quoted string before it changes nothing for bash.
+                    // The grammar reads a command name holding `[` as a test or a subscript,
+                    // and one holding `?` after a name (`e?v`) as an error; an empty
+                    // quoted string before it changes nothing for bash.
                     if command_position
                         && !redirect_target
                         && !is_assignment(&segs)
-                        && segs.contains(&Seg::Plain('['))
+                        && (segs.contains(&Seg::Plain('[')) || segs.contains(&Seg::Plain('?')))
                         && !matches!(written.as_str(), "[" | "[[")
                     {
                         out.push_str("''");
@@ -653,6 +654,10 @@ mod tests {
             "''[r]m x; a[1]=2 ''r[a-z] [x]"
         );
         assert_eq!(normalise("[ -f x ] && [[ a ]]"), "[ -f x ] && [[ a ]]");
+        assert_eq!(
+            normalise("e?v rm; a=1 g?t x; echo e?v; ? x; x=e?v"),
+            "''e?v rm; a=1 ''g?t x; echo e?v; ''? x; x=e?v"
+        );
         assert_eq!(
             normalise("cat <([r]m) `[r]m {a,b}`"),
             "cat <(''[r]m) `''[r]m a b`"

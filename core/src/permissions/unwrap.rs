@@ -451,6 +451,18 @@ mod tests {
         ] {
             assert_eq!(texts(alone), vec![alone], "{alone}");
         }
+        // A globbed name is read also as the first wrapper or shell it may name, so what that
+        // would run is judged too; one that names none is itself alone.
+        assert_eq!(
+            texts("e?v rm -rf x"),
+            ["e?v rm -rf x", "env rm -rf x", "rm -rf x"]
+        );
+        assert_eq!(
+            texts("/usr/bin/s[u]do rm -rf x").last().unwrap(),
+            "rm -rf x"
+        );
+        assert_eq!(texts("/bin/ba*h -c 'rm -rf x'").last().unwrap(), "rm -rf x");
+        assert_eq!(texts("l? rm -rf x"), ["l? rm -rf x"]);
         // A glob in the directory only leaves the program known.
         assert!(judged("/usr/b*/rm -rf x"));
         assert_eq!(texts("/usr/b*/rm -rf x").last().unwrap(), "rm -rf x");

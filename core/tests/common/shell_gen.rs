@@ -62,6 +62,8 @@ pub enum Spelling {
     BackslashNewline,
     /// `r?`: the program's last character as `?`.
     GlobQuestion,
+    /// `g?t`: the program's second character as `?` (letters on both sides for longer names).
+    GlobQuestionSecond,
     /// `r*`: everything after the first character as `*`.
     GlobStar,
     /// `[r]m`: the first character as a bracket expression.
@@ -79,7 +81,7 @@ pub enum Spelling {
 }
 
 impl Spelling {
-    pub const ALL: [Spelling; 25] = [
+    pub const ALL: [Spelling; 26] = [
         Spelling::Plain,
         Spelling::SingleQuoted,
         Spelling::DoubleQuoted,
@@ -98,6 +100,7 @@ impl Spelling {
         Spelling::QuotedPath,
         Spelling::BackslashNewline,
         Spelling::GlobQuestion,
+        Spelling::GlobQuestionSecond,
         Spelling::GlobStar,
         Spelling::GlobBracket,
         Spelling::GlobRange,
@@ -112,6 +115,7 @@ impl Spelling {
         matches!(
             self,
             Spelling::GlobQuestion
+                | Spelling::GlobQuestionSecond
                 | Spelling::GlobStar
                 | Spelling::GlobBracket
                 | Spelling::GlobRange
@@ -164,6 +168,7 @@ pub fn spell(p: &str, s: Spelling, dir: &str) -> String {
         Spelling::QuotedPath => format!("'{dir}/'\"{p}\""),
         Spelling::BackslashNewline => format!("{first}\\\n{rest}"),
         Spelling::GlobQuestion => format!("{init}?"),
+        Spelling::GlobQuestionSecond => format!("{first}?{}", &p[2..]),
         Spelling::GlobStar => format!("{first}*"),
         Spelling::GlobBracket => format!("[{first}]{rest}"),
         Spelling::GlobRange => format!("{init}[a-z]"),
@@ -405,6 +410,12 @@ pub const PREFIXES: &[&str] = &[
     "timeout --pre --fore 5",
     // nohup, command, exec, setsid, stdbuf, ionice, time, busybox
     "nohup",
+    // wrappers named by a glob (bash expands them in the working directory)
+    "e?v",
+    "e*v A=1",
+    "n?hup",
+    "x?rgs -n1",
+    "[e]nv --",
     "nohup --",
     "command",
     "command -p",
@@ -557,7 +568,17 @@ pub fn apply(layer: Layer, line: &Line) -> Option<Line> {
         })
     };
     match layer {
-        Layer::Prefix(p) => simple_only(&|inner| format!("{p} {inner}")),
+        Layer::Prefix(p) => {
+            // A wrapper named by a glob is expanded when the line runs: not judgeable.
+            let glob = p
+                .split(' ')
+                .next()
+                .is_some_and(|w| w.contains(['?', '*', '[']));
+            simple_only(&|inner| format!("{p} {inner}")).map(|l| Line {
+                unjudgeable: l.unjudgeable || glob,
+                ..l
+            })
+        }
         Layer::Assign(a) => {
             simple_only(&|inner| format!("{a} {inner}")).map(|l| Line { simple: false, ..l })
         }
