@@ -516,6 +516,35 @@ mod tests {
         );
     }
 
+    /// A conversation another model began (a resumed session) may end with several calls in
+    /// one message: the demo answers the result it reads by the call that result names.
+    #[test]
+    fn a_result_is_read_by_the_call_it_names() {
+        let mut req = start();
+        let call = |id: &str, name: &str| Block::ToolUse {
+            id: id.into(),
+            name: name.into(),
+            input: json!({}),
+        };
+        let result = |id: &str| Block::ToolResult {
+            id: id.into(),
+            ok: true,
+            output: "ok".into(),
+        };
+        req.messages.push(Message {
+            role: Role::Assistant,
+            content: vec![call("a", "write_file"), call("b", "read_file")],
+        });
+        req.messages.push(Message {
+            role: Role::User,
+            content: vec![result("a"), result("b")],
+        });
+        assert_eq!(script(&req).call.map(|c| c.0).as_deref(), Some("edit_file"));
+        // The control: the same calls answered the other way round end the script.
+        req.messages.last_mut().unwrap().content = vec![result("b"), result("a")];
+        assert_eq!(script(&req).call, None);
+    }
+
     #[test]
     fn declined_edit_and_missing_file() {
         let mut req = start();
