@@ -6,8 +6,9 @@
 //!   here-document bodies) is removed, as bash's reader does: `r\⏎m` is the word `rm`.
 //! - `$"…"` (a locale-translated string; without a message catalog, its text) is written `"…"`.
 //! - A line starting with `\` gets a leading space (the grammar otherwise joins it to the line
-//!   before); a command name holding `[` or `?` (`[r]m`, `r[a-z]`, `e?v`) gets `''` before it
-//!   (the grammar otherwise reads a test, an array subscript or an error).
+//!   before); a command name holding `[` or `?` or starting with `!` (`[r]m`, `r[a-z]`, `e?v`,
+//!   `!ls`) gets `''` before it (the grammar otherwise reads a test, an array subscript, an
+//!   error, or `!` and another name).
 //! - Brace expansion is done on every unquoted word but an assignment before a command, as bash
 //!   does before any other expansion: `{rm,}` is `rm`, `a{b,c}d` is `abd acd`, `{1..3}` is
 //!   `1 2 3`, `echo a={x,y}` is `echo a=x a=y`; quoted braces, `${…}`, `a={x,y} cmd`, and a
@@ -181,12 +182,15 @@ impl Lexer {
                         continue;
                     }
                     // The grammar reads a command name holding `[` as a test or a subscript,
-                    // and one holding `?` after a name (`e?v`) as an error; an empty
+                    // one holding `?` after a name (`e?v`) as an error, and one starting with
+                    // `!` (`!ls`, a program of that name) as `!` and another name; an empty
                     // quoted string before it changes nothing for bash.
                     if command_position
                         && !redirect_target
                         && !is_assignment(&segs)
-                        && (segs.contains(&Seg::Plain('[')) || segs.contains(&Seg::Plain('?')))
+                        && (segs.contains(&Seg::Plain('['))
+                            || segs.contains(&Seg::Plain('?'))
+                            || segs.first() == Some(&Seg::Plain('!')))
                         && !matches!(written.as_str(), "[" | "[[")
                     {
                         out.push_str("''");
@@ -658,6 +662,7 @@ mod tests {
             normalise("e?v rm; a=1 g?t x; echo e?v; ? x; x=e?v"),
             "''e?v rm; a=1 ''g?t x; echo e?v; ''? x; x=e?v"
         );
+        assert_eq!(normalise("!ls x; ! ls; echo !x"), "''!ls x;   ls; echo !x");
         assert_eq!(
             normalise("cat <([r]m) `[r]m {a,b}`"),
             "cat <(''[r]m) `''[r]m a b`"

@@ -563,6 +563,39 @@ mod tests {
         assert!(judged("rm -rf x && ls | grep rm"));
     }
 
+    /// Every command name of up to four program and glob characters, first in a line, after
+    /// an assignment and after another command, is the program judged: the grammar misreads
+    /// some (`e?v`, `!ls`), which the normaliser guards against. `[`, `[[` and `!` are the
+    /// test commands and the reserved word.
+    #[test]
+    fn no_command_name_of_program_and_glob_characters_is_misread() {
+        const ALPHABET: [char; 10] = ['a', '1', '_', '-', '.', '?', '*', '[', ']', '!'];
+        let mut words = vec![String::new()];
+        let mut misread = Vec::new();
+        for _ in 0..4 {
+            words = words
+                .iter()
+                .flat_map(|w| ALPHABET.iter().map(move |c| format!("{w}{c}")))
+                .collect();
+            for w in words
+                .iter()
+                .filter(|w| !["[", "[[", "!"].contains(&w.as_str()))
+            {
+                for line in [
+                    format!("{w} x"),
+                    format!("a=1 {w} x"),
+                    format!("echo; {w} x"),
+                ] {
+                    let a = analyse(&line);
+                    if !a.commands.iter().any(|c| c.program == *w) {
+                        misread.push(format!("{line:?} ran {:?}", texts(&line)));
+                    }
+                }
+            }
+        }
+        assert!(misread.is_empty(), "{}", misread.join("\n"));
+    }
+
     fn shell_quote(s: &str) -> String {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
