@@ -428,6 +428,35 @@ mod tests {
         assert_eq!(names("$CMD -rf x"), vec!["<$CMD> -rf x"]);
     }
 
+    /// Each one-character escape of `$'…'` is the character bash's manual gives it (and
+    /// `printf %s $'<\n>'` prints here); one it does not know leaves the word unjudged.
+    #[test]
+    fn each_ansi_c_escape_is_its_character() {
+        for (escape, want) in [
+            ('n', '\n'),
+            ('t', '\t'),
+            ('r', '\r'),
+            ('a', '\x07'),
+            ('b', '\x08'),
+            ('e', '\x1b'),
+            ('E', '\x1b'),
+            ('f', '\x0c'),
+            ('v', '\x0b'),
+            ('\\', '\\'),
+            ('\'', '\''),
+            ('"', '"'),
+            ('?', '?'),
+        ] {
+            assert_eq!(
+                decode_ansi_c(&format!("<\\{escape}>")),
+                Some(format!("<{want}>")),
+                "\\{escape}"
+            );
+        }
+        assert_eq!(decode_ansi_c("\\q"), None);
+        assert_eq!(decode_ansi_c("x\\"), None);
+    }
+
     #[test]
     fn quoted_pieces_of_a_glob_are_literal_in_its_pattern() {
         let pattern = |src: &str| parse(src).commands[0][0].pattern.clone();
