@@ -166,6 +166,28 @@ fn a_sandbox_started_through_another_helper_starts_that_helper() {
 }
 
 #[test]
+fn the_private_temp_directory_goes_with_the_last_holder_of_its_sandbox() {
+    let (_d, project, home, _tmp) = layout("drop");
+    match Confine::for_session(&Settings::default(), &project, &home).unwrap() {
+        Confine::On(s) => {
+            let tmp = s.spec.tmp.clone();
+            assert!(tmp.is_dir(), "{}", tmp.display());
+            // A task that outlived its session holds the sandbox, and the directory with it.
+            let task = Arc::clone(&s);
+            drop(s);
+            assert!(tmp.is_dir(), "removed under a holder: {}", tmp.display());
+            drop(task);
+            assert!(!tmp.exists(), "left behind: {}", tmp.display());
+        }
+        other => assert!(
+            crate::sandbox::spec::kernel_abi() <= 0
+                || std::env::var_os(crate::sandbox::spec::SIMULATE_ENV).is_some(),
+            "Landlock is there: {other:?}"
+        ),
+    }
+}
+
+#[test]
 fn the_helper_inherits_the_lifeline_it_is_told_of() {
     // A stand-in helper that says whether the descriptor its specification names is an open
     // pipe it inherited (its report is then not JSON, so the probe's error carries the words).
