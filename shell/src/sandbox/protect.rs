@@ -20,7 +20,9 @@
 //!   (git creates them itself on `init`): what does not exist could be created by the agent.
 //! - An entry reached through a symlink among its directories is held where it really lies,
 //!   which is where the human's tools reach it; one that lies outside the project is not the
-//!   project's entry (the view shows it as it shows the rest of the host).
+//!   project's entry (the view shows it as it shows the rest of the host). A symlink at an
+//!   entry's own name is not held (the view's mounts never follow one; docs/security.md says
+//!   what that leaves), and the file tools still refuse the entry's name.
 //! - The list comes from the user config only (`[sandbox] protected`); [`DEFAULT`] otherwise.
 
 use std::path::{Component, Path, PathBuf};
@@ -325,6 +327,23 @@ mod tests {
         for d in [&p, &away, &named.parent().unwrap().to_path_buf()] {
             std::fs::remove_dir_all(d).unwrap();
         }
+    }
+
+    #[test]
+    fn a_symlink_at_an_entrys_own_name_is_not_held_and_is_still_refused_to_the_file_tools() {
+        let p = scratch("link-at");
+        let away = scratch("link-at-away");
+        std::fs::create_dir_all(p.join(".git/info")).unwrap();
+        std::fs::write(p.join("cfg"), "").unwrap();
+        std::os::unix::fs::symlink("../cfg", p.join(".git/config")).unwrap();
+        std::os::unix::fs::symlink(&away, p.join(".git/hooks")).unwrap();
+        let entries = default_entries();
+        // The view's mounts never follow a symlink: only the real directory is held.
+        assert_eq!(held(&p, &entries).read_only, vec![p.join(".git/info")]);
+        assert!(refuses(&p, &entries, &p.join(".git/config")));
+        assert!(refuses(&p, &entries, &p.join(".git/hooks/pre-commit")));
+        std::fs::remove_dir_all(&p).unwrap();
+        std::fs::remove_dir_all(&away).unwrap();
     }
 
     #[test]
