@@ -198,9 +198,14 @@ impl Lexer {
                     let assignment = command_position && !redirect_target && is_assignment(&segs);
                     out.push_str(&expand_word(&segs, assignment));
                     word_start = false;
+                    // A descriptor's number before a redirection (`2>f`) is no word of the
+                    // command: the next word may still be its name.
+                    let descriptor = !written.is_empty()
+                        && written.bytes().all(|b| b.is_ascii_digit())
+                        && matches!(self.peek(0), Some('<' | '>'));
                     if redirect_target {
                         redirect_target = false;
-                    } else {
+                    } else if !descriptor {
                         if command_position && written == "case" {
                             cases += 1;
                         }
@@ -663,6 +668,7 @@ mod tests {
             "''e?v rm; a=1 ''g?t x; echo e?v; ''? x; x=e?v"
         );
         assert_eq!(normalise("!ls x; ! ls; echo !x"), "''!ls x;   ls; echo !x");
+        assert_eq!(normalise("2>f e?v x; 2 e?v"), "2>f ''e?v x; 2 e?v");
         assert_eq!(
             normalise("cat <([r]m) `[r]m {a,b}`"),
             "cat <(''[r]m) `''[r]m a b`"

@@ -564,9 +564,9 @@ mod tests {
     }
 
     /// Every command name of up to four program and glob characters, first in a line, after
-    /// an assignment and after another command, is the program judged: the grammar misreads
-    /// some (`e?v`, `!ls`), which the normaliser guards against. `[`, `[[` and `!` are the
-    /// test commands and the reserved word.
+    /// an assignment, after another command and after a redirection, is the program judged:
+    /// the grammar misreads some (`e?v`, `!ls`), which the normaliser guards against. `[`,
+    /// `[[` and `!` are the test commands and the reserved word.
     #[test]
     fn no_command_name_of_program_and_glob_characters_is_misread() {
         const ALPHABET: [char; 10] = ['a', '1', '_', '-', '.', '?', '*', '[', ']', '!'];
@@ -585,6 +585,7 @@ mod tests {
                     format!("{w} x"),
                     format!("a=1 {w} x"),
                     format!("echo; {w} x"),
+                    format!("2>f {w} x"),
                 ] {
                     let a = analyse(&line);
                     if !a.commands.iter().any(|c| c.program == *w) {
