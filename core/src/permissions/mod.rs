@@ -156,12 +156,13 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
     let (mut pi, mut ti) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+        // A `*` in the pattern is a star even where the text holds a `*` too.
+        if pi < p.len() && p[pi] == '*' {
             star = Some((pi, ti));
             pi += 1;
+        } else if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
         } else if let Some((sp, st)) = star {
             pi = sp + 1;
             ti = st + 1;
@@ -363,5 +364,36 @@ mod tests {
         assert!(glob_match("git push*", "git push origin main"));
         assert!(glob_match("?.rs", "a.rs"));
         assert!(!glob_match("?.rs", "ab.rs"));
+    }
+
+    /// The matcher agrees with the rule read literally (`*` any run, `?` any one character,
+    /// anything else itself; a `*` or `?` in the text is a character like any other) on every
+    /// pattern and text of up to four characters of `a`, `b`, `*` and `?`.
+    #[test]
+    fn glob_match_is_the_rule_on_every_short_pattern_and_text() {
+        fn rule(p: &[char], t: &[char]) -> bool {
+            match p.split_first() {
+                None => t.is_empty(),
+                Some(('*', rest)) => (0..=t.len()).any(|i| rule(rest, &t[i..])),
+                Some(('?', rest)) => !t.is_empty() && rule(rest, &t[1..]),
+                Some((c, rest)) => t.first() == Some(c) && rule(rest, &t[1..]),
+            }
+        }
+        let mut all = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..4 {
+            last = last
+                .iter()
+                .flat_map(|s| ['a', 'b', '*', '?'].map(|c| format!("{s}{c}")))
+                .collect();
+            all.extend(last.iter().cloned());
+        }
+        for p in &all {
+            let pc: Vec<char> = p.chars().collect();
+            for t in &all {
+                let tc: Vec<char> = t.chars().collect();
+                assert_eq!(glob_match(p, t), rule(&pc, &tc), "{p:?} on {t:?}");
+            }
+        }
     }
 }

@@ -728,8 +728,20 @@ pub const RM_FLAGS: &[&str] = &[
     "-r -i -f",
 ];
 
-/// Operand lists.
-pub const OPERANDS: &[&str] = &["x", "/", "build dist", "'a b'", "\"$HOME\"", "-- -x", ""];
+/// Operand lists (a glob among them: a rule's `*` matches a `*` in the text like any other
+/// character).
+pub const OPERANDS: &[&str] = &[
+    "x",
+    "/",
+    "build dist",
+    "'a b'",
+    "\"$HOME\"",
+    "-- -x",
+    "",
+    "*.o /",
+    "'*x'",
+    "\\*",
+];
 
 /// Run `prop` over `n` random cases (`None`: the case does not apply and is not counted); on a
 /// failure, shrink it greedily and panic with the smallest failing case and `describe` of it.
