@@ -74,7 +74,6 @@ impl Lexer {
         let mut depth = 0usize;
         // Open `case` commands: a `)` ends a pattern there, not the substitution.
         let mut cases = 0usize;
-        let mut word_start = true;
         // The next word is a command name (or a reserved word, an assignment before one).
         let mut command_position = true;
         // The next word is a redirection's target.
@@ -91,25 +90,21 @@ impl Lexer {
                     if self.peek(0) == Some('\\') && self.peek(1) != Some('\n') {
                         out.push(' ');
                     }
-                    word_start = true;
                     command_position = true;
                 }
                 ' ' | '\t' => {
                     self.i += 1;
                     out.push(ch);
-                    word_start = true;
                 }
                 '|' | '&' | ';' => {
                     self.i += 1;
                     out.push(ch);
-                    word_start = true;
                     command_position = true;
                 }
                 '(' => {
                     self.i += 1;
                     depth += 1;
                     out.push(ch);
-                    word_start = true;
                     command_position = true;
                     redirect_target = false;
                 }
@@ -120,7 +115,6 @@ impl Lexer {
                         return out;
                     }
                     depth = depth.saturating_sub(1);
-                    word_start = true;
                     // After a `case` pattern.
                     command_position = true;
                 }
@@ -142,23 +136,21 @@ impl Lexer {
                     if !delimiter.is_empty() {
                         self.heredocs.push((delimiter, strip));
                     }
-                    word_start = true;
                 }
                 '<' if self.peek(1) == Some('<') && self.peek(2) == Some('<') => {
                     self.i += 3;
                     // The grammar reads no here-string after a compound command or another
                     // redirection; `<` reads a file instead, which runs the same commands.
                     out.push('<');
-                    word_start = true;
                     redirect_target = true;
                 }
                 '<' | '>' => {
                     self.i += 1;
                     out.push(ch);
-                    word_start = true;
                     redirect_target = true;
                 }
-                '#' if word_start => {
+                // A word runs to the next metacharacter, so a `#` here starts a word: a comment.
+                '#' => {
                     while let Some(c) = self.peek(0) {
                         if c == '\n' {
                             break;
@@ -197,7 +189,6 @@ impl Lexer {
                     }
                     let assignment = command_position && !redirect_target && is_assignment(&segs);
                     out.push_str(&expand_word(&segs, assignment));
-                    word_start = false;
                     // A descriptor's number before a redirection (`2>f`) is no word of the
                     // command: the next word may still be its name.
                     let descriptor = !written.is_empty()
@@ -650,6 +641,11 @@ mod tests {
         assert_eq!(normalise("echo 'a\\\nb'"), "echo 'a\\\nb'");
         assert_eq!(normalise("echo $'a\\\nb'"), "echo $'a\\\nb'");
         assert_eq!(normalise("# a \\\nrm"), "# a \\\nrm");
+        // A `#` inside a word is a character; one starting a word starts a comment, copied.
+        assert_eq!(
+            normalise("echo a#b {c,d} #{e,f}\n{g,h}"),
+            "echo a#b c d #{e,f}\ng h"
+        );
         assert_eq!(normalise("echo $(r\\\nm x)"), "echo $(rm x)");
     }
 
