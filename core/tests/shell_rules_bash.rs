@@ -240,3 +240,93 @@ fn composed_lines_bash_runs_are_denied() {
     );
     assert!(ran_count > 0, "no generated line ran the program");
 }
+
+/// Every line the analysis judges, built from a command word of up to two of 24 characters
+/// (quotes, `$`, braces, globs, `!`, `=`, `#`, …) in seven places (first, after an assignment,
+/// after another command, after a redirection, in a pipeline, in a subshell, as an
+/// assignment's value), is run by bash with no program to be found: bash's
+/// `command_not_found_handle` records each program it would have run. Each recorded name made
+/// of program characters must be among the programs the analysis names, or a rule on that
+/// program could not see it (`a=$ rm` was read as `a=$rm` and ran `rm` unseen).
+#[test]
+fn the_programs_bash_runs_are_among_those_the_analysis_names() {
+    if !installed("bash") {
+        eprintln!("bash is not installed: skipped");
+        return;
+    }
+    const ALPHABET: [char; 24] = [
+        'a', '1', '-', '.', '?', '*', '[', ']', '!', '\'', '"', '\\', '$', '{', '}', ',', '=', '%',
+        '@', ':', '~', '#', '^', '+',
+    ];
+    let mut words: Vec<String> = ALPHABET.iter().map(|c| c.to_string()).collect();
+    for a in ALPHABET {
+        for b in ALPHABET {
+            words.push(format!("{a}{b}"));
+        }
+    }
+    let mut cases = Vec::new();
+    for w in &words {
+        for line in [
+            format!("{w} x"),
+            format!("b=1 {w} x"),
+            format!("x; {w} x"),
+            format!("2>/dev/null {w} x"),
+            format!("x | {w} x"),
+            format!("( {w} x )"),
+            format!("b={w} x"),
+        ] {
+            let a = openmax_core::permissions::unwrap::analyse(&line);
+            if a.unjudgeable.is_empty() {
+                let named: Vec<String> = a.commands.into_iter().map(|c| c.program).collect();
+                cases.push((line, named));
+            }
+        }
+    }
+    // One bash runs every line with `eval`, a syntax error ending only that line.
+    let stage = Stage::new();
+    let mut script = String::from(
+        "command_not_found_handle() { printf '%s\\001' \"$1\" >&3; return 127; }\n\
+         PATH=/nonexistent\n",
+    );
+    for (n, (line, _)) in cases.iter().enumerate() {
+        let hex: String = line.bytes().map(|b| format!("\\x{b:02x}")).collect();
+        script.push_str(&format!(
+            "printf '\\n\\002{n}\\n' >&3\neval $'{hex}' </dev/null >/dev/null 2>&1\n"
+        ));
+    }
+    let (script_path, log) = (stage.root.join("all.sh"), stage.root.join("names.log"));
+    std::fs::write(&script_path, script).unwrap();
+    let status = Command::new("bash")
+        .args(["-c", "exec 3>\"$1\"; . \"$2\"", "_"])
+        .arg(&log)
+        .arg(&script_path)
+        .current_dir(stage.root.join("work"))
+        .env_clear()
+        .env("HOME", stage.root.join("work"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("bash starts");
+    assert!(status.code().is_some(), "bash was killed: {status:?}");
+    let log = String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned();
+    let mut seen = 0;
+    let mut missed = Vec::new();
+    for part in log.split("\n\u{2}").skip(1) {
+        let (n, names) = part.split_once('\n').unwrap_or((part, ""));
+        let (line, named) = &cases[n.parse::<usize>().unwrap()];
+        seen += 1;
+        for name in names.split('\u{1}').filter(|s| !s.is_empty()) {
+            let program_like = name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+            if program_like && !named.iter().any(|p| p == name) {
+                missed.push(format!(
+                    "{line:?}: bash ran {name:?}, the analysis named {named:?}"
+                ));
+            }
+        }
+    }
+    assert_eq!(seen, cases.len(), "bash stopped before the last line");
+    assert!(missed.is_empty(), "{}", missed.join("\n"));
+}

@@ -327,6 +327,17 @@ impl Lexer {
                 }
                 Seg::Quoted(s)
             }
+            // `$$`, the shell's pid, whatever follows it.
+            Some('$') => {
+                self.i += 2;
+                Seg::Quoted("$$".to_string())
+            }
+            // A `$` that starts no expansion (before a blank, an operator or the end) is a `$`,
+            // as bash reads it; the grammar would take the next word for its name (`a=$ rm`).
+            next if next.is_none_or(is_meta) => {
+                self.i += 1;
+                Seg::Quoted("\\$".to_string())
+            }
             _ => {
                 self.i += 1;
                 Seg::Quoted("$".to_string())
@@ -417,6 +428,28 @@ fn render(segs: &[Seg]) -> String {
     s
 }
 
+/// An assignment before a command, with the characters of its value that bash takes as they
+/// are there (no glob, no brace expansion, no comment) but the grammar does not (`b=#[ x`,
+/// `b={$ x`) escaped, which changes nothing for bash.
+fn render_assignment(segs: &[Seg]) -> String {
+    let mut s = String::new();
+    let mut in_value = false;
+    for seg in segs {
+        match seg {
+            Seg::Plain(c) if in_value && matches!(c, '#' | '[' | ']' | '{' | '}') => {
+                s.push('\\');
+                s.push(*c);
+            }
+            Seg::Plain(c) => {
+                in_value |= *c == '=';
+                s.push(*c);
+            }
+            Seg::Quoted(q) => s.push_str(q),
+        }
+    }
+    s
+}
+
 /// A here-document delimiter's value: quotes and backslashes removed.
 fn unquoted(segs: &[Seg]) -> String {
     let mut s = String::new();
@@ -470,7 +503,10 @@ fn is_assignment(segs: &[Seg]) -> bool {
 /// dropped), or as written when it is an assignment before a command, holds no expansion or
 /// would give too many words. An assignment-shaped argument is expanded like any word.
 fn expand_word(segs: &[Seg], assignment: bool) -> String {
-    if assignment || !segs.contains(&Seg::Plain('{')) {
+    if assignment {
+        return render_assignment(segs);
+    }
+    if !segs.contains(&Seg::Plain('{')) {
         return render(segs);
     }
     let mut words = Vec::new();
@@ -616,9 +652,14 @@ mod tests {
 
     #[test]
     fn an_assignment_is_not_brace_expanded() {
-        // As bash has it: `a+={x,y} b={x,y}; echo "$a|$b"` prints `{x,y}|{x,y}`.
-        assert_eq!(normalise("a+={x,y} b={x,y} c"), "a+={x,y} b={x,y} c");
-        assert_eq!(normalise(">f a={x,y} c"), ">f a={x,y} c");
+        // As bash has it: `a+={x,y} b={x,y}; echo "$a|$b"` prints `{x,y}|{x,y}`. The value's
+        // braces, brackets and `#` are escaped for the grammar, which changes nothing for bash.
+        assert_eq!(
+            normalise("a+={x,y} b={x,y} c"),
+            "a+=\\{x,y\\} b=\\{x,y\\} c"
+        );
+        assert_eq!(normalise(">f a={x,y} c"), ">f a=\\{x,y\\} c");
+        assert_eq!(normalise("b=#[$ x[1]=a#] c"), "b=\\#\\[\\$ x[1]=a\\#\\] c");
     }
 
     #[test]
@@ -665,6 +706,11 @@ mod tests {
         );
         assert_eq!(normalise("!ls x; ! ls; echo !x"), "''!ls x;   ls; echo !x");
         assert_eq!(normalise("2>f e?v x; 2 e?v"), "2>f ''e?v x; 2 e?v");
+        // A `$` that starts no expansion is a `$`: the grammar read `a=$ rm` as `a=$rm`.
+        assert_eq!(
+            normalise("a=$ rm; echo $$ $ x$;$(a $)"),
+            "a=\\$ rm; echo $$ \\$ x\\$;$(a \\$)"
+        );
         assert_eq!(
             normalise("cat <([r]m) `[r]m {a,b}`"),
             "cat <(''[r]m) `''[r]m a b`"

@@ -473,7 +473,15 @@ pub const PREFIXES: &[&str] = &[
 ];
 
 /// Prefix assignments.
-pub const ASSIGNS: &[&str] = &["FOO=1", "FOO=1 BAR='a b'", "a[1]=x"];
+pub const ASSIGNS: &[&str] = &[
+    "FOO=1",
+    "FOO=1 BAR='a b'",
+    "a[1]=x",
+    // Values bash takes as written that the grammar once read otherwise.
+    "a=$",
+    "b=#[",
+    "c={$",
+];
 
 /// `find` actions running a simple command.
 pub const TEMPLATES: &[&str] = &[
