@@ -203,6 +203,10 @@ mod tests {
         for c in ["rm -r x", "rm x", "rmdir -rf x", "grep -rf x", "rm -- -rf"] {
             assert!(!matches("rm -rf *", &cmd(c)), "{c}");
         }
+        // A program is its path's last component, and one ending in `/` is kept as written,
+        // as the command side keeps it: never the empty name of `'' -rf x`.
+        assert!(matches("bin/ -rf *", &cmd("bin/ -rf x")));
+        assert!(!matches("bin/ -rf *", &cmd(" -rf x")));
     }
 
     #[test]
