@@ -375,5 +375,14 @@ mod tests {
         assert_eq!(long(&ENV, "uns"), Some(("unset", Arg::Required)));
         assert_eq!(long(&ENV, "s"), Some(("split-string", Arg::Required)));
         assert_eq!(long(&ENV, "d"), None, "debug or default-signal");
+        // An empty name (`--=x`) abbreviates nothing, even where only one long option exists
+        // (getopt refuses it as unrecognised).
+        let one = Opts {
+            short_value: "",
+            short_optional: "",
+            long: &[("only", Arg::Required)],
+        };
+        assert_eq!(long(&one, "on"), Some(("only", Arg::Required)));
+        assert_eq!(long(&one, ""), None);
     }
 }
