@@ -225,14 +225,14 @@ pub fn options(program: &str) -> Option<&'static Opts> {
 }
 
 /// The long option `name` (written after `--`, without `=value`) resolves to: the exact name,
-/// or the only one it abbreviates.
+/// or the only one it abbreviates (as getopt_long reads it: the empty name of `--=x` too).
 pub fn long(opts: &Opts, name: &str) -> Option<(&'static str, Arg)> {
     if let Some(&exact) = opts.long.iter().find(|(n, _)| *n == name) {
         return Some(exact);
     }
     let mut found = opts.long.iter().filter(|(n, _)| n.starts_with(name));
     match (found.next(), found.next()) {
-        (Some(&only), None) if !name.is_empty() => Some(only),
+        (Some(&only), None) => Some(only),
         _ => None,
     }
 }
@@ -375,14 +375,21 @@ mod tests {
         assert_eq!(long(&ENV, "uns"), Some(("unset", Arg::Required)));
         assert_eq!(long(&ENV, "s"), Some(("split-string", Arg::Required)));
         assert_eq!(long(&ENV, "d"), None, "debug or default-signal");
-        // An empty name (`--=x`) abbreviates nothing, even where only one long option exists
-        // (getopt refuses it as unrecognised).
+        // The empty name of `--=x` abbreviates every long option, as getopt_long reads it: the
+        // only one there is, or none where there are several (`env --=x` and `nice --=x` say
+        // "ambiguous").
         let one = Opts {
             short_value: "",
             short_optional: "",
             long: &[("only", Arg::Required)],
         };
         assert_eq!(long(&one, "on"), Some(("only", Arg::Required)));
-        assert_eq!(long(&one, ""), None);
+        assert_eq!(long(&one, ""), Some(("only", Arg::Required)));
+        assert_eq!(long(&ENV, ""), None);
+        for program in [
+            "nice", "timeout", "xargs", "setsid", "stdbuf", "sudo", "time",
+        ] {
+            assert_eq!(long(options(program).unwrap(), ""), None, "{program}");
+        }
     }
 }
