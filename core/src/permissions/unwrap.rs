@@ -305,9 +305,10 @@ fn simple(mut words: Vec<Word>, depth: usize, out: &mut Analysis) {
         }
         if let Some(opts) = wrappers::options(&program) {
             let mut start = skip_options(rest, opts);
-            if program == "timeout" && start < rest.len() {
+            if program == "timeout" {
                 start += 1; // the duration
             }
+            // (A `timeout` with no duration runs nothing: the bound leaves no words.)
             words = rest[start.min(rest.len())..].to_vec();
             continue;
         }
@@ -504,6 +505,9 @@ mod tests {
             texts("timeout --signal=KILL 5s rm -rf x").last().unwrap(),
             "rm -rf x"
         );
+        // Without a duration (or a command after it) there is nothing more to judge.
+        assert_eq!(texts("timeout -k 1"), ["timeout -k 1"]);
+        assert_eq!(texts("timeout 5"), ["timeout 5"]);
         assert_eq!(texts("time -p rm -rf x").last().unwrap(), "rm -rf x");
         assert_eq!(
             texts("sudo -u root nice nohup timeout 5 env A=1 rm -rf x")
