@@ -419,35 +419,76 @@ impl Lexer {
 
 fn render(segs: &[Seg]) -> String {
     let mut s = String::new();
+    // Right after a quoted piece or an expansion (`''`, `"…"`, `$a`, `$?`, `$(…)`), where the
+    // grammar ends a word at a backslash escape (`''\rm` would be the program `''` and the
+    // argument `rm`): such an escape is quoted instead.
+    let mut after_quote = false;
+    // Inside a `$name` (its `$` is a quoted piece of its own, the name plain characters).
+    let mut in_name = false;
     for seg in segs {
         match seg {
-            Seg::Plain(c) => s.push(*c),
-            Seg::Quoted(q) => s.push_str(q),
+            Seg::Plain(c) => {
+                s.push(*c);
+                let name_char = c.is_ascii_alphanumeric() || *c == '_';
+                let special = s.ends_with(&format!("${c}")) && "?-*!@#$".contains(*c);
+                after_quote = (in_name && name_char) || special;
+                in_name = in_name && name_char;
+            }
+            Seg::Quoted(q) => {
+                match escaped(q) {
+                    // Quoted, it is a quoted piece itself: the next escape is quoted too.
+                    Some(c) if after_quote => s.push_str(&quoted_char(c)),
+                    Some(_) => {
+                        s.push_str(q);
+                        after_quote = false;
+                    }
+                    None => {
+                        s.push_str(q);
+                        after_quote = true;
+                    }
+                }
+                in_name = q == "$";
+            }
         }
     }
     s
 }
 
+/// The character a backslash escape (`\c`) stands for.
+fn escaped(q: &str) -> Option<char> {
+    let mut chars = q.strip_prefix('\\')?.chars();
+    let c = chars.next()?;
+    chars.next().is_none().then_some(c)
+}
+
+/// `c` single-quoted (a `'` double-quoted), the same character for bash.
+fn quoted_char(c: char) -> String {
+    if c == '\'' {
+        "\"'\"".to_string()
+    } else {
+        format!("'{c}'")
+    }
+}
+
 /// An assignment before a command, with the characters of its value that bash takes as they
 /// are there (no glob, no brace expansion, no comment) but the grammar does not (`b=#[ x`,
-/// `b={$ x`) escaped, which changes nothing for bash.
+/// `b={$ x`, `b=''[ x`) quoted, which changes nothing for bash.
 fn render_assignment(segs: &[Seg]) -> String {
-    let mut s = String::new();
     let mut in_value = false;
-    for seg in segs {
-        match seg {
+    let quoted: Vec<Seg> = segs
+        .iter()
+        .map(|seg| match seg {
             Seg::Plain(c) if in_value && matches!(c, '#' | '[' | ']' | '{' | '}') => {
-                s.push('\\');
-                s.push(*c);
+                Seg::Quoted(quoted_char(*c))
             }
             Seg::Plain(c) => {
                 in_value |= *c == '=';
-                s.push(*c);
+                seg.clone()
             }
-            Seg::Quoted(q) => s.push_str(q),
-        }
-    }
-    s
+            Seg::Quoted(_) => seg.clone(),
+        })
+        .collect();
+    render(&quoted)
 }
 
 /// A here-document delimiter's value: quotes and backslashes removed.
@@ -653,13 +694,19 @@ mod tests {
     #[test]
     fn an_assignment_is_not_brace_expanded() {
         // As bash has it: `a+={x,y} b={x,y}; echo "$a|$b"` prints `{x,y}|{x,y}`. The value's
-        // braces, brackets and `#` are escaped for the grammar, which changes nothing for bash.
+        // braces, brackets and `#` are quoted for the grammar, which changes nothing for bash.
         assert_eq!(
             normalise("a+={x,y} b={x,y} c"),
-            "a+=\\{x,y\\} b=\\{x,y\\} c"
+            "a+='{'x,y'}' b='{'x,y'}' c"
         );
-        assert_eq!(normalise(">f a={x,y} c"), ">f a=\\{x,y\\} c");
-        assert_eq!(normalise("b=#[$ x[1]=a#] c"), "b=\\#\\[\\$ x[1]=a\\#\\] c");
+        assert_eq!(normalise(">f a={x,y} c"), ">f a='{'x,y'}' c");
+        assert_eq!(normalise("b=#[$ x[1]=a#] c"), "b='#''[''$' x[1]=a'#'']' c");
+        // A backslash escape after a quoted piece or an expansion is quoted too: the grammar
+        // would end the word there.
+        assert_eq!(
+            normalise(r"''\rm x; r''\m; $a\x\y; \r\m; ''\'"),
+            r#"'''r'm x; r'''m'; $a'x''y'; \r\m; ''"'""#
+        );
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub enum Spelling {
     BackslashEach,
     EmptySingleInside,
     EmptyDoubleInside,
+    /// `r''\m`: an empty quote, then the rest each behind a backslash.
+    QuoteThenEscapes,
     HalfQuoted,
     AnsiC,
     AnsiCHex,
@@ -81,7 +83,7 @@ pub enum Spelling {
 }
 
 impl Spelling {
-    pub const ALL: [Spelling; 26] = [
+    pub const ALL: [Spelling; 27] = [
         Spelling::Plain,
         Spelling::SingleQuoted,
         Spelling::DoubleQuoted,
@@ -89,6 +91,7 @@ impl Spelling {
         Spelling::BackslashEach,
         Spelling::EmptySingleInside,
         Spelling::EmptyDoubleInside,
+        Spelling::QuoteThenEscapes,
         Spelling::HalfQuoted,
         Spelling::AnsiC,
         Spelling::AnsiCHex,
@@ -145,6 +148,10 @@ pub fn spell(p: &str, s: Spelling, dir: &str) -> String {
         Spelling::BackslashEach => p.chars().map(|c| format!("\\{c}")).collect(),
         Spelling::EmptySingleInside => format!("{first}''{rest}"),
         Spelling::EmptyDoubleInside => format!("{first}\"\"{rest}"),
+        Spelling::QuoteThenEscapes => format!(
+            "{first}''{}",
+            rest.chars().map(|c| format!("\\{c}")).collect::<String>()
+        ),
         Spelling::HalfQuoted => format!("\"{first}\"'{rest}'"),
         Spelling::AnsiC => format!("$'{p}'"),
         Spelling::AnsiCHex => format!(
