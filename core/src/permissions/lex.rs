@@ -20,6 +20,11 @@
 //!   assignment. (`/usr/bin/time` and `env time` are programs, left to the wrappers.)
 //! - A here-string (`<<< x`, which the grammar does not read after a compound command or
 //!   another redirection) is written as an input redirection (`< x`): the same commands run.
+//! - Where the grammar would split or join words bash does not, a character is written in
+//!   another quoting that means the same to bash: a `$` that starts no expansion is `\$`
+//!   (`a=$ rm` is no `a=$rm`); a backslash escape right after a quoted piece or an expansion is
+//!   single-quoted (`''\rm` is `'''r'm`, one word); the `#`, brackets and braces of an
+//!   assignment's value before a command are single-quoted (`b=#[ x`).
 //! - Everything else is copied as written: quotes, substitutions, here-document bodies.
 //! - Pure and total: any text gives a text.
 
