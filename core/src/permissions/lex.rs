@@ -433,9 +433,10 @@ fn render(segs: &[Seg]) -> String {
     for seg in segs {
         match seg {
             Seg::Plain(c) => {
+                // `$?`, `$-`, …: a special parameter's one character.
+                let special = "?-*!@#$".contains(*c) && s.ends_with('$');
                 s.push(*c);
                 let name_char = c.is_ascii_alphanumeric() || *c == '_';
-                let special = s.ends_with(&format!("${c}")) && "?-*!@#$".contains(*c);
                 after_quote = (in_name && name_char) || special;
                 in_name = in_name && name_char;
             }
@@ -709,8 +710,8 @@ mod tests {
         // A backslash escape after a quoted piece or an expansion is quoted too: the grammar
         // would end the word there.
         assert_eq!(
-            normalise(r"''\rm x; r''\m; $a\x\y; \r\m; ''\'"),
-            r#"'''r'm x; r'''m'; $a'x''y'; \r\m; ''"'""#
+            normalise(r"''\rm x; r''\m; $a\x\y; \r\m; ''\'; $?\x $b_\x"),
+            r#"'''r'm x; r'''m'; $a'x''y'; \r\m; ''"'"; ''$?'x' $b_'x'"#
         );
     }
 
