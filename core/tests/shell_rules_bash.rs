@@ -311,12 +311,18 @@ fn the_programs_bash_runs_are_among_those_the_analysis_names() {
     assert!(status.code().is_some(), "bash was killed: {status:?}");
     let log = String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned();
     let mut seen = 0;
+    let mut recorded = 0;
     let mut missed = Vec::new();
     for part in log.split("\n\u{2}").skip(1) {
         let (n, names) = part.split_once('\n').unwrap_or((part, ""));
         let (line, named) = &cases[n.parse::<usize>().unwrap()];
         seen += 1;
+        if line == "a x" {
+            // The control: the plainest line's program is recorded, so the handler works.
+            assert_eq!(names, "a\u{1}", "bash did not record `a x`");
+        }
         for name in names.split('\u{1}').filter(|s| !s.is_empty()) {
+            recorded += 1;
             let program_like = name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
@@ -328,5 +334,6 @@ fn the_programs_bash_runs_are_among_those_the_analysis_names() {
         }
     }
     assert_eq!(seen, cases.len(), "bash stopped before the last line");
+    assert!(recorded >= cases.len(), "only {recorded} programs recorded");
     assert!(missed.is_empty(), "{}", missed.join("\n"));
 }

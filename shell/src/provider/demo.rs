@@ -339,6 +339,15 @@ mod tests {
         });
     }
 
+    /// The events of the first request's stream, each `data:` line parsed.
+    fn first_events() -> Vec<Value> {
+        let text = String::from_utf8(sse_bytes(&start(), 1, 1)).unwrap();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+
     fn start() -> ModelRequest {
         ModelRequest {
             system: "sys".into(),
@@ -390,12 +399,7 @@ mod tests {
     /// bytes a token, rounded up.
     #[test]
     fn the_output_tokens_count_every_streamed_byte() {
-        let text = String::from_utf8(sse_bytes(&start(), 1, 1)).unwrap();
-        let events: Vec<Value> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .map(|d| serde_json::from_str(d).unwrap())
-            .collect();
+        let events = first_events();
         let streamed: usize = events
             .iter()
             .filter(|ev| ev["type"] == "content_block_delta")
@@ -432,11 +436,8 @@ mod tests {
     /// A call's arguments arrive in two deltas of about half each, as a real stream splits them.
     #[test]
     fn the_arguments_stream_in_two_halves() {
-        let text = String::from_utf8(sse_bytes(&start(), 1, 1)).unwrap();
-        let parts: Vec<String> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        let parts: Vec<String> = first_events()
+            .into_iter()
             .filter(|ev| ev["delta"]["type"] == "input_json_delta")
             .map(|ev| ev["delta"]["partial_json"].as_str().unwrap().to_string())
             .collect();
@@ -449,12 +450,10 @@ mod tests {
     /// as the Messages API does, and every delta and stop names the block that is open.
     #[test]
     fn the_stream_numbers_its_blocks_in_order_and_each_event_names_the_open_one() {
-        let bytes = sse_bytes(&start(), 1, 1);
-        let text = String::from_utf8(bytes).unwrap();
         let mut open: Option<u64> = None;
         let mut started = Vec::new();
-        for data in text.lines().filter_map(|l| l.strip_prefix("data: ")) {
-            let ev: Value = serde_json::from_str(data).unwrap();
+        for ev in first_events() {
+            let data = ev.to_string();
             let index = ev["index"].as_u64();
             match ev["type"].as_str().unwrap() {
                 "content_block_start" => {
