@@ -147,7 +147,8 @@ fn can_run(layer: &Layer) -> bool {
         | Layer::ShellDouble(t)
         | Layer::EnvSplit(t)
         | Layer::Context(t)
-        | Layer::Assign(t) => *t,
+        | Layer::Assign(t)
+        | Layer::Between(t) => *t,
     };
     let first = text.split_whitespace().next().unwrap_or("");
     let interactive = text.contains("-ok");

@@ -8,7 +8,9 @@
 //!   assignments and double-quoted strings. The walk is iterative, so nesting depth cannot
 //!   overflow the stack.
 //! - Prefix assignments (`FOO=1 rm`) and redirections (`>f`, `2>&1`, `<<EOF`) are not words of
-//!   the command; the commands inside them are still found.
+//!   the command; the commands inside them are still found. A redirection may stand anywhere
+//!   among the words: those after its target are still the command's (`rm >f -rf x` is `rm -rf
+//!   x`; the grammar hangs them on the redirection).
 //! - The text first goes through bash's pre-parse steps ([`super::lex`]: line continuations,
 //!   `$"…"`, brace expansion), so `r\⏎m` and `{rm,}` are the word `rm`.
 //! - A word's value is what bash passes after quote removal (`'r'm`, `"rm"`, `\rm` and `r""m`
@@ -116,11 +118,80 @@ fn command_words(node: Node, src: &[u8]) -> Vec<Word> {
     for arg in node.children_by_field_name("argument", &mut cursor) {
         words.push(word(arg, src));
     }
+    words.extend(
+        words_after_redirections(node)
+            .into_iter()
+            .map(|w| word(w, src)),
+    );
     if !named && words.len() == 1 {
         // Only a missing name: no command.
         words.clear();
     }
     words
+}
+
+/// The words the grammar hangs on a redirection after the command it belongs to (`rm >f -rf x`
+/// is a `redirected_statement` whose `file_redirect` has the destinations `f`, `-rf` and `x`):
+/// every destination after a redirection's first, and a here-document's trailing words (with
+/// those of a redirection nested in it), in source order; also where the grammar hangs the
+/// redirection on a list or pipeline the command ends. Bash takes a redirection out
+/// wherever it stands, so they are the command's arguments.
+fn words_after_redirections(command: Node) -> Vec<Node> {
+    // The grammar hangs the redirection on a whole list or pipeline that ends with the command
+    // (`a && rm >f -rf x`); bash, on the command.
+    let mut body = command;
+    let statement = loop {
+        let Some(parent) = body.parent() else {
+            return Vec::new();
+        };
+        match parent.kind() {
+            "redirected_statement" if parent.child_by_field_name("body") == Some(body) => {
+                break parent
+            }
+            "list" | "pipeline"
+                if parent.named_child(parent.named_child_count().saturating_sub(1))
+                    == Some(body) =>
+            {
+                body = parent
+            }
+            _ => return Vec::new(),
+        }
+    };
+    let mut out = Vec::new();
+    let mut cursor = statement.walk();
+    for redirect in statement.children_by_field_name("redirect", &mut cursor) {
+        trailing_words(redirect, &mut out);
+    }
+    out
+}
+
+/// `redirect`'s trailing words onto `out`, nested redirections at their place (iterative, as
+/// the walk is).
+fn trailing_words<'t>(redirect: Node<'t>, out: &mut Vec<Node<'t>>) {
+    // Each open redirection: the node, its next child, the destinations seen.
+    let mut open = vec![(redirect, 0usize, 0usize)];
+    while let Some((node, i, destinations)) = open.pop() {
+        let Some(child) = node.child(i) else {
+            continue;
+        };
+        let mut seen = destinations;
+        let mut nested = None;
+        match node.field_name_for_child(i as u32) {
+            Some("destination") => {
+                seen += 1;
+                if seen > 1 {
+                    out.push(child);
+                }
+            }
+            Some("argument") if node.kind() == "heredoc_redirect" => out.push(child),
+            Some("redirect") => nested = Some(child),
+            _ => {}
+        }
+        open.push((node, i + 1, seen));
+        if let Some(child) = nested {
+            open.push((child, 0, 0));
+        }
+    }
 }
 
 fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {

@@ -53,6 +53,9 @@ const RESERVED: &[&str] = &[
     "if", "then", "else", "elif", "do", "while", "until", "!", "{", "time",
 ];
 
+/// Words that start a compound command (with `(`, a metacharacter).
+const COMPOUND: &[&str] = &["{", "while", "until", "if", "for", "case", "select", "[["];
+
 /// One piece of a word: an unquoted character (which brace expansion may act on), or text
 /// copied as written (a quoted string, an escaped character, a substitution).
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +86,9 @@ impl Lexer {
         let mut command_position = true;
         // The next word is a redirection's target.
         let mut redirect_target = false;
+        // A reserved word is read as one here: the first word of a command, or the word after
+        // another reserved word (`a=1 time x` and `>f ! x` run programs named `time` and `!`).
+        let mut keywords = true;
         while let Some(ch) = self.peek(0) {
             match ch {
                 '\\' if self.peek(1) == Some('\n') => {
@@ -96,6 +102,7 @@ impl Lexer {
                         out.push(' ');
                     }
                     command_position = true;
+                    keywords = true;
                 }
                 ' ' | '\t' => {
                     self.i += 1;
@@ -105,12 +112,14 @@ impl Lexer {
                     self.i += 1;
                     out.push(ch);
                     command_position = true;
+                    keywords = true;
                 }
                 '(' => {
                     self.i += 1;
                     depth += 1;
                     out.push(ch);
                     command_position = true;
+                    keywords = true;
                     redirect_target = false;
                 }
                 ')' => {
@@ -122,10 +131,12 @@ impl Lexer {
                     depth = depth.saturating_sub(1);
                     // After a `case` pattern.
                     command_position = true;
+                    keywords = true;
                 }
                 '<' if self.peek(1) == Some('<') && self.peek(2) != Some('<') => {
                     self.i += 2;
                     out.push_str("<<");
+                    keywords = false;
                     let strip = self.peek(0) == Some('-');
                     if strip {
                         self.i += 1;
@@ -148,11 +159,13 @@ impl Lexer {
                     // redirection; `<` reads a file instead, which runs the same commands.
                     out.push('<');
                     redirect_target = true;
+                    keywords = false;
                 }
                 '<' | '>' => {
                     self.i += 1;
                     out.push(ch);
                     redirect_target = true;
+                    keywords = false;
                 }
                 // A word runs to the next metacharacter, so a `#` here starts a word: a comment.
                 '#' => {
@@ -167,15 +180,42 @@ impl Lexer {
                 _ => {
                     let segs = self.word();
                     let written = render(&segs);
+                    let at_keyword = command_position && !redirect_target && keywords;
+                    let keyword = |k: &str| at_keyword && plain(&segs, k);
                     // `!` and `time` before a command change its status or report its time,
                     // not what runs; the grammar reads neither before a compound command.
-                    if command_position && !redirect_target && written == "!" {
+                    if keyword("!") {
                         out.push(' ');
                         continue;
                     }
-                    if command_position && !redirect_target && written == "time" {
-                        self.i += self.time_option();
+                    if keyword("time") {
+                        self.i += self.time_options();
                         out.push(' ');
+                        continue;
+                    }
+                    // `coproc` runs its command in the background: the grammar does not know
+                    // it, and reads the command as its arguments.
+                    if keyword("coproc") {
+                        out.push(' ');
+                        // Bash rejects `coproc coproc x`; reading it as one is the stricter.
+                        loop {
+                            let start = self.i;
+                            while matches!(self.peek(0), Some(' ' | '\t')) {
+                                self.i += 1;
+                            }
+                            if !plain(&self.word(), "coproc") {
+                                self.i = start;
+                                break;
+                            }
+                            out.push(' ');
+                        }
+                        let (name, compound) = self.coproc_name();
+                        match name {
+                            Some(name) => out.push_str(&name),
+                            // A simple command: its first word is a command name, never a
+                            // reserved word (`coproc time x` runs a program `time`).
+                            None => keywords = compound,
+                        }
                         continue;
                     }
                     // The grammar reads a command name holding `[` as a test or a subscript,
@@ -201,7 +241,7 @@ impl Lexer {
                         && matches!(self.peek(0), Some('<' | '>'));
                     if redirect_target {
                         redirect_target = false;
-                    } else if !descriptor {
+                    } else if !descriptor && !written.is_empty() {
                         if command_position && written == "case" {
                             cases += 1;
                         }
@@ -211,22 +251,70 @@ impl Lexer {
                         command_position = command_position
                             && (is_assignment(&segs) || RESERVED.contains(&written.as_str()));
                     }
+                    keywords = RESERVED.iter().any(|r| keyword(r));
                 }
             }
         }
         out
     }
 
-    /// After the reserved word `time`: how many characters its `-p` takes (0 without one).
-    fn time_option(&self) -> usize {
-        let rest: String = self.c[self.i..].iter().collect();
-        let blanks = |t: &str| t.chars().take_while(|c| matches!(c, ' ' | '\t')).count();
-        let skip = blanks(&rest);
-        let after: String = rest.chars().skip(skip).collect();
-        match after.strip_prefix("-p") {
-            Some(p) if p.is_empty() || p.starts_with([' ', '\t', '\n', ';', '&', '|']) => skip + 2,
-            _ => 0,
+    /// After the reserved word `time`: how many characters its options take, `-p` then `--`,
+    /// each optional (0 without either), as bash's parser reads them.
+    fn time_options(&self) -> usize {
+        let mut k = self.i;
+        for option in [['-', 'p'], ['-', '-']] {
+            let mut j = k;
+            while matches!(self.c.get(j), Some(' ' | '\t')) {
+                j += 1;
+            }
+            if self.c.get(j..j + 2) == Some(&option[..])
+                && self.c.get(j + 2).is_none_or(|c| is_meta(*c))
+            {
+                k = j + 2;
+            }
         }
+        k - self.i
+    }
+
+    /// After the reserved word `coproc`: its optional name, which bash reads only before a
+    /// compound command (`coproc n { x; }`; `coproc n x` runs `n`). Returns what to write for
+    /// the name, consumed (`None`: no name; blanks for a name that runs nothing; `: NAME;` for
+    /// one with a substitution, which bash runs), and whether a compound command follows.
+    fn coproc_name(&mut self) -> (Option<String>, bool) {
+        let start = self.i;
+        let compound = |lx: &mut Lexer| {
+            while matches!(lx.peek(0), Some(' ' | '\t')) {
+                lx.i += 1;
+            }
+            if lx.peek(0) == Some('(') {
+                return true;
+            }
+            let word = lx.word();
+            COMPOUND.iter().any(|k| plain(&word, k))
+        };
+        if compound(self) {
+            self.i = start;
+            return (None, true);
+        }
+        self.i = start;
+        while matches!(self.peek(0), Some(' ' | '\t')) {
+            self.i += 1;
+        }
+        let name = self.word();
+        let after_name = self.i;
+        if name.is_empty() || !compound(self) {
+            self.i = start;
+            return (None, false);
+        }
+        self.i = after_name;
+        let written = render(&name);
+        let runs = written.contains("$(") || written.contains('`');
+        let name = if runs {
+            format!(": {written};")
+        } else {
+            " ".repeat(written.chars().count())
+        };
+        (Some(name), true)
     }
 
     /// Copy the bodies of the pending here-documents, line by line, up to their delimiters.
@@ -307,8 +395,7 @@ impl Lexer {
             }
             Some('(') => {
                 self.i += 2;
-                let inner = self.normal(true);
-                Seg::Quoted(format!("$({inner}"))
+                Seg::Quoted(substitution(&self.normal(true)))
             }
             Some('{') => {
                 self.i += 2;
@@ -375,8 +462,7 @@ impl Lexer {
                 },
                 '$' if self.peek(1) == Some('(') => {
                     self.i += 2;
-                    s.push_str("$(");
-                    s.push_str(&self.normal(true));
+                    s.push_str(&substitution(&self.normal(true)));
                 }
                 '`' => {
                     self.i += 1;
@@ -396,6 +482,8 @@ impl Lexer {
         let raw = self.until_quote("`", '`', true);
         // A lone opening backquote (the line ends inside it) has no closing one to strip.
         match raw.strip_prefix('`').and_then(|r| r.strip_suffix('`')) {
+            // An empty substitution expands to nothing; the grammar joins the next word to it.
+            Some(body) if body.trim().is_empty() => String::new(),
             Some(body) => format!("`{}`", normalise(body)),
             None => raw,
         }
@@ -419,6 +507,16 @@ impl Lexer {
             }
         }
         s
+    }
+}
+
+/// A `$(…)` substitution from its normalised body (the closing `)` included): an empty one
+/// expands to nothing, as bash has it (the grammar would join the next word to `$()`).
+fn substitution(body: &str) -> String {
+    if body.trim_start() == ")" {
+        String::new()
+    } else {
+        format!("$({body}")
     }
 }
 
@@ -487,6 +585,9 @@ fn render_assignment(segs: &[Seg]) -> String {
             Seg::Plain(c) if in_value && matches!(c, '#' | '[' | ']' | '{' | '}') => {
                 Seg::Quoted(quoted_char(*c))
             }
+            Seg::Quoted(q) if in_value && matches!(escaped(q), Some(' ' | '\t')) => {
+                Seg::Quoted(quoted_char(q.chars().nth(1).unwrap_or(' ')))
+            }
             Seg::Plain(c) => {
                 in_value |= *c == '=';
                 seg.clone()
@@ -520,6 +621,15 @@ fn unquoted(segs: &[Seg]) -> String {
         }
     }
     s
+}
+
+/// `segs` is `word` written plainly, no character quoted (a reserved word only counts so).
+fn plain(segs: &[Seg], word: &str) -> bool {
+    segs.len() == word.chars().count()
+        && segs
+            .iter()
+            .zip(word.chars())
+            .all(|(s, c)| *s == Seg::Plain(c))
 }
 
 /// An assignment word (`NAME=…`, `NAME+=…`, `NAME[…]=…`): bash does not brace-expand it.
@@ -853,7 +963,8 @@ mod tests {
         assert_eq!(normalise("echo \"abc"), "echo \"abc");
         assert_eq!(normalise("echo abc\\"), "echo abc\\");
         assert_eq!(normalise("echo `"), "echo `");
-        assert_eq!(normalise("echo `` `{a,b}"), "echo `` `{a,b}");
+        // The empty substitution expands to nothing; the lone backquote runs to the end.
+        assert_eq!(normalise("echo `` `{a,b}"), "echo  `{a,b}");
     }
 
     #[test]

@@ -208,6 +208,9 @@ pub enum Layer {
     /// Prefix assignments before a simple command (a wrapper after them goes through a shell:
     /// `xargs FOO=1 rm` would run a program named `FOO=1`).
     Assign(&'static str),
+    /// A redirection between a simple command's first word and the rest (`rm >/dev/null -rf
+    /// x`): bash takes it out wherever it stands, the words around it stay one command.
+    Between(&'static str),
 }
 
 /// Every wrapper form the parser must see through, as `Prefix` strings. The value an option
@@ -488,6 +491,17 @@ pub const ASSIGNS: &[&str] = &[
     "a=$",
     "b=#[",
     "c={$",
+    "d=\\ ",
+];
+
+/// Redirections put between a simple command's first word and the rest.
+pub const BETWEEN: &[&str] = &[
+    ">/dev/null",
+    "2>&1",
+    ">&2",
+    "&>/dev/null",
+    "<<<x",
+    "2>/dev/null",
 ];
 
 /// `find` actions running a simple command.
@@ -563,6 +577,14 @@ pub const CONTEXTS: &[&str] = &[
     "{} >/dev/null 2>&1",
     "{} <<< x",
     "time {}",
+    "time -p {}",
+    "time -- {}",
+    "time -p -- {}",
+    "coproc {}; wait",
+    "coproc { {}; }; wait",
+    "coproc n { {}; }; wait",
+    "coproc ( {} ); wait",
+    "coproc n ( {} ); wait",
     "{} # rm -rf",
     "echo `{}`",
 ];
@@ -598,6 +620,19 @@ pub fn apply(layer: Layer, line: &Line) -> Option<Line> {
             simple_only(&|inner| format!("{a} {inner}")).map(|l| Line { simple: false, ..l })
         }
         Layer::Template(t) => simple_only(&|inner| t.replacen("{}", inner, 1)),
+        Layer::Between(r) => {
+            // Only where the first word is plain to see: no quote, substitution or brace
+            // group runs past its first blank.
+            let (first, rest) = line.text.split_once(' ')?;
+            let whole = first.matches(['\'', '"']).count() % 2 == 0
+                && !first.ends_with('\\')
+                && !first.contains(['`', '(', '{', '\n']);
+            (line.simple && whole).then(|| Line {
+                text: format!("{first} {r} {rest}"),
+                simple: true,
+                unjudgeable: line.unjudgeable,
+            })
+        }
         Layer::ShellSingle(t) => Some(Line {
             text: t.replace("{}", &sq(&line.text)),
             simple: true,
@@ -653,6 +688,7 @@ pub fn all_layers() -> Vec<Layer> {
     v.extend(ENV_SPLIT.iter().map(|t| Layer::EnvSplit(t)));
     v.extend(CONTEXTS.iter().map(|c| Layer::Context(c)));
     v.extend(ASSIGNS.iter().map(|a| Layer::Assign(a)));
+    v.extend(BETWEEN.iter().map(|r| Layer::Between(r)));
     v
 }
 
