@@ -10,7 +10,8 @@
 //!   their parsers read them ([`super::wrappers`]: values attached or separate, inside a
 //!   cluster, long names abbreviated), repeatedly. Each level is reported, so a rule naming the
 //!   wrapper still matches.
-//! - `find … -exec|-execdir|-ok|-okdir CMD … ;|+` reports `CMD …` as well.
+//! - `find … -exec|-execdir|-ok|-okdir CMD … ;|+` reports `CMD …` as well; `trap ACTION
+//!   SIGNAL…` has its action parsed as a `-c` script (bash runs it when the signal comes).
 //! - A shell (`sh`, `bash`, `dash`, `zsh`, `ksh`, `mksh`, `ash`, `yash`, `posh`) with `-c`
 //!   and a literal script has that script parsed the same way, up to [`MAX_DEPTH`] levels.
 //! - The program is its path's last component: `/bin/rm` and `./rm` are `rm`. A command name
@@ -18,7 +19,8 @@
 //!   is also read as the first wrapper or shell it may name; a glob in the directory alone
 //!   (`/b?n/rm`) leaves the program known.
 //! - Unjudgeable, with a reason in [`Analysis::unjudgeable`]: a command name computed at run
-//!   time (a variable, a substitution, a glob), `eval`, `source`/`.`, a shell reading its
+//!   time (a variable, a substitution, a glob, `xargs -I R` with `R` in it), `eval`, a
+//!   computed `trap` action, `source`/`.`, a shell reading its
 //!   commands from stdin (`… | sh`) or from a script file, a shell whose `-c` script is computed,
 //!   nesting deeper than [`MAX_DEPTH`], and a line that does not parse. The commands that were
 //!   recognised are still reported (a static `eval` string is also parsed).
@@ -96,7 +98,7 @@ const SHELLS: &[&str] = &[
 fn known_programs() -> impl Iterator<Item = &'static str> {
     const OTHERS: &[&str] = &[
         "env", "command", "builtin", "busybox", "nohup", "setsid", "exec", "nice", "timeout",
-        "time", "sudo", "doas", "stdbuf", "ionice", "xargs", "eval", "source", ".", "find",
+        "time", "sudo", "doas", "stdbuf", "ionice", "xargs", "eval", "source", ".", "find", "trap",
     ];
     OTHERS.iter().chain(SHELLS).copied()
 }
@@ -308,6 +310,19 @@ fn simple(mut words: Vec<Word>, depth: usize, out: &mut Analysis) {
             if program == "timeout" {
                 start += 1; // the duration
             }
+            // `xargs -I R` puts its input where `R` stands, in the command name too.
+            if program == "xargs" {
+                let name = rest.get(start).map(|w| w.text.as_str()).unwrap_or("");
+                if let Some(r) = xargs_replace(rest, opts)
+                    .into_iter()
+                    .find(|r| name.contains(r.as_str()))
+                {
+                    out.unjudgeable.push(format!(
+                        "the command name is computed when it runs: `xargs` replaces {r} in {name}"
+                    ));
+                    return;
+                }
+            }
             // (A `timeout` with no duration runs nothing: the bound leaves no words.)
             words = rest[start.min(rest.len())..].to_vec();
             continue;
@@ -325,11 +340,79 @@ fn simple(mut words: Vec<Word>, depth: usize, out: &mut Analysis) {
                 .unjudgeable
                 .push(format!("`{program}` runs the commands of a file")),
             "find" => find_exec(rest, depth, out),
+            "trap" => trap(rest, depth, out),
             p if SHELLS.contains(&p) => shell(p, rest, depth, out),
             _ => {}
         }
         return;
     }
+}
+
+/// The replace strings `xargs` is given (`-I R`, `-IR`, `-iR`, a bare `-i`, `--replace=R`, a
+/// bare `--replace`: `{}`), read as its options are.
+fn xargs_replace(args: &[Word], opts: &wrappers::Opts) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        if w.dynamic {
+            break;
+        }
+        let t = w.text.as_str();
+        let long = t
+            .strip_prefix("--")
+            .and_then(|n| wrappers::long(opts, n.split('=').next().unwrap_or(n)))
+            .map(|(full, _)| full);
+        match wrappers::step(opts, t) {
+            Step::Operand | Step::EndOfOptions => break,
+            Step::Option { takes_next, value } => {
+                match value {
+                    Some((name, r)) if matches!(name.as_str(), "I" | "i" | "replace") => {
+                        found.push(r)
+                    }
+                    Some(_) => {}
+                    // The option taking the next word is the cluster's last letter.
+                    None if takes_next => {
+                        if long.is_none() && t.ends_with('I') {
+                            found.extend(args.get(i + 1).map(|n| n.text.clone()));
+                        }
+                    }
+                    None if long == Some("replace") || (long.is_none() && t.ends_with('i')) => {
+                        found.push("{}".to_string())
+                    }
+                    None => {}
+                }
+                i += if takes_next { 2 } else { 1 };
+            }
+        }
+    }
+    found.retain(|r| !r.is_empty());
+    found
+}
+
+/// `trap ACTION SIGNAL…`: bash runs `ACTION` as a command line when a signal comes (`EXIT`:
+/// when the shell ends); it is parsed as a `-c` script is. A mere `-`, a signal number first,
+/// one operand, `-l` or `-p` set no action.
+fn trap(args: &[Word], depth: usize, out: &mut Analysis) {
+    let start = match args.first() {
+        Some(w) if !w.dynamic && w.text == "--" => 1,
+        Some(w) if !w.dynamic && w.text.len() > 1 && w.text.starts_with('-') => return,
+        _ => 0,
+    };
+    let [action, _, ..] = &args[start.min(args.len())..] else {
+        return;
+    };
+    if action.dynamic {
+        out.unjudgeable.push(format!(
+            "`trap` runs a command computed when it runs: {}",
+            action.text
+        ));
+        return;
+    }
+    let t = action.text.as_str();
+    if t == "-" || (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())) {
+        return;
+    }
+    script(t, depth + 1, out);
 }
 
 /// `find`'s `-exec`-style actions.
@@ -599,6 +682,75 @@ mod tests {
             }
         }
         assert!(misread.is_empty(), "{}", misread.join("\n"));
+    }
+
+    /// Every spelling of `xargs`'s replace option makes a command name holding its string
+    /// computed (the input is put there); the same string among the arguments only, or an
+    /// option that is no replace option, leaves the name judged.
+    #[test]
+    fn xargs_replacing_in_the_command_name_is_unjudgeable() {
+        for (opts, r) in [
+            ("-I{}", "{}"),
+            ("-I {}", "{}"),
+            ("-IX", "X"),
+            ("-I X", "X"),
+            ("-0I X", "X"),
+            ("-0IX", "X"),
+            ("-i", "{}"),
+            ("-iX", "X"),
+            ("-0i", "{}"),
+            ("-t -i", "{}"),
+            ("--replace", "{}"),
+            ("--replace=X", "X"),
+            ("--rep", "{}"),
+            ("--rep=X", "X"),
+            ("-n1 -I X", "X"),
+            ("-I X -n1", "X"),
+        ] {
+            for computed in [
+                format!("xargs {opts} {r} -rf x"),
+                format!("xargs {opts} a{r}b x"),
+            ] {
+                assert!(!judged(&computed), "{computed}");
+            }
+            let named = format!("xargs {opts} rm -rf {r}");
+            assert!(judged(&named), "{named}");
+            assert_eq!(texts(&named).last().unwrap(), &format!("rm -rf {r}"));
+        }
+        for line in [
+            "xargs {} -rf x",
+            "xargs -n1 1 x",
+            "xargs -ni i x",
+            "xargs -a I I x",
+        ] {
+            assert!(judged(line), "{line}");
+        }
+    }
+
+    /// A trap's action is parsed as a script; forms that set no action run nothing.
+    #[test]
+    fn a_trap_action_is_parsed_as_a_script() {
+        for line in [
+            "trap 'rm -rf x' EXIT",
+            "trap -- 'rm -rf x' EXIT",
+            "trap 'rm -rf x' INT TERM",
+            "trap \"rm -rf x\" 0",
+            "t?ap 'rm -rf x' EXIT",
+        ] {
+            assert_eq!(texts(line).last().unwrap(), "rm -rf x", "{line}");
+        }
+        assert!(judged("trap 'rm -rf x' EXIT"));
+        for line in [
+            "trap 'rm -rf x'",
+            "trap - EXIT",
+            "trap 0 'rm -rf x'",
+            "trap -p 'rm -rf x' EXIT",
+            "trap -l",
+            "trap",
+        ] {
+            assert_eq!(texts(line).len(), 1, "{line}: {:?}", texts(line));
+        }
+        assert!(!judged("trap \"$X\" EXIT"));
     }
 
     fn shell_quote(s: &str) -> String {

@@ -533,6 +533,8 @@ pub const SHELL_SINGLE: &[&str] = &[
     "bash -c -- {}",
     "bash -c {} name",
     "bash -c {} name a b",
+    "trap {} EXIT",
+    "trap -- {} EXIT",
     "sh -ec {}",
     "zsh -c {}",
     "ksh -c {}",
