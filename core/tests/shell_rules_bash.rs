@@ -243,10 +243,10 @@ fn composed_lines_bash_runs_are_denied() {
 }
 
 /// Every line the analysis judges, built from a command word of up to two of 34 characters
-/// (quotes, `$`, braces, globs, `!`, `=`, `#`, operators, blanks, …) in 18 places (first,
+/// (quotes, `$`, braces, globs, `!`, `=`, `#`, operators, blanks, …) in 21 places (first,
 /// after an assignment, after another command, after a redirection, in a pipeline, in a
 /// subshell, as an assignment's value, after `coproc` and `time --`, before a redirection and
-/// the rest of its command, …), is run by bash with no program to be found: bash's
+/// the rest of its command, before a substitution in a here-document or a `${…}`, …), is run by bash with no program to be found: bash's
 /// `command_not_found_handle` records each program it would have run. Each recorded name made
 /// of program characters must be among the programs the analysis names, or a rule on that
 /// program could not see it (`a=$ rm` was read as `a=$rm`, `rm >f -rf x` as `rm` alone).
@@ -288,6 +288,9 @@ fn the_programs_bash_runs_are_among_those_the_analysis_names() {
             format!("{w} >/dev/null x"),
             format!("x {w} >/dev/null x"),
             format!("b=1 >/dev/null {w} x"),
+            format!(": <<E\n{w}$(x)\nE"),
+            format!(": <<-E\n\t{w}`x` x\nE"),
+            format!("x ${{a:-{w}`x`}}"),
         ] {
             let a = openmax_core::permissions::unwrap::analyse(&line);
             if a.unjudgeable.is_empty() {

@@ -460,9 +460,10 @@ mod tests {
             names("echo $(rm -rf x)"),
             vec!["echo <$(rm -rf x)>", "rm -rf x"]
         );
+        // (A backquoted substitution is written `$(…)` before parsing.)
         assert_eq!(
             names("echo `rm -rf x`"),
-            vec!["echo <`rm -rf x`>", "rm -rf x"]
+            vec!["echo <$(rm -rf x)>", "rm -rf x"]
         );
         assert_eq!(names("( rm -rf x )"), vec!["rm -rf x"]);
         assert_eq!(names("{ rm -rf x; }"), vec!["rm -rf x"]);

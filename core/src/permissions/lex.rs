@@ -41,11 +41,20 @@ pub fn normalise(src: &str) -> String {
     lx.normal(false)
 }
 
+/// A here-document whose body is still to come.
+struct Heredoc {
+    delimiter: String,
+    /// `<<-`: leading tabs are stripped.
+    strip: bool,
+    /// The delimiter is unquoted: bash expands the body (its substitutions run).
+    expands: bool,
+}
+
 struct Lexer {
     c: Vec<char>,
     i: usize,
-    /// Here-documents whose bodies start after the next newline: (delimiter, tabs stripped).
-    heredocs: Vec<(String, bool)>,
+    /// Here-documents whose bodies start after the next newline.
+    heredocs: Vec<Heredoc>,
 }
 
 /// Words after which a command name may follow.
@@ -150,7 +159,12 @@ impl Lexer {
                     let delimiter = unquoted(&segs);
                     out.push_str(&render(&segs));
                     if !delimiter.is_empty() {
-                        self.heredocs.push((delimiter, strip));
+                        let expands = segs.iter().all(|s| matches!(s, Seg::Plain(_)));
+                        self.heredocs.push(Heredoc {
+                            delimiter,
+                            strip,
+                            expands,
+                        });
                     }
                 }
                 '<' if self.peek(1) == Some('<') && self.peek(2) == Some('<') => {
@@ -318,8 +332,16 @@ impl Lexer {
     }
 
     /// Copy the bodies of the pending here-documents, line by line, up to their delimiters.
+    ///
+    /// The grammar misses substitutions in a body (one after a leading blank, `\t$(x)`, is
+    /// read as text), so an expanded body's substitutions are written after the last
+    /// delimiter as the arguments of a `:` command, which the grammar reads as any other, and
+    /// the body itself is left out.
     fn heredoc_bodies(&mut self, out: &mut String) {
-        for (delimiter, strip) in std::mem::take(&mut self.heredocs) {
+        let mut substitutions = Vec::new();
+        for doc in std::mem::take(&mut self.heredocs) {
+            let mut body = String::new();
+            let mut closing = None;
             while self.i < self.c.len() {
                 let mut line = String::new();
                 while let Some(c) = self.peek(0) {
@@ -329,17 +351,36 @@ impl Lexer {
                         break;
                     }
                 }
-                out.push_str(&line);
-                let body = line.strip_suffix('\n').unwrap_or(&line);
-                let body = if strip {
-                    body.trim_start_matches('\t')
+                let text = line.strip_suffix('\n').unwrap_or(&line);
+                let text = if doc.strip {
+                    text.trim_start_matches('\t')
                 } else {
-                    body
+                    text
                 };
-                if body == delimiter {
+                if text == doc.delimiter {
+                    closing = Some(line);
                     break;
                 }
+                body.push_str(&line);
             }
+            if doc.expands {
+                substitutions.extend(body_substitutions(&body));
+                // A body the text ends inside is closed, as bash closes it at the end.
+                let closing = closing.unwrap_or_else(|| format!("{}\n", doc.delimiter));
+                if !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&closing);
+            } else {
+                out.push_str(&body);
+                out.push_str(closing.as_deref().unwrap_or(""));
+            }
+        }
+        if !substitutions.is_empty() {
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&format!(": {}\n", substitutions.join(" ")));
         }
     }
 
@@ -397,20 +438,44 @@ impl Lexer {
                 self.i += 2;
                 Seg::Quoted(substitution(&self.normal(true)))
             }
+            // A parameter expansion: its words (`${a:-$(x)}`) are read as a word's pieces are,
+            // so a substitution inside is normalised too.
             Some('{') => {
                 self.i += 2;
                 let mut s = String::from("${");
                 let mut depth = 0usize;
                 while let Some(c) = self.peek(0) {
+                    match c {
+                        '\\' => {
+                            s.extend(self.c[self.i..(self.i + 2).min(self.c.len())].iter());
+                            self.i += 2;
+                            continue;
+                        }
+                        '\'' => {
+                            self.i += 1;
+                            s.push_str(&self.until_quote("'", '\'', false));
+                            continue;
+                        }
+                        '"' => {
+                            self.i += 1;
+                            s.push_str(&self.double());
+                            continue;
+                        }
+                        '`' => {
+                            self.i += 1;
+                            s.push_str(&self.backticks());
+                            continue;
+                        }
+                        '$' if self.peek(1) == Some('(') => {
+                            self.i += 2;
+                            s.push_str(&substitution(&self.normal(true)));
+                            continue;
+                        }
+                        _ => {}
+                    }
                     self.i += 1;
                     s.push(c);
                     match c {
-                        '\\' => {
-                            if let Some(n) = self.peek(0) {
-                                self.i += 1;
-                                s.push(n);
-                            }
-                        }
                         '{' => depth += 1,
                         '}' if depth == 0 => break,
                         '}' => depth -= 1,
@@ -477,16 +542,30 @@ impl Lexer {
         s
     }
 
-    /// A `` `…` `` substitution (the opening backquote consumed), its commands normalised.
+    /// A `` `…` `` substitution (the opening backquote consumed), written `$(…)`: its body
+    /// with the backslashes bash removes there (before `$`, `` ` `` and `\`) removed, its
+    /// commands normalised. The grammar reads no backquotes inside `${…}` nor nested ones.
     fn backticks(&mut self) -> String {
         let raw = self.until_quote("`", '`', true);
         // A lone opening backquote (the line ends inside it) has no closing one to strip.
-        match raw.strip_prefix('`').and_then(|r| r.strip_suffix('`')) {
-            // An empty substitution expands to nothing; the grammar joins the next word to it.
-            Some(body) if body.trim().is_empty() => String::new(),
-            Some(body) => format!("`{}`", normalise(body)),
-            None => raw,
+        let Some(body) = raw.strip_prefix('`').and_then(|r| r.strip_suffix('`')) else {
+            return raw;
+        };
+        let mut unescaped = String::new();
+        let mut chars = body.chars().peekable();
+        while let Some(c) = chars.next() {
+            match chars.peek() {
+                Some(&n) if c == '\\' && matches!(n, '$' | '`' | '\\') => {
+                    unescaped.push(n);
+                    chars.next();
+                }
+                _ => unescaped.push(c),
+            }
         }
+        let body = normalise(&unescaped);
+        // A comment in the body would run past the closing parenthesis.
+        let end = if body.contains('#') { "\n)" } else { ")" };
+        substitution(&format!("{body}{end}"))
     }
 
     /// `open` (already consumed) and the text up to the closing `quote`, included when there is
@@ -508,6 +587,34 @@ impl Lexer {
         }
         s
     }
+}
+
+/// The command substitutions bash runs in an expanded here-document body (`$(…)` and
+/// `` `…` ``, anywhere: inside `${…}` and `$((…))` too), each normalised; a backslash escapes
+/// the next character.
+fn body_substitutions(body: &str) -> Vec<String> {
+    let mut lx = Lexer {
+        c: body.chars().collect(),
+        i: 0,
+        heredocs: Vec::new(),
+    };
+    let mut found = Vec::new();
+    while let Some(ch) = lx.peek(0) {
+        match ch {
+            '\\' => lx.i += 2,
+            '$' if lx.peek(1) == Some('(') => {
+                lx.i += 2;
+                found.push(substitution(&lx.normal(true)));
+            }
+            '`' => {
+                lx.i += 1;
+                found.push(lx.backticks());
+            }
+            _ => lx.i += 1,
+        }
+    }
+    found.retain(|s| !s.is_empty());
+    found
 }
 
 /// A `$(…)` substitution from its normalised body (the closing `)` included): an empty one
@@ -803,8 +910,21 @@ mod tests {
         // As bash reads it: `echo "`echo {a,b}`"` prints `a b`.
         assert_eq!(
             normalise("echo \"`[r]m {a,b}`\" x"),
-            "echo \"`''[r]m a b`\" x"
+            "echo \"$(''[r]m a b)\" x"
         );
+    }
+
+    #[test]
+    fn a_backquoted_substitution_is_written_with_a_dollar_and_its_escapes_removed() {
+        // Bash removes a backslash before `$`, `` ` `` and `\` in the body, then parses it.
+        assert_eq!(
+            normalise("echo `echo \\`rm x\\` \\$a \\\\ \\q`"),
+            "echo $(echo $(rm x) $a \\ \\q)"
+        );
+        // The grammar reads none inside `${…}`.
+        assert_eq!(normalise("echo ${a:-`rm x`}"), "echo ${a:-$(rm x)}");
+        // A comment in the body ends at a newline, before the closing parenthesis.
+        assert_eq!(normalise("echo `x # c`; y"), "echo $(x # c\n); y");
     }
 
     #[test]
@@ -876,7 +996,7 @@ mod tests {
         );
         assert_eq!(
             normalise("cat <([r]m) `[r]m {a,b}`"),
-            "cat <(''[r]m) `''[r]m a b`"
+            "cat <(''[r]m) $(''[r]m a b)"
         );
         assert_eq!(
             normalise("case x in x) [r]m;; esac"),
@@ -968,13 +1088,25 @@ mod tests {
     }
 
     #[test]
-    fn here_document_bodies_are_copied() {
-        let s = "cat <<EOF\n{a,b} \\\nx\nEOF\necho {a,b}";
-        assert_eq!(normalise(s), "cat <<EOF\n{a,b} \\\nx\nEOF\necho a b");
-        let s = "cat <<-'E'\n\t{a,b}\n\tE\n";
+    fn a_quoted_here_document_body_is_copied() {
+        let s = "cat <<-'E'\n\t{a,b} $(x)\n\tE\n";
         assert_eq!(normalise(s), s);
+        let s = "cat <<\\E\n`x`\nE\necho {a,b}";
+        assert_eq!(normalise(s), "cat <<\\E\n`x`\nE\necho a b");
+    }
+
+    #[test]
+    fn an_expanded_here_document_body_is_left_out_and_its_substitutions_run_after_it() {
+        let s = "cat <<EOF\n{a,b} \\\nx\nEOF\necho {a,b}";
+        assert_eq!(normalise(s), "cat <<EOF\nEOF\necho a b");
         // Blanks between the operator and the delimiter, as bash takes them.
         let s = "cat << \t EOF\n{a,b}\nEOF\necho {c,d}";
-        assert_eq!(normalise(s), "cat << \t EOF\n{a,b}\nEOF\necho c d");
+        assert_eq!(normalise(s), "cat << \t EOF\nEOF\necho c d");
+        // After a blank (which the grammar reads as text), in `${…}`, backquoted, escaped.
+        let s = "cat <<-E\n\t$(a)\n ${b:-$(c)} `d` \\$(e) \\\\$(f)\n\tE\ng";
+        assert_eq!(normalise(s), "cat <<-E\n\tE\n: $(a) $(c) $(d) $(f)\ng");
+        // Two on one line: the substitutions after the last; a body the text ends in closed.
+        let s = "cat <<A <<B\n$(a)\nA\n$(b)";
+        assert_eq!(normalise(s), "cat <<A <<B\nA\nB\n: $(a) $(b)\n");
     }
 }

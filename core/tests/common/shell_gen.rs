@@ -587,6 +587,10 @@ pub const CONTEXTS: &[&str] = &[
     "coproc n { {}; }; wait",
     "coproc ( {} ); wait",
     "coproc n ( {} ); wait",
+    ": <<E\n $({})\nE",
+    ": <<-E\n\t`{}` x\nE",
+    "echo ${a:-$({})}",
+    "echo \"${a:-`{}`}\"",
     "{} # rm -rf",
     "echo `{}`",
 ];
@@ -626,7 +630,10 @@ pub fn apply(layer: Layer, line: &Line) -> Option<Line> {
             // Only where the first word is plain to see: no quote, substitution or brace
             // group runs past its first blank.
             let (first, rest) = line.text.split_once(' ')?;
-            let whole = first.matches(['\'', '"']).count() % 2 == 0
+            // After a reserved word a redirection starts the command: `time >f -p x` runs `-p`.
+            let reserved = matches!(first, "time" | "!" | "coproc");
+            let whole = !reserved
+                && first.matches(['\'', '"']).count() % 2 == 0
                 && !first.ends_with('\\')
                 && !first.contains(['`', '(', '{', '\n']);
             (line.simple && whole).then(|| Line {
@@ -670,6 +677,10 @@ pub fn apply(layer: Layer, line: &Line) -> Option<Line> {
             }
             // A comment runs to the end of the line: nothing may follow it.
             if line.text.contains(" # ") {
+                return None;
+            }
+            // A here-document's delimiter ends its line: nothing may follow it either.
+            if line.text.ends_with("\nE") && !c.ends_with("{}") {
                 return None;
             }
             Some(Line {
