@@ -250,17 +250,6 @@ fn word(node: Node, src: &[u8]) -> Word {
             None => dynamic(node, src),
         },
         "string" => double_quoted(node, src),
-        "translated_string" => match node.named_child(0) {
-            Some(s) => {
-                let w = double_quoted(s, src);
-                if w.dynamic {
-                    dynamic(node, src)
-                } else {
-                    w
-                }
-            }
-            None => dynamic(node, src),
-        },
         "concatenation" => {
             let mut value = String::new();
             let mut pattern = String::new();

@@ -4,7 +4,9 @@
 //! Invariants:
 //! - A line continuation (`\` then a newline, outside single quotes, `$'…'`, comments and
 //!   here-document bodies) is removed, as bash's reader does: `r\⏎m` is the word `rm`.
-//! - `$"…"` (a locale-translated string; without a message catalog, its text) is written `"…"`.
+//! - `$"…"` (a locale-translated string; without a message catalog, its text) is written `"…"`,
+//!   wherever the grammar reads words (in substitutions, `${…}` and expanded here-document
+//!   bodies too): the grammar never sees one.
 //! - A line starting with `\` gets a leading space (the grammar otherwise joins it to the line
 //!   before); a command name holding `[` or `?` or starting with `!` (`[r]m`, `r[a-z]`, `e?v`,
 //!   `!ls`) gets `''` before it (the grammar otherwise reads a test, an array subscript, an
@@ -14,18 +16,31 @@
 //!   `1 2 3`, `echo a={x,y}` is `echo a=x a=y`; quoted braces, `${…}`, `a={x,y} cmd`, and a
 //!   brace without a comma or a sequence stay as written. At most
 //!   [`MAX_WORDS`] words come out of one word; beyond that it stays as written.
-//! - The reserved words `!` and `time` (with its `-p`) in command position are dropped: they
-//!   change a command's status or report its time, not what runs, and the grammar reads
-//!   neither before a compound command (`! case …`, `time { …; }`) nor `time` before an
-//!   assignment. (`/usr/bin/time` and `env time` are programs, left to the wrappers.)
+//! - The reserved words `!`, `time` (with its `-p` and `--`) and `coproc` (with the name it
+//!   takes before a compound command) are dropped where bash reads them: first in a command
+//!   or after another reserved word, never after an assignment or a redirection (`a=1 time
+//!   x` runs a program `time`) nor as the word after `coproc` (`coproc time x` too). They
+//!   change a command's status, report its time or run it in the background, not what runs,
+//!   and the grammar reads none of them right. A `coproc` name holding a substitution (which
+//!   bash runs) is kept as a `: NAME;` command. (`/usr/bin/time` and `env time` are programs,
+//!   left to the wrappers.)
 //! - A here-string (`<<< x`, which the grammar does not read after a compound command or
 //!   another redirection) is written as an input redirection (`< x`): the same commands run.
 //! - Where the grammar would split or join words bash does not, a character is written in
 //!   another quoting that means the same to bash: a `$` that starts no expansion is `\$`
 //!   (`a=$ rm` is no `a=$rm`); a backslash escape right after a quoted piece or an expansion is
 //!   single-quoted (`''\rm` is `'''r'm`, one word); the `#`, brackets and braces of an
-//!   assignment's value before a command are single-quoted (`b=#[ x`).
-//! - Everything else is copied as written: quotes, substitutions, here-document bodies.
+//!   assignment's value before a command are single-quoted (`b=#[ x`), as is an escaped blank
+//!   there (`b=\  x`).
+//! - A backquoted substitution is written `$(…)`, the backslashes bash removes in it (before
+//!   `$`, `` ` ``, `\`) removed: the grammar reads none nested or inside `${…}`. An empty
+//!   substitution (`` `` ``, `$()`) is written as nothing, as it expands to no word. The words
+//!   of a `${…}` are normalised as any word's pieces.
+//! - An expanded here-document body (unquoted delimiter) is left out and its command
+//!   substitutions, wherever they stand in it, are written after the last delimiter of its line
+//!   as the arguments of a `:` command (the grammar misses one after a leading blank). A
+//!   quoted body is copied as written; a body the text ends inside is closed.
+//! - Everything else is copied as written: quotes, `$(…)` bodies (normalised themselves).
 //! - Pure and total: any text gives a text.
 
 /// The most words one word may expand into.
