@@ -5,7 +5,7 @@
 //! - Wrappers that run their operands as a command — `env` (its options, a mere `-`,
 //!   `NAME=VALUE` operands and `-S` strings split as env splits them), `command`, `builtin`,
 //!   `exec`, `nice`, `nohup`, `setsid`, `timeout` (options and duration), `time`, `sudo`,
-//!   `doas`, `stdbuf`, `ionice`, `xargs`, `busybox`, and a reserved word the grammar took for a command name
+//!   `doas`, `stdbuf`, `ionice`, `xargs`, `busybox`, and a reserved word in a command name's place
 //!   (`! ! cmd`, `! if …`, `time { …; }`) — are stripped with their own options as
 //!   their parsers read them ([`super::wrappers`]: values attached or separate, inside a
 //!   cluster, long names abbreviated), repeatedly. Each level is reported, so a rule naming the
@@ -724,6 +724,28 @@ mod tests {
             "xargs -a I I x",
         ] {
             assert!(judged(line), "{line}");
+        }
+    }
+
+    /// Where bash runs a reserved word as a program (after an assignment or a redirection),
+    /// what follows it is still judged as a command.
+    #[test]
+    fn a_reserved_word_run_as_a_program_has_what_follows_judged() {
+        for line in [
+            "a=1 ! rm -rf x",
+            ">f ! rm -rf x",
+            "a=1 { rm -rf x; }",
+            "a=1 if rm -rf x; then :; fi",
+            "a=1 while rm -rf x; do :; done",
+            "a=1 do rm -rf x",
+            "a=1 coproc rm -rf x",
+            "a=1 time rm -rf x",
+        ] {
+            assert!(
+                texts(line).contains(&"rm -rf x".to_string()),
+                "{line}: {:?}",
+                texts(line)
+            );
         }
     }
 

@@ -71,11 +71,12 @@ pub fn options(program: &str) -> Option<&'static Opts> {
             short_optional: "",
             long: &[],
         },
-        // A reserved word the grammar took for a command name (`! ! cmd`, `! if …`,
-        // `time { …; }`): what follows it is a command. (Unquoted in command position these
-        // words are always reserved: no program of that name can run there.)
+        // A reserved word the grammar took for a command name (`! if …`, `time { …; }`), or
+        // one bash runs as a program where it reads no reserved word (after an assignment or
+        // a redirection: `a=1 ! x` runs a program `!`, which no system has): what follows it
+        // is read as a command too, the stricter reading.
         "!" | "{" | "}" | "if" | "then" | "else" | "elif" | "fi" | "do" | "done" | "while"
-        | "until" | "esac" => &Opts {
+        | "until" | "esac" | "coproc" => &Opts {
             short_value: "",
             short_optional: "",
             long: &[],
