@@ -432,7 +432,8 @@ pub fn endpoint_url(kind: ProviderKind, base_url: &str) -> Result<Uri, String> {
         .parse()
         .map_err(|e| format!("invalid base URL {base_url:?}: {e}"))?;
     match uri.scheme_str() {
-        Some("http") | Some("https") if uri.host().is_some() => Ok(uri),
+        // (An authority without a host, `http://:80`, parses with the empty host.)
+        Some("http") | Some("https") if uri.host().is_some_and(|h| !h.is_empty()) => Ok(uri),
         _ => Err(format!(
             "invalid base URL {base_url:?}: it must start with http:// or https:// and name a host"
         )),
@@ -562,6 +563,20 @@ mod tests {
         );
         assert!(u(ProviderKind::OpenaiChat, "localhost:11434/v1").is_err());
         assert!(u(ProviderKind::OpenaiChat, "ftp://x/v1").is_err());
+        // No host: the error names the base URL and says so.
+        for no_host in ["http://:80/v1", "https://user@:9/v1", "http://", "http:/v1"] {
+            for kind in [
+                ProviderKind::Anthropic,
+                ProviderKind::Openai,
+                ProviderKind::OpenaiChat,
+            ] {
+                let e = u(kind, no_host).unwrap_err();
+                assert!(e.contains(&format!("{no_host:?}")), "{e}");
+            }
+        }
+        assert!(u(ProviderKind::Openai, "http://:80/v1")
+            .unwrap_err()
+            .contains("name a host"));
     }
 
     #[test]
