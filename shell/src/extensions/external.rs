@@ -268,6 +268,19 @@ mod tests {
             &approved,
         );
         assert_eq!(good.invalid, None);
+        // The approval card shows the human what the call runs, and whether it mutates.
+        assert_eq!(
+            good.detail,
+            "external tool lint (.openmax/tools/lint.json)\ncommand: sh\n\
+             arguments (stdin): {\"path\":\"a\"}\nsource files: .openmax/tools/lint.json"
+        );
+        let mutating = ExternalTool {
+            mutating: true,
+            ..tool.clone()
+        };
+        let args = serde_json::json!({"path": "a"});
+        let detail = plan(&mutating, &project, &args, &approved).detail;
+        assert!(detail.ends_with("\nmutating: yes"), "{detail}");
         assert!(good.source.is_some_and(|s| s.approved));
         std::fs::remove_dir_all(&project).unwrap();
     }
