@@ -120,6 +120,34 @@ mod tests {
         )
     }
 
+    /// A bad definition is printed as a problem and fails the command; a server's own failure
+    /// is shown on its line (its state), not again as a problem.
+    #[test]
+    fn definition_problems_are_printed_and_fail_the_command() {
+        let run = |problems: &[&str]| {
+            let set = McpSet {
+                servers: Vec::new(),
+                problems: problems.iter().map(|p| p.to_string()).collect(),
+                ctx: None,
+            };
+            let mut out = Vec::new();
+            let code = print(&set, &mut out);
+            (code, String::from_utf8(out).unwrap())
+        };
+        let (code, out) = run(&[
+            "mcp.json: server \"x\" has no command",
+            "MCP server y failed to start: boom",
+        ]);
+        assert_eq!(code, 1);
+        assert!(
+            out.contains("problem: mcp.json: server \"x\" has no command\n"),
+            "{out}"
+        );
+        assert!(!out.contains("boom"), "{out}");
+        let (code, out) = run(&["MCP server y failed to start: boom"]);
+        assert_eq!((code, out.as_str()), (0, "no MCP servers configured\n"));
+    }
+
     #[test]
     fn how_read_shows_each_part_of_the_definition_as_written_and_nothing_unset() {
         let bare = def(r#"{"command":"srv"}"#);
