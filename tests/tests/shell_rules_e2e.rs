@@ -36,6 +36,18 @@ const BYPASSES: &[&str] = &[
     "f() { rm -rf victim; }; f",
     "echo ok && rm -rf victim",
     "find . -maxdepth 1 -name victim -exec rm -rf {} +",
+    // Forms the grammar alone misread.
+    "rm >/dev/null -rf victim",
+    "true && rm 2>&1 -rf victim",
+    "coproc rm -rf victim; wait",
+    "coproc n { rm -rf victim; }; wait",
+    "time -- rm -rf victim",
+    "b=\\  rm -rf victim",
+    "b=1 `` rm -rf victim",
+    "trap 'rm -rf victim' EXIT",
+    "cat <<E\n  $(rm -rf victim)\nE",
+    "echo ${a:-`rm -rf victim`}",
+    "echo `echo \\`rm -rf victim\\``",
 ];
 
 const NEAR_MISSES: &[&str] = &[
@@ -88,4 +100,35 @@ fn one_deny_rule_catches_every_spelling_and_lets_near_misses_run() {
     }
     assert_eq!(env.read("victim/keep.txt").as_deref(), Some("keep\n"));
     assert!(!types(&evs).contains(&"approval_request".to_string()));
+}
+
+/// A command line nested far deeper than any script (thousands of `$(`) is judged without
+/// exhausting openmax's stack: the turn ends, the call is refused, nothing is deleted.
+#[test]
+fn a_deeply_nested_command_line_is_judged_without_a_crash() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![]);
+    env.mock_config(
+        Flavor::Anthropic,
+        &mock.base_url(),
+        "[permissions]\ndeny = [\"shell(rm -rf *)\"]\n",
+    );
+    env.trust();
+    env.write("victim/keep.txt", "keep\n");
+    let depth = 20_000;
+    let line = format!("{}rm -rf victim{}", "$(".repeat(depth), ")".repeat(depth));
+    mock.push(tool_reply("c0", "shell", json!({ "command": line })));
+    mock.push(text_reply("all done"));
+    env.set_mode("auto");
+    let mut s = env.stdio(&[]);
+    s.user("clean up");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
+    assert_eq!(s.finish().0, Some(0));
+    let end = evs
+        .iter()
+        .find(|e| e["type"] == "tool_end" && e["call_id"] == "c0")
+        .expect("the call ended");
+    assert_eq!(end["ok"], false, "{end}");
+    assert_eq!(env.read("victim/keep.txt").as_deref(), Some("keep\n"));
 }

@@ -19,10 +19,13 @@
 //!   its source text; one whose only run-time part is pathname expansion also carries its bash
 //!   pattern ([`Word::pattern`]: `"r"*` is `r*`, `'*'?` is `\*?`).
 //! - A command line that does not parse (an `ERROR` or missing node) is reported as
-//!   [`Parsed::broken`]; the commands that were recognised are still reported. (A command name
+//!   [`Parsed::broken`]; one whose substitutions nest deeper than [`super::lex::MAX_NESTING`]
+//!   as [`Parsed::too_deep`] too, parsed only up to there; the commands that were recognised are still reported. (A command name
 //!   the grammar reports missing after assignments and redirections, `x=$(ls) 2>/dev/null`,
 //!   is not an error: bash runs no command there.)
 //! - No I/O: the grammar is a pure function of the text.
+
+use std::collections::BTreeMap;
 
 use tree_sitter::{Node, Parser};
 
@@ -45,11 +48,14 @@ pub struct Parsed {
     pub commands: Vec<Vec<Word>>,
     /// The text did not parse as bash.
     pub broken: bool,
+    /// Its substitutions nest deeper than [`super::lex::MAX_NESTING`]: only the text before
+    /// that was parsed.
+    pub too_deep: bool,
 }
 
 /// Parse `src` as bash.
 pub fn parse(src: &str) -> Parsed {
-    let normalised = super::lex::normalise(src);
+    let (normalised, too_deep) = super::lex::normalise_bounded(src);
     let src = normalised.as_str();
     let mut parser = Parser::new();
     if parser
@@ -59,23 +65,39 @@ pub fn parse(src: &str) -> Parsed {
         return Parsed {
             commands: Vec::new(),
             broken: true,
+            too_deep,
         };
     }
     let Some(tree) = parser.parse(src, None) else {
         return Parsed {
             commands: Vec::new(),
             broken: true,
+            too_deep,
         };
     };
     let bytes = src.as_bytes();
-    let mut out = Parsed::default();
+    let mut out = Parsed {
+        broken: too_deep,
+        too_deep,
+        ..Parsed::default()
+    };
+    // The words after a redirection, by the id of the command they belong to (the walk meets
+    // the redirection's statement before the command inside it).
+    let mut trailing: BTreeMap<usize, Vec<Node>> = BTreeMap::new();
     let mut stack = vec![tree.root_node()];
     while let Some(node) = stack.pop() {
         if node.is_error() || (node.is_missing() && !assignments_only(node)) {
             out.broken = true;
         }
+        if node.kind() == "redirected_statement" {
+            if let Some((command, words)) = words_after_redirections(node) {
+                trailing.entry(command.id()).or_default().extend(words);
+            }
+        }
         if node.kind() == "command" {
-            let words = command_words(node, bytes);
+            let mut words = command_words(node, bytes);
+            let after = trailing.remove(&node.id()).unwrap_or_default();
+            words.extend(after.into_iter().map(|w| word(w, bytes)));
             if !words.is_empty() {
                 out.commands.push(words);
             }
@@ -118,11 +140,6 @@ fn command_words(node: Node, src: &[u8]) -> Vec<Word> {
     for arg in node.children_by_field_name("argument", &mut cursor) {
         words.push(word(arg, src));
     }
-    words.extend(
-        words_after_redirections(node)
-            .into_iter()
-            .map(|w| word(w, src)),
-    );
     if !named && words.len() == 1 {
         // Only a missing name: no command.
         words.clear();
@@ -135,34 +152,24 @@ fn command_words(node: Node, src: &[u8]) -> Vec<Word> {
 /// every destination after a redirection's first, and a here-document's trailing words (with
 /// those of a redirection nested in it), in source order; also where the grammar hangs the
 /// redirection on a list or pipeline the command ends. Bash takes a redirection out
-/// wherever it stands, so they are the command's arguments.
-fn words_after_redirections(command: Node) -> Vec<Node> {
+/// wherever it stands, so they are the command's arguments. `None` when the statement's body
+/// does not end with a simple command (bash refuses a word after a compound's redirection).
+fn words_after_redirections(statement: Node) -> Option<(Node, Vec<Node>)> {
     // The grammar hangs the redirection on a whole list or pipeline that ends with the command
     // (`a && rm >f -rf x`); bash, on the command.
-    let mut body = command;
-    let statement = loop {
-        let Some(parent) = body.parent() else {
-            return Vec::new();
-        };
-        match parent.kind() {
-            "redirected_statement" if parent.child_by_field_name("body") == Some(body) => {
-                break parent
-            }
-            "list" | "pipeline"
-                if parent.named_child(parent.named_child_count().saturating_sub(1))
-                    == Some(body) =>
-            {
-                body = parent
-            }
-            _ => return Vec::new(),
-        }
-    };
+    let mut command = statement.child_by_field_name("body")?;
+    while matches!(command.kind(), "list" | "pipeline") {
+        command = command.named_child(command.named_child_count().checked_sub(1)?)?;
+    }
+    if command.kind() != "command" {
+        return None;
+    }
     let mut out = Vec::new();
     let mut cursor = statement.walk();
     for redirect in statement.children_by_field_name("redirect", &mut cursor) {
         trailing_words(redirect, &mut out);
     }
-    out
+    Some((command, out))
 }
 
 /// `redirect`'s trailing words onto `out`, nested redirections at their place (iterative, as

@@ -46,14 +46,21 @@
 /// The most words one word may expand into.
 pub const MAX_WORDS: usize = 256;
 
+/// How deep substitutions may nest in a line the normaliser reads (a script nests a few).
+pub const MAX_NESTING: usize = 64;
+
 /// `src` with bash's pre-parse steps done.
 pub fn normalise(src: &str) -> String {
-    let mut lx = Lexer {
-        c: src.chars().collect(),
-        i: 0,
-        heredocs: Vec::new(),
-    };
-    lx.normal(false)
+    normalise_bounded(src).0
+}
+
+/// `src` with bash's pre-parse steps done, and whether its substitutions nest deeper than
+/// [`MAX_NESTING`]: then the text stops where the nesting got too deep (the line cannot be
+/// judged), so no line can exhaust the stack or make the analysis quadratic.
+pub fn normalise_bounded(src: &str) -> (String, bool) {
+    let mut lx = Lexer::new(src, 0);
+    let text = lx.normal(false);
+    (text, lx.too_deep)
 }
 
 /// A here-document whose body is still to come.
@@ -70,6 +77,10 @@ struct Lexer {
     i: usize,
     /// Here-documents whose bodies start after the next newline.
     heredocs: Vec<Heredoc>,
+    /// Substitutions open around the text being read.
+    nesting: usize,
+    /// Some substitution nested deeper than [`MAX_NESTING`].
+    too_deep: bool,
 }
 
 /// Words after which a command name may follow.
@@ -96,12 +107,50 @@ fn is_meta(c: char) -> bool {
 }
 
 impl Lexer {
+    fn new(src: &str, nesting: usize) -> Lexer {
+        Lexer {
+            c: src.chars().collect(),
+            i: 0,
+            heredocs: Vec::new(),
+            nesting,
+            too_deep: false,
+        }
+    }
+
+    /// A lexer for `src` nested one level inside this one; its verdict on depth is ours.
+    fn nested(&mut self, src: &str, read: impl FnOnce(&mut Lexer) -> String) -> String {
+        if self.nesting >= MAX_NESTING {
+            self.too_deep = true;
+            return String::new();
+        }
+        let mut inner = Lexer::new(src, self.nesting + 1);
+        let text = read(&mut inner);
+        self.too_deep |= inner.too_deep;
+        text
+    }
+
     fn peek(&self, k: usize) -> Option<char> {
         self.c.get(self.i + k).copied()
     }
 
     /// Commands, until the end or (when `nested`) an unmatched `)`, which is consumed.
     fn normal(&mut self, nested: bool) -> String {
+        if nested {
+            if self.nesting >= MAX_NESTING {
+                // Deeper than any script: the rest is not read.
+                self.too_deep = true;
+                self.i = self.c.len();
+                return String::new();
+            }
+            self.nesting += 1;
+            let text = self.normal_commands(true);
+            self.nesting -= 1;
+            return text;
+        }
+        self.normal_commands(false)
+    }
+
+    fn normal_commands(&mut self, nested: bool) -> String {
         let mut out = String::new();
         let mut depth = 0usize;
         // Open `case` commands: a `)` ends a pattern there, not the substitution.
@@ -379,7 +428,8 @@ impl Lexer {
                 body.push_str(&line);
             }
             if doc.expands {
-                substitutions.extend(body_substitutions(&body));
+                let found = self.nested(&body, |lx| lx.body_substitutions().join(" "));
+                substitutions.extend((!found.is_empty()).then_some(found));
                 // A body the text ends inside is closed, as bash closes it at the end.
                 let closing = closing.unwrap_or_else(|| format!("{}\n", doc.delimiter));
                 if !out.ends_with('\n') {
@@ -397,6 +447,29 @@ impl Lexer {
             }
             out.push_str(&format!(": {}\n", substitutions.join(" ")));
         }
+    }
+
+    /// The command substitutions bash runs in an expanded here-document body (all of this
+    /// lexer's text): `$(…)` and `` `…` ``, anywhere (inside `${…}` and `$((…))` too), each
+    /// normalised; a backslash escapes the next character.
+    fn body_substitutions(&mut self) -> Vec<String> {
+        let mut found = Vec::new();
+        while let Some(ch) = self.peek(0) {
+            match ch {
+                '\\' => self.i += 2,
+                '$' if self.peek(1) == Some('(') => {
+                    self.i += 2;
+                    found.push(substitution(&self.normal(true)));
+                }
+                '`' => {
+                    self.i += 1;
+                    found.push(self.backticks());
+                }
+                _ => self.i += 1,
+            }
+        }
+        found.retain(|s| !s.is_empty());
+        found
     }
 
     /// One word, up to an unquoted blank or metacharacter.
@@ -577,7 +650,7 @@ impl Lexer {
                 _ => unescaped.push(c),
             }
         }
-        let body = normalise(&unescaped);
+        let body = self.nested(&unescaped, |lx| lx.normal(false));
         // A comment in the body would run past the closing parenthesis.
         let end = if body.contains('#') { "\n)" } else { ")" };
         substitution(&format!("{body}{end}"))
@@ -602,34 +675,6 @@ impl Lexer {
         }
         s
     }
-}
-
-/// The command substitutions bash runs in an expanded here-document body (`$(…)` and
-/// `` `…` ``, anywhere: inside `${…}` and `$((…))` too), each normalised; a backslash escapes
-/// the next character.
-fn body_substitutions(body: &str) -> Vec<String> {
-    let mut lx = Lexer {
-        c: body.chars().collect(),
-        i: 0,
-        heredocs: Vec::new(),
-    };
-    let mut found = Vec::new();
-    while let Some(ch) = lx.peek(0) {
-        match ch {
-            '\\' => lx.i += 2,
-            '$' if lx.peek(1) == Some('(') => {
-                lx.i += 2;
-                found.push(substitution(&lx.normal(true)));
-            }
-            '`' => {
-                lx.i += 1;
-                found.push(lx.backticks());
-            }
-            _ => lx.i += 1,
-        }
-    }
-    found.retain(|s| !s.is_empty());
-    found
 }
 
 /// A `$(…)` substitution from its normalised body (the closing `)` included): an empty one

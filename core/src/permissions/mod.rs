@@ -85,8 +85,10 @@ impl Rule {
         if self.tool != SHELL_TOOL {
             return false;
         }
+        // A line nested too deep to read may run anything: every rule of the tool matches.
         match &self.pattern {
             None => true,
+            Some(_) if lines.iter().any(|a| a.too_deep) => true,
             Some(p) => lines
                 .iter()
                 .flat_map(|a| &a.commands)
@@ -316,6 +318,59 @@ mod tests {
             "printf '%s' 'bash -c \"rm -rf x\"'",
         ] {
             assert!(!denied(near_miss), "denied: {near_miss}");
+        }
+    }
+
+    /// A line whose substitutions nest deeper than any script is not read past that depth
+    /// and matches every `shell` rule, deny rules included; at the bound it is judged as any
+    /// other. No nesting, of any construct, exhausts the stack (a test thread's is smaller
+    /// than openmax's).
+    #[test]
+    fn a_line_nested_too_deep_to_read_matches_every_shell_rule() {
+        let p = Permissions {
+            deny: vec![Rule::parse("shell(rm -rf *)").unwrap()],
+            ask: vec![Rule::parse("shell(git push*)").unwrap()],
+        };
+        let nested = |n: usize, inner: &str| format!("{}{inner}{}", "$(".repeat(n), ")".repeat(n));
+        let at_bound = nested(lex::MAX_NESTING, "rm -rf x");
+        assert!(p.denied_by(SHELL_TOOL, &[at_bound]).is_some());
+        let ls_at_bound = nested(lex::MAX_NESTING, "ls");
+        assert!(p.denied_by(SHELL_TOOL, &[ls_at_bound]).is_none());
+        for line in [
+            nested(lex::MAX_NESTING + 1, "ls"),
+            nested(20_000, "ls"),
+            format!("echo \"{}ls{}\"", "$(".repeat(20_000), ")".repeat(20_000)),
+            format!("echo `{}`", nested(lex::MAX_NESTING + 1, "ls")),
+            format!("echo {}1{}", "$((".repeat(20_000), "))".repeat(20_000)),
+        ] {
+            let t = [line];
+            assert!(p.denied_by(SHELL_TOOL, &t).is_some());
+            assert!(p.ask_by(SHELL_TOOL, &t).is_some());
+            assert!(unwrap::analyse(&t[0]).too_deep);
+        }
+        // Other nestings the normaliser does not recurse into: read, and no stack exhausted.
+        let families: [(&str, &str, &str, usize); 13] = [
+            ("${a:-", "$(rm -rf x)", "}", 20_000),
+            ("( ", "rm -rf x", " )", 20_000),
+            ("{ ", "rm -rf x;", " }", 20_000),
+            ("! ", "rm -rf x", "", 20_000),
+            ("case x in x) ", "rm -rf x", ";; esac", 20_000),
+            ("f() { ", "rm -rf x", "; }", 20_000),
+            ("if x; then ", "rm -rf x;", " fi;", 2_000),
+            ("while x; do ", "rm -rf x", "; done", 2_000),
+            ("x <(", "rm -rf x", ")", 2_000),
+            ("[[ ( ", "x", " ) ]]", 2_000),
+            ("x | ", "rm -rf x", "", 2_000),
+            ("env ", "rm -rf x", "", 2_000),
+            ("a=(", "x", ")", 2_000),
+        ];
+        for (open, inner, close, n) in families {
+            let line = format!("{}{inner}{}", open.repeat(n), close.repeat(n));
+            let a = unwrap::analyse(&line);
+            assert!(!a.too_deep, "{open}");
+            if inner.contains("rm") {
+                assert!(p.denied_by(SHELL_TOOL, &[line]).is_some(), "{open}");
+            }
         }
     }
 

@@ -64,6 +64,9 @@ pub struct Analysis {
     pub commands: Vec<Command>,
     /// Why some of it cannot be judged statically (empty when all of it can).
     pub unjudgeable: Vec<String>,
+    /// Its substitutions nest deeper than [`super::lex::MAX_NESTING`]: what lies deeper was
+    /// not read at all, so every `shell` rule, deny rules included, matches it.
+    pub too_deep: bool,
 }
 
 /// Analyse one command line.
@@ -80,7 +83,13 @@ fn script(src: &str, depth: usize, out: &mut Analysis) {
         return;
     }
     let parsed = bash::parse(src);
-    if parsed.broken {
+    if parsed.too_deep {
+        out.too_deep = true;
+        out.unjudgeable.push(format!(
+            "substitutions nested deeper than {} levels",
+            super::lex::MAX_NESTING
+        ));
+    } else if parsed.broken {
         out.unjudgeable
             .push("the command line does not parse as bash".to_string());
     }
@@ -371,10 +380,8 @@ fn xargs_replace(args: &[Word], opts: &wrappers::Opts) -> Vec<String> {
                     }
                     Some(_) => {}
                     // The option taking the next word is the cluster's last letter.
-                    None if takes_next => {
-                        if long.is_none() && t.ends_with('I') {
-                            found.extend(args.get(i + 1).map(|n| n.text.clone()));
-                        }
+                    None if takes_next && long.is_none() && t.ends_with('I') => {
+                        found.extend(args.get(i + 1).map(|n| n.text.clone()));
                     }
                     None if long == Some("replace") || (long.is_none() && t.ends_with('i')) => {
                         found.push("{}".to_string())
