@@ -41,6 +41,9 @@
 //!   as the arguments of a `:` command (the grammar misses one after a leading blank). A
 //!   quoted body is copied as written; a body the text ends inside is closed.
 //! - Everything else is copied as written: quotes, `$(…)` bodies (normalised themselves).
+//! - Substitutions nest at most [`MAX_NESTING`] deep in what is read: deeper, the text stops
+//!   there and the line is reported too deep ([`normalise_bounded`]), so no line exhausts the
+//!   stack.
 //! - Pure and total: any text gives a text.
 
 /// The most words one word may expand into.
