@@ -57,8 +57,10 @@ const NEAR_MISSES: &[&str] = &[
     "ls victim",
 ];
 
-#[test]
-fn one_deny_rule_catches_every_spelling_and_lets_near_misses_run() {
+/// Run one turn in `auto` mode with the rule `shell(rm -rf *)` in which the model asks for one
+/// shell call per line (`c0`, `c1`, …); the environment (with `victim/keep.txt`) and the
+/// turn's events, after checking the turn and the process ended cleanly.
+fn run_lines(lines: &[&str]) -> (TestEnv, Vec<Value>) {
     let env = TestEnv::new();
     let mock = MockServer::start(vec![]);
     env.mock_config(
@@ -69,7 +71,6 @@ fn one_deny_rule_catches_every_spelling_and_lets_near_misses_run() {
     env.trust();
     env.write("victim/keep.txt", "keep\n");
     env.write("notes.txt", "rm is a command\n");
-    let lines: Vec<&str> = BYPASSES.iter().chain(NEAR_MISSES).copied().collect();
     for (i, line) in lines.iter().enumerate() {
         mock.push(tool_reply(
             &format!("c{i}"),
@@ -84,6 +85,13 @@ fn one_deny_rule_catches_every_spelling_and_lets_near_misses_run() {
     let (evs, reason) = s.turn();
     assert_eq!(reason, "end_turn", "{:?}", types(&evs));
     assert_eq!(s.finish().0, Some(0));
+    (env, evs)
+}
+
+#[test]
+fn one_deny_rule_catches_every_spelling_and_lets_near_misses_run() {
+    let lines: Vec<&str> = BYPASSES.iter().chain(NEAR_MISSES).copied().collect();
+    let (env, evs) = run_lines(&lines);
     let end = |i: usize| -> &Value {
         evs.iter()
             .find(|e| e["type"] == "tool_end" && e["call_id"] == format!("c{i}"))
@@ -106,25 +114,9 @@ fn one_deny_rule_catches_every_spelling_and_lets_near_misses_run() {
 /// exhausting openmax's stack: the turn ends, the call is refused, nothing is deleted.
 #[test]
 fn a_deeply_nested_command_line_is_judged_without_a_crash() {
-    let env = TestEnv::new();
-    let mock = MockServer::start(vec![]);
-    env.mock_config(
-        Flavor::Anthropic,
-        &mock.base_url(),
-        "[permissions]\ndeny = [\"shell(rm -rf *)\"]\n",
-    );
-    env.trust();
-    env.write("victim/keep.txt", "keep\n");
     let depth = 20_000;
     let line = format!("{}rm -rf victim{}", "$(".repeat(depth), ")".repeat(depth));
-    mock.push(tool_reply("c0", "shell", json!({ "command": line })));
-    mock.push(text_reply("all done"));
-    env.set_mode("auto");
-    let mut s = env.stdio(&[]);
-    s.user("clean up");
-    let (evs, reason) = s.turn();
-    assert_eq!(reason, "end_turn", "{:?}", types(&evs));
-    assert_eq!(s.finish().0, Some(0));
+    let (env, evs) = run_lines(&[&line]);
     let end = evs
         .iter()
         .find(|e| e["type"] == "tool_end" && e["call_id"] == "c0")
