@@ -332,6 +332,24 @@ mod tests {
         assert!(out.status.success() && said.contains("1 passed"), "{said}");
     }
 
+    /// Each attribute is stepped over to the next at its 4-byte boundary, whatever its length.
+    #[test]
+    fn every_attribute_after_a_name_of_any_length_is_read() {
+        let mut vfs = 7u32.to_ne_bytes().to_vec();
+        vfs.extend_from_slice(&((8u32 << 20) | 1).to_ne_bytes());
+        for n in 1..=9 {
+            let name = vec![b'a'; n];
+            let s = parse_one(&socket(
+                5,
+                10,
+                &[attr(UNIX_DIAG_NAME, &name), attr(UNIX_DIAG_VFS, &vfs)],
+            ))
+            .unwrap();
+            assert_eq!(s.name.as_deref(), Some(&name[..]), "name of {n}");
+            assert_eq!(s.file, Some((stat_dev((8 << 20) | 1), 7)), "name of {n}");
+        }
+    }
+
     #[test]
     fn an_attribute_too_short_or_too_long_ends_a_sockets_attributes() {
         let name = attr(UNIX_DIAG_NAME, b"/s");
