@@ -555,6 +555,44 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    /// A project or writable directory in `/proc`, `/sys` or `/dev` (which the sandbox mounts
+    /// anew) is refused by name; one merely named like them is not.
+    #[test]
+    fn a_writable_place_in_what_the_sandbox_replaces_is_refused() {
+        let d = scratch("reserved");
+        let spec = |project: PathBuf, writable: Vec<PathBuf>| ConfineSpec {
+            project,
+            writable,
+            tmp: d.join("private"),
+            tmp_at: Vec::new(),
+            network: false,
+            read_only: false,
+            protected: Vec::new(),
+            unix_sockets: Vec::new(),
+            landlock: true,
+            simulate: None,
+            lifeline: None,
+        };
+        for root in RESERVED {
+            let inside = PathBuf::from(root).join("x");
+            for s in [
+                spec(inside.clone(), Vec::new()),
+                spec(d.clone(), vec![inside.clone()]),
+            ] {
+                let e = Plan::new(&s).unwrap_err().0;
+                assert_eq!(
+                    e,
+                    format!(
+                        "{} lies in {root}, which the sandbox replaces with its own",
+                        inside.display()
+                    )
+                );
+            }
+        }
+        assert!(Plan::new(&spec(d.clone(), vec![d.join("proc")])).is_ok());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn a_mount_point_is_made_beneath_its_root_without_following_a_symlink() {
         let d = scratch("beneath");
