@@ -321,9 +321,9 @@ mod tests {
         }
     }
 
-    /// A line whose substitutions nest deeper than any script is not read past that depth
-    /// and matches every `shell` rule, deny rules included; at the bound it is judged as any
-    /// other. No nesting, of any construct, exhausts the stack (a test thread's is smaller
+    /// A line whose substitutions nest deeper than any script, or a command with more
+    /// wrappers than any, is not read past that depth and matches every `shell` rule, deny
+    /// rules included; at the bound it is judged as any other. No nesting, of any construct, exhausts the stack (a test thread's is smaller
     /// than openmax's).
     #[test]
     fn a_line_nested_too_deep_to_read_matches_every_shell_rule() {
@@ -336,12 +336,18 @@ mod tests {
         assert!(p.denied_by(SHELL_TOOL, &[at_bound]).is_some());
         let ls_at_bound = nested(lex::MAX_NESTING, "ls");
         assert!(p.denied_by(SHELL_TOOL, &[ls_at_bound]).is_none());
+        // As many wrappers as are read, likewise.
+        let wrapped = |inner: &str| format!("{}{inner}", "env ".repeat(unwrap::MAX_WRAPPERS));
+        assert!(p.denied_by(SHELL_TOOL, &[wrapped("rm -rf x")]).is_some());
+        assert!(p.denied_by(SHELL_TOOL, &[wrapped("ls")]).is_none());
         for line in [
             nested(lex::MAX_NESTING + 1, "ls"),
             nested(20_000, "ls"),
             format!("echo \"{}ls{}\"", "$(".repeat(20_000), ")".repeat(20_000)),
             format!("echo `{}`", nested(lex::MAX_NESTING + 1, "ls")),
             format!("echo {}1{}", "$((".repeat(20_000), "))".repeat(20_000)),
+            format!("{}ls", "env ".repeat(unwrap::MAX_WRAPPERS + 1)),
+            format!("{}ls", "nice timeout 5 ".repeat(20_000)),
         ] {
             let t = [line];
             assert!(p.denied_by(SHELL_TOOL, &t).is_some());
@@ -349,7 +355,7 @@ mod tests {
             assert!(unwrap::analyse(&t[0]).too_deep);
         }
         // Other nestings the normaliser does not recurse into: read, and no stack exhausted.
-        let families: [(&str, &str, &str, usize); 13] = [
+        let families: [(&str, &str, &str, usize); 12] = [
             ("${a:-", "$(rm -rf x)", "}", 20_000),
             ("( ", "rm -rf x", " )", 20_000),
             ("{ ", "rm -rf x;", " }", 20_000),
@@ -361,7 +367,6 @@ mod tests {
             ("x <(", "rm -rf x", ")", 2_000),
             ("[[ ( ", "x", " ) ]]", 2_000),
             ("x | ", "rm -rf x", "", 2_000),
-            ("env ", "rm -rf x", "", 2_000),
             ("a=(", "x", ")", 2_000),
         ];
         for (open, inner, close, n) in families {

@@ -32,6 +32,10 @@ use super::wrappers::{self, Step};
 /// How many nested `sh -c` / `eval` levels are parsed.
 pub const MAX_DEPTH: usize = 8;
 
+/// How many wrappers around one command are read (`env nice timeout 5 …`); a line with more
+/// matches every `shell` rule, as one nested too deep does.
+pub const MAX_WRAPPERS: usize = 64;
+
 /// One program run with its arguments (values after quote removal; a run-time value is its
 /// source text).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,8 +68,9 @@ pub struct Analysis {
     pub commands: Vec<Command>,
     /// Why some of it cannot be judged statically (empty when all of it can).
     pub unjudgeable: Vec<String>,
-    /// Its substitutions nest deeper than [`super::lex::MAX_NESTING`]: what lies deeper was
-    /// not read at all, so every `shell` rule, deny rules included, matches it.
+    /// Its substitutions nest deeper than [`super::lex::MAX_NESTING`], or a command has more
+    /// than [`MAX_WRAPPERS`] wrappers: what lies deeper was not read at all, so every `shell`
+    /// rule, deny rules included, matches it.
     pub too_deep: bool,
 }
 
@@ -269,7 +274,15 @@ fn env_split(s: &str) -> Vec<Word> {
 
 /// One simple command: report it, then what it runs.
 fn simple(mut words: Vec<Word>, depth: usize, out: &mut Analysis) {
-    loop {
+    for level in 0.. {
+        // Each level reports its words, so reading thousands of wrappers would take the
+        // square of the line's length: no command has this many.
+        if level > MAX_WRAPPERS {
+            out.too_deep = true;
+            out.unjudgeable
+                .push(format!("wrappers nested deeper than {MAX_WRAPPERS} levels"));
+            return;
+        }
         let Some(first) = words.first() else { return };
         let rest = &words[1..];
         let program = match (&first.pattern, first.dynamic) {
