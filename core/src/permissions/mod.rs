@@ -340,6 +340,12 @@ mod tests {
         let wrapped = |inner: &str| format!("{}{inner}", "env ".repeat(unwrap::MAX_WRAPPERS));
         assert!(p.denied_by(SHELL_TOOL, &[wrapped("rm -rf x")]).is_some());
         assert!(p.denied_by(SHELL_TOOL, &[wrapped("ls")]).is_none());
+        let finds = |inner: &str| {
+            let n = unwrap::MAX_WRAPPERS;
+            format!("{}{inner}{}", "find . -exec ".repeat(n), " ;".repeat(n))
+        };
+        assert!(p.denied_by(SHELL_TOOL, &[finds("rm -rf x")]).is_some());
+        assert!(p.denied_by(SHELL_TOOL, &[finds("ls")]).is_none());
         for line in [
             nested(lex::MAX_NESTING + 1, "ls"),
             nested(20_000, "ls"),
@@ -348,6 +354,7 @@ mod tests {
             format!("echo {}1{}", "$((".repeat(20_000), "))".repeat(20_000)),
             format!("{}ls", "env ".repeat(unwrap::MAX_WRAPPERS + 1)),
             format!("{}ls", "nice timeout 5 ".repeat(20_000)),
+            format!("{}ls{}", "find . -exec ".repeat(2_000), " ;".repeat(2_000)),
         ] {
             let t = [line];
             assert!(p.denied_by(SHELL_TOOL, &t).is_some());

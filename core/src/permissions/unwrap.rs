@@ -99,7 +99,7 @@ fn script(src: &str, depth: usize, out: &mut Analysis) {
             .push("the command line does not parse as bash".to_string());
     }
     for words in parsed.commands {
-        simple(words, depth, out);
+        simple(words, depth, 0, out);
     }
 }
 
@@ -272,9 +272,10 @@ fn env_split(s: &str) -> Vec<Word> {
     out
 }
 
-/// One simple command: report it, then what it runs.
-fn simple(mut words: Vec<Word>, depth: usize, out: &mut Analysis) {
-    for level in 0.. {
+/// One simple command: report it, then what it runs. `first_level`: how many wrappers were
+/// read around it already (a `find -exec` counts as one).
+fn simple(mut words: Vec<Word>, depth: usize, first_level: usize, out: &mut Analysis) {
+    for level in first_level.. {
         // Each level reports its words, so reading thousands of wrappers would take the
         // square of the line's length: no command has this many.
         if level > MAX_WRAPPERS {
@@ -361,7 +362,7 @@ fn simple(mut words: Vec<Word>, depth: usize, out: &mut Analysis) {
             "source" | "." => out
                 .unjudgeable
                 .push(format!("`{program}` runs the commands of a file")),
-            "find" => find_exec(rest, depth, out),
+            "find" => find_exec(rest, depth, level, out),
             "trap" => trap(rest, depth, out),
             p if SHELLS.contains(&p) => shell(p, rest, depth, out),
             _ => {}
@@ -436,7 +437,7 @@ fn trap(args: &[Word], depth: usize, out: &mut Analysis) {
 }
 
 /// `find`'s `-exec`-style actions.
-fn find_exec(args: &[Word], depth: usize, out: &mut Analysis) {
+fn find_exec(args: &[Word], depth: usize, level: usize, out: &mut Analysis) {
     let mut i = 0;
     while i < args.len() {
         let t = args[i].text.as_str();
@@ -446,7 +447,7 @@ fn find_exec(args: &[Word], depth: usize, out: &mut Analysis) {
             while i < args.len() && !matches!(args[i].text.as_str(), ";" | "+") {
                 i += 1;
             }
-            simple(args[start..i].to_vec(), depth, out);
+            simple(args[start..i].to_vec(), depth, level + 1, out);
         }
     }
 }
