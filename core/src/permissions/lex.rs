@@ -278,13 +278,15 @@ impl Lexer {
                     // it, and reads the command as its arguments.
                     if keyword("coproc") {
                         out.push(' ');
-                        // Bash rejects `coproc coproc x`; reading it as one is the stricter.
+                        // Bash rejects `coproc coproc x` and `coproc ! x`; reading the
+                        // second word as a reserved one is the stricter.
                         loop {
                             let start = self.i;
                             while matches!(self.peek(0), Some(' ' | '\t')) {
                                 self.i += 1;
                             }
-                            if !plain(&self.word(), "coproc") {
+                            let next = self.word();
+                            if !plain(&next, "coproc") && !plain(&next, "!") {
                                 self.i = start;
                                 break;
                             }
