@@ -656,9 +656,11 @@ impl Lexer {
             }
         }
         let body = self.nested(&unescaped, |lx| lx.normal(false));
-        // A comment in the body would run past the closing parenthesis.
+        // A comment in the body would run past the closing parenthesis; a body starting with
+        // `(` would make `$((`, an arithmetic expansion.
         let end = if body.contains('#') { "\n)" } else { ")" };
-        substitution(&format!("{body}{end}"))
+        let start = if body.starts_with('(') { " " } else { "" };
+        substitution(&format!("{start}{body}{end}"))
     }
 
     /// `open` (already consumed) and the text up to the closing `quote`, included when there is
@@ -988,8 +990,10 @@ mod tests {
         );
         // The grammar reads none inside `${…}`.
         assert_eq!(normalise("echo ${a:-`rm x`}"), "echo ${a:-$(rm x)}");
-        // A comment in the body ends at a newline, before the closing parenthesis.
+        // A comment in the body ends at a newline, before the closing parenthesis; a subshell
+        // first is no arithmetic expansion.
         assert_eq!(normalise("echo `x # c`; y"), "echo $(x # c\n); y");
+        assert_eq!(normalise("echo `( x )`"), "echo $( ( x ))");
     }
 
     #[test]

@@ -590,6 +590,7 @@ pub const CONTEXTS: &[&str] = &[
     ": <<E\n $({})\nE",
     ": <<-E\n\t`{}` x\nE",
     "echo ${a:-$({})}",
+    "echo `( {} )`",
     "echo \"${a:-`{}`}\"",
     "{} # rm -rf",
     "echo `{}`",
