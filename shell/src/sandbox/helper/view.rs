@@ -529,17 +529,13 @@ mod tests {
         d.canonicalize().unwrap()
     }
 
-    #[test]
-    fn the_plan_grafts_and_covers_the_shallowest_first() {
-        let d = scratch("plan");
-        for sub in ["a/b", "t/u"] {
-            std::fs::create_dir_all(d.join(sub)).unwrap();
-        }
-        let spec = ConfineSpec {
-            project: d.join("a/b"),
-            writable: vec![d.join("a")],
+    /// A writable sandbox for `project` and `writable`, its private temp directory in `d`.
+    fn spec_in(d: &Path, project: PathBuf, writable: Vec<PathBuf>) -> ConfineSpec {
+        ConfineSpec {
+            project,
+            writable,
             tmp: d.join("private"),
-            tmp_at: vec![d.join("t/u"), d.join("t")],
+            tmp_at: Vec::new(),
             network: false,
             read_only: false,
             protected: Vec::new(),
@@ -547,7 +543,17 @@ mod tests {
             landlock: true,
             simulate: None,
             lifeline: None,
-        };
+        }
+    }
+
+    #[test]
+    fn the_plan_grafts_and_covers_the_shallowest_first() {
+        let d = scratch("plan");
+        for sub in ["a/b", "t/u"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        let mut spec = spec_in(&d, d.join("a/b"), vec![d.join("a")]);
+        spec.tmp_at = vec![d.join("t/u"), d.join("t")];
         let plan = Plan::new(&spec).unwrap();
         let grafts: Vec<PathBuf> = plan.grafts.iter().map(|g| g.path.clone()).collect();
         assert_eq!(grafts, [d.join("a"), d.join("a/b")]);
@@ -560,19 +566,7 @@ mod tests {
     #[test]
     fn a_writable_place_in_what_the_sandbox_replaces_is_refused() {
         let d = scratch("reserved");
-        let spec = |project: PathBuf, writable: Vec<PathBuf>| ConfineSpec {
-            project,
-            writable,
-            tmp: d.join("private"),
-            tmp_at: Vec::new(),
-            network: false,
-            read_only: false,
-            protected: Vec::new(),
-            unix_sockets: Vec::new(),
-            landlock: true,
-            simulate: None,
-            lifeline: None,
-        };
+        let spec = |project: PathBuf, writable: Vec<PathBuf>| spec_in(&d, project, writable);
         for root in RESERVED {
             let inside = PathBuf::from(root).join("x");
             for s in [
