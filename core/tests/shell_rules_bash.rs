@@ -242,6 +242,49 @@ fn composed_lines_bash_runs_are_denied() {
     assert!(ran_count > 0, "no generated line ran the program");
 }
 
+/// Every two contexts the generator composes give a line bash reads: a line bash rejects
+/// runs nothing, so a property over it would judge a line no shell runs (`coproc` before a
+/// function definition is one).
+#[test]
+fn every_two_contexts_the_generator_composes_are_bash() {
+    if !installed("bash") {
+        eprintln!("bash is not installed: skipped");
+        return;
+    }
+    let contexts: Vec<Layer> = all_layers()
+        .into_iter()
+        .filter(|l| matches!(l, Layer::Context(_)))
+        .collect();
+    let base = common::shell_gen::Line {
+        text: "echo x".to_string(),
+        simple: true,
+        unjudgeable: false,
+    };
+    let mut rejected = Vec::new();
+    let mut read = 0;
+    for inner in &contexts {
+        let Some(once) = common::shell_gen::apply(*inner, &base) else {
+            continue;
+        };
+        for outer in &contexts {
+            let Some(twice) = common::shell_gen::apply(*outer, &once) else {
+                continue;
+            };
+            let ok = Command::new("bash")
+                .args(["-n", "-c", &twice.text])
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            read += 1;
+            if !ok {
+                rejected.push(twice.text);
+            }
+        }
+    }
+    assert!(read > contexts.len(), "{read} lines composed");
+    assert!(rejected.is_empty(), "bash rejects: {rejected:#?}");
+}
+
 /// Every line the analysis judges, built from a command word of up to two of 34 characters
 /// (quotes, `$`, braces, globs, `!`, `=`, `#`, operators, blanks, …) in 21 places (first,
 /// after an assignment, after another command, after a redirection, in a pipeline, in a

@@ -48,6 +48,7 @@ const BYPASSES: &[&str] = &[
     "cat <<E\n  $(rm -rf victim)\nE",
     "echo ${a:-`rm -rf victim`}",
     "echo `echo \\`rm -rf victim\\``",
+    "rm {-rf,}{,}{,}{,}{,}{,}{,}{,}{,} victim",
 ];
 
 const NEAR_MISSES: &[&str] = &[
@@ -110,17 +111,23 @@ fn one_deny_rule_catches_every_spelling_and_lets_near_misses_run() {
     assert!(!types(&evs).contains(&"approval_request".to_string()));
 }
 
-/// A command line nested far deeper than any script (thousands of `$(`) is judged without
-/// exhausting openmax's stack: the turn ends, the call is refused, nothing is deleted.
+/// A command line far bigger than any script (thousands of nested `$(`, a word of thousands
+/// of brace expressions) is judged without exhausting openmax's stack or stalling it: the turn
+/// ends, the calls are refused, nothing is deleted.
 #[test]
 fn a_deeply_nested_command_line_is_judged_without_a_crash() {
-    let depth = 20_000;
-    let line = format!("{}rm -rf victim{}", "$(".repeat(depth), ")".repeat(depth));
-    let (env, evs) = run_lines(&[&line]);
-    let end = evs
-        .iter()
-        .find(|e| e["type"] == "tool_end" && e["call_id"] == "c0")
-        .expect("the call ended");
-    assert_eq!(end["ok"], false, "{end}");
+    let n = 20_000;
+    let lines = [
+        format!("{}rm -rf victim{}", "$(".repeat(n), ")".repeat(n)),
+        format!("ls {}; rm -rf victim", "{a,b}".repeat(5 * n)),
+    ];
+    let (env, evs) = run_lines(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    for i in 0..lines.len() {
+        let end = evs
+            .iter()
+            .find(|e| e["type"] == "tool_end" && e["call_id"] == format!("c{i}"))
+            .expect("the call ended");
+        assert_eq!(end["ok"], false, "{end}");
+    }
     assert_eq!(env.read("victim/keep.txt").as_deref(), Some("keep\n"));
 }

@@ -19,8 +19,8 @@
 //!   its source text; one whose only run-time part is pathname expansion also carries its bash
 //!   pattern ([`Word::pattern`]: `"r"*` is `r*`, `'*'?` is `\*?`).
 //! - A command line that does not parse (an `ERROR` or missing node) is reported as
-//!   [`Parsed::broken`]; one whose substitutions nest deeper than [`super::lex::MAX_NESTING`]
-//!   as [`Parsed::too_deep`] too, parsed only up to there; the commands that were recognised are still reported. (A command name
+//!   [`Parsed::broken`]; one too big to read (see [`super::lex::normalise_bounded`]) as
+//!   [`Parsed::too_big`] too, parsed only up to there; the commands that were recognised are still reported. (A command name
 //!   the grammar reports missing after assignments and redirections, `x=$(ls) 2>/dev/null`,
 //!   is not an error: bash runs no command there.)
 //! - No I/O: the grammar is a pure function of the text.
@@ -28,6 +28,8 @@
 use std::collections::BTreeMap;
 
 use tree_sitter::{Node, Parser};
+
+use super::lex::Tally;
 
 /// One word of a simple command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,14 +50,20 @@ pub struct Parsed {
     pub commands: Vec<Vec<Word>>,
     /// The text did not parse as bash.
     pub broken: bool,
-    /// Its substitutions nest deeper than [`super::lex::MAX_NESTING`]: only the text before
-    /// that was parsed.
-    pub too_deep: bool,
+    /// It is too big to read ([`super::lex::normalise_bounded`]): only the text before that
+    /// was parsed.
+    pub too_big: bool,
 }
 
 /// Parse `src` as bash.
 pub fn parse(src: &str) -> Parsed {
-    let (normalised, too_deep) = super::lex::normalise_bounded(src);
+    parse_counting(src, &mut Tally::default())
+}
+
+/// Parse `src` as bash, what it reads counted on in `tally` (what the scripts of the same line
+/// read before it; together they are bounded as one, [`super::lex::normalise_bounded`]).
+pub fn parse_counting(src: &str, tally: &mut Tally) -> Parsed {
+    let (normalised, too_big) = super::lex::normalise_bounded(src, tally);
     let src = normalised.as_str();
     let mut parser = Parser::new();
     if parser
@@ -65,20 +73,20 @@ pub fn parse(src: &str) -> Parsed {
         return Parsed {
             commands: Vec::new(),
             broken: true,
-            too_deep,
+            too_big,
         };
     }
     let Some(tree) = parser.parse(src, None) else {
         return Parsed {
             commands: Vec::new(),
             broken: true,
-            too_deep,
+            too_big,
         };
     };
     let bytes = src.as_bytes();
     let mut out = Parsed {
-        broken: too_deep,
-        too_deep,
+        broken: too_big,
+        too_big,
         ..Parsed::default()
     };
     // The words after a redirection, by the id of the command they belong to (the walk meets

@@ -14,8 +14,9 @@
 //! - Brace expansion is done on every unquoted word but an assignment before a command, as bash
 //!   does before any other expansion: `{rm,}` is `rm`, `a{b,c}d` is `abd acd`, `{1..3}` is
 //!   `1 2 3`, `echo a={x,y}` is `echo a=x a=y`; quoted braces, `${…}`, `a={x,y} cmd`, and a
-//!   brace without a comma or a sequence stay as written. At most
-//!   [`MAX_WORDS`] words come out of one word; beyond that it stays as written.
+//!   brace without a comma or a sequence stay as written. At most [`MAX_WORDS`] words come
+//!   out of one word: a word that gives more (`rm {-rf,}{,}{,}{,}{,}{,}{,}{,}{,} x` runs `rm
+//!   -rf … x`) stays as written and the line is too big to read.
 //! - The reserved words `!`, `time` (with its `-p` and `--`) and `coproc` (with the name it
 //!   takes before a compound command) are dropped where bash reads them: first in a command
 //!   or after another reserved word, never after an assignment or a redirection (`a=1 time
@@ -41,9 +42,13 @@
 //!   as the arguments of a `:` command (the grammar misses one after a leading blank). A
 //!   quoted body is copied as written; a body the text ends inside is closed.
 //! - Everything else is copied as written: quotes, `$(…)` bodies (normalised themselves).
-//! - Substitutions nest at most [`MAX_NESTING`] deep in what is read: deeper, the text stops
-//!   there and the line is reported too deep ([`normalise_bounded`]), so no line exhausts the
-//!   stack.
+//! - Substitutions nest at most [`MAX_NESTING`] deep in what is read, a line holds at most
+//!   [`MAX_PIPES`] pipes and brace expansion writes at most [`MAX_EXPANSION`] pieces (both
+//!   counted on over every script of one line), and a word brace-expands into at most
+//!   [`MAX_WORDS`] words: deeper or past that, the text stops there (the word
+//!   stays as written) and the line is reported too big ([`normalise_bounded`]), so no line
+//!   exhausts the stack or makes the grammar's parse quadratic (a pipeline's is), and no word
+//!   escapes a rule by expanding into more words than are read.
 //! - Pure and total: any text gives a text.
 
 /// The most words one word may expand into.
@@ -52,18 +57,40 @@ pub const MAX_WORDS: usize = 256;
 /// How deep substitutions may nest in a line the normaliser reads (a script nests a few).
 pub const MAX_NESTING: usize = 64;
 
-/// `src` with bash's pre-parse steps done.
-pub fn normalise(src: &str) -> String {
-    normalise_bounded(src).0
+/// The most pipes (`|`, `|&`) a line the normaliser reads may hold, substitutions included
+/// (the grammar's parse of one pipeline takes time quadratic in its length; a script holds a
+/// few dozen).
+pub const MAX_PIPES: usize = 1024;
+
+/// How many pieces (characters, quoted strings) brace expansion may write in one line, the
+/// words it copies on the way counted: a line's expansions stay linear in its length.
+pub const MAX_EXPANSION: usize = 1 << 20;
+
+/// What the scripts of one line have read so far, against the line's bounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Pipes (`|`, `|&`), at most [`MAX_PIPES`].
+    pub pipes: usize,
+    /// Pieces written by brace expansion, at most [`MAX_EXPANSION`].
+    pub expanded: usize,
 }
 
-/// `src` with bash's pre-parse steps done, and whether its substitutions nest deeper than
-/// [`MAX_NESTING`]: then the text stops where the nesting got too deep (the line cannot be
-/// judged), so no line can exhaust the stack or make the analysis quadratic.
-pub fn normalise_bounded(src: &str) -> (String, bool) {
+/// `src` with bash's pre-parse steps done.
+pub fn normalise(src: &str) -> String {
+    normalise_bounded(src, &mut Tally::default()).0
+}
+
+/// `src` with bash's pre-parse steps done, and whether it is too big to read: its
+/// substitutions nest deeper than [`MAX_NESTING`], a word brace-expands into more than
+/// [`MAX_WORDS`] words, or `tally` (what the same line's other scripts read before it,
+/// counted on here) passes [`MAX_PIPES`] or [`MAX_EXPANSION`]. The text then stops there (the
+/// line cannot be judged), so no line can exhaust the stack or make the analysis quadratic.
+pub fn normalise_bounded(src: &str, tally: &mut Tally) -> (String, bool) {
     let mut lx = Lexer::new(src, 0);
+    lx.tally = *tally;
     let text = lx.normal(false);
-    (text, lx.too_deep)
+    *tally = lx.tally;
+    (text, lx.too_big)
 }
 
 /// A here-document whose body is still to come.
@@ -82,8 +109,10 @@ struct Lexer {
     heredocs: Vec<Heredoc>,
     /// Substitutions open around the text being read.
     nesting: usize,
-    /// Some substitution nested deeper than [`MAX_NESTING`].
-    too_deep: bool,
+    /// What the line has read so far, in substitutions too.
+    tally: Tally,
+    /// Some substitution nested deeper than [`MAX_NESTING`], or more than [`MAX_PIPES`] pipes.
+    too_big: bool,
 }
 
 /// Words after which a command name may follow.
@@ -116,19 +145,23 @@ impl Lexer {
             i: 0,
             heredocs: Vec::new(),
             nesting,
-            too_deep: false,
+            tally: Tally::default(),
+            too_big: false,
         }
     }
 
-    /// A lexer for `src` nested one level inside this one; its verdict on depth is ours.
+    /// A lexer for `src` nested one level inside this one; what it reads counts as ours, and
+    /// its verdict on size is ours.
     fn nested(&mut self, src: &str, read: impl FnOnce(&mut Lexer) -> String) -> String {
         if self.nesting >= MAX_NESTING {
-            self.too_deep = true;
+            self.too_big = true;
             return String::new();
         }
         let mut inner = Lexer::new(src, self.nesting + 1);
+        inner.tally = self.tally;
         let text = read(&mut inner);
-        self.too_deep |= inner.too_deep;
+        self.tally = inner.tally;
+        self.too_big |= inner.too_big;
         text
     }
 
@@ -141,7 +174,7 @@ impl Lexer {
         if nested {
             if self.nesting >= MAX_NESTING {
                 // Deeper than any script: the rest is not read.
-                self.too_deep = true;
+                self.too_big = true;
                 self.i = self.c.len();
                 return String::new();
             }
@@ -189,6 +222,18 @@ impl Lexer {
                     out.push(ch);
                     command_position = true;
                     keywords = true;
+                    if ch == '|' && self.peek(0) == Some('|') {
+                        self.i += 1;
+                        out.push('|');
+                    } else if ch == '|' {
+                        self.tally.pipes += 1;
+                        if self.tally.pipes > MAX_PIPES {
+                            // More than any script holds: the rest is not read.
+                            self.too_big = true;
+                            self.i = self.c.len();
+                            return out;
+                        }
+                    }
                 }
                 '(' => {
                     self.i += 1;
@@ -316,7 +361,13 @@ impl Lexer {
                         out.push_str("''");
                     }
                     let assignment = command_position && !redirect_target && is_assignment(&segs);
-                    out.push_str(&expand_word(&segs, assignment));
+                    match expand_word(&segs, assignment, &mut self.tally.expanded) {
+                        Some(words) => out.push_str(&words),
+                        None => {
+                            self.too_big = true;
+                            out.push_str(&render(&segs));
+                        }
+                    }
                     // A descriptor's number before a redirection (`2>f`) is no word of the
                     // command: the next word may still be its name.
                     let descriptor = !written.is_empty()
@@ -831,30 +882,39 @@ fn is_assignment(segs: &[Seg]) -> bool {
 }
 
 /// The word as bash's brace expansion leaves it: its words joined by spaces (empty ones
-/// dropped), or as written when it is an assignment before a command, holds no expansion or
-/// would give too many words. An assignment-shaped argument is expanded like any word.
-fn expand_word(segs: &[Seg], assignment: bool) -> String {
+/// dropped), or as written when it is an assignment before a command or holds no expansion;
+/// `None` when it would give more than [`MAX_WORDS`] words, or `expanded` (the pieces the
+/// line's expansions wrote before, counted on here) would pass [`MAX_EXPANSION`]. An
+/// assignment-shaped argument is expanded like any word.
+fn expand_word(segs: &[Seg], assignment: bool, expanded: &mut usize) -> Option<String> {
     if assignment {
-        return render_assignment(segs);
+        return Some(render_assignment(segs));
     }
     if !segs.contains(&Seg::Plain('{')) {
-        return render(segs);
+        return Some(render(segs));
     }
     let mut words = Vec::new();
-    if !expand(segs.to_vec(), &mut words) {
-        return render(segs);
+    if !expand(segs.to_vec(), 0, expanded, &mut words) {
+        return None;
     }
-    words
+    let words: Vec<String> = words
         .iter()
         .map(|w| render(w))
         .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+        .collect();
+    Some(words.join(" "))
 }
 
-/// Expand the first brace expression of `segs`, then the rest; false when there are too many
-/// words.
-fn expand(segs: Vec<Seg>, out: &mut Vec<Vec<Seg>>) -> bool {
+/// Expand the first brace expression of `segs`, then the rest, `depth` expressions in, each
+/// word made counted in `expanded`; false when there are too many words or pieces.
+fn expand(segs: Vec<Seg>, depth: usize, expanded: &mut usize, out: &mut Vec<Vec<Seg>>) -> bool {
+    // Past `MAX_WORDS` expressions one inside the other, too many: known before the first
+    // word, or a word of thousands of expressions would recurse thousands deep. (Each gives
+    // at least two words but a one-word sequence, `{a..a}`: that is stricter.)
+    *expanded += segs.len();
+    if depth > MAX_WORDS || *expanded > MAX_EXPANSION {
+        return false;
+    }
     let Some((open, close, alternatives)) = first_brace(&segs) else {
         out.push(segs);
         return out.len() <= MAX_WORDS;
@@ -863,61 +923,67 @@ fn expand(segs: Vec<Seg>, out: &mut Vec<Vec<Seg>>) -> bool {
         let mut w = segs[..open].to_vec();
         w.extend(alt);
         w.extend_from_slice(&segs[close + 1..]);
-        if !expand(w, out) {
+        if !expand(w, depth + 1, expanded, out) {
             return false;
         }
     }
     true
 }
 
-/// The first brace expression: its `{` and `}` and its alternatives.
+/// The first brace expression: its `{` and `}` and its alternatives. One pass: each `{` is
+/// matched with its `}` as bash matches them, and the leftmost pair with a comma directly
+/// inside or a sequence is the first.
 fn first_brace(segs: &[Seg]) -> Option<(usize, usize, Vec<Vec<Seg>>)> {
-    let mut from = 0;
-    while let Some(open) = segs[from..]
-        .iter()
-        .position(|s| *s == Seg::Plain('{'))
-        .map(|p| p + from)
-    {
-        let mut depth = 0usize;
-        let mut commas = Vec::new();
-        let mut close = None;
-        for (k, s) in segs.iter().enumerate().skip(open + 1) {
-            match s {
-                Seg::Plain('{') => depth += 1,
-                Seg::Plain('}') if depth == 0 => {
-                    close = Some(k);
-                    break;
+    // The braces open so far: each `{` with the commas directly inside it, and whether another
+    // brace stands inside it (then it is no sequence).
+    let mut open: Vec<(usize, Vec<usize>, bool)> = Vec::new();
+    let mut first: Option<(usize, usize, Vec<usize>)> = None;
+    for (k, s) in segs.iter().enumerate() {
+        match s {
+            Seg::Plain('{') => {
+                if let Some(outer) = open.last_mut() {
+                    outer.2 = true;
                 }
-                Seg::Plain('}') => depth -= 1,
-                Seg::Plain(',') if depth == 0 => commas.push(k),
-                _ => {}
+                open.push((k, Vec::new(), false));
             }
-        }
-        if let Some(close) = close {
-            if !commas.is_empty() {
-                let mut alternatives = Vec::new();
-                let mut start = open + 1;
-                for &c in commas.iter().chain(std::iter::once(&close)) {
-                    alternatives.push(segs[start..c].to_vec());
-                    start = c + 1;
+            Seg::Plain(',') => {
+                if let Some(inner) = open.last_mut() {
+                    inner.1.push(k);
                 }
-                return Some((open, close, alternatives));
             }
-            if let Some(seq) = sequence(&segs[open + 1..close]) {
-                let alternatives = seq
-                    .into_iter()
-                    .map(|t| t.chars().map(Seg::Plain).collect())
-                    .collect();
-                return Some((open, close, alternatives));
+            Seg::Plain('}') => {
+                let Some((o, commas, nested)) = open.pop() else {
+                    continue;
+                };
+                let expands =
+                    !commas.is_empty() || (!nested && sequence(&segs[o + 1..k]).is_some());
+                if expands && first.as_ref().is_none_or(|f| o < f.0) {
+                    first = Some((o, k, commas));
+                }
             }
+            _ => {}
         }
-        from = open + 1;
     }
-    None
+    let (open, close, commas) = first?;
+    let alternatives = if commas.is_empty() {
+        sequence(&segs[open + 1..close])?
+            .into_iter()
+            .map(|t| t.chars().map(Seg::Plain).collect())
+            .collect()
+    } else {
+        let mut alternatives = Vec::new();
+        let mut start = open + 1;
+        for &c in commas.iter().chain(std::iter::once(&close)) {
+            alternatives.push(segs[start..c].to_vec());
+            start = c + 1;
+        }
+        alternatives
+    };
+    Some((open, close, alternatives))
 }
 
-/// `a..b` or `a..b..step` over integers or single letters; `None` when it is not one (or
-/// would give more than [`MAX_WORDS`] words).
+/// `a..b` or `a..b..step` over integers or single letters; `None` when it is not one. Of one
+/// that would give more than [`MAX_WORDS`] words, the first `MAX_WORDS + 1`.
 fn sequence(segs: &[Seg]) -> Option<Vec<String>> {
     let mut text = String::new();
     for s in segs {
@@ -949,10 +1015,8 @@ fn sequence(segs: &[Seg]) -> Option<Vec<String>> {
             }
         }
     };
-    let count = (from.abs_diff(to) / step.unsigned_abs()) + 1;
-    if count > MAX_WORDS as u64 {
-        return None;
-    }
+    // One word more than may come out of a word is enough to know there are too many.
+    let count = ((from.abs_diff(to) / step.unsigned_abs()) + 1).min(MAX_WORDS as u64 + 1);
     let mut v = Vec::new();
     let mut x = from;
     for _ in 0..count {

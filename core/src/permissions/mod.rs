@@ -85,10 +85,10 @@ impl Rule {
         if self.tool != SHELL_TOOL {
             return false;
         }
-        // A line nested too deep to read may run anything: every rule of the tool matches.
+        // A line too big to read may run anything: every rule of the tool matches.
         match &self.pattern {
             None => true,
-            Some(_) if lines.iter().any(|a| a.too_deep) => true,
+            Some(_) if lines.iter().any(|a| a.too_big) => true,
             Some(p) => lines
                 .iter()
                 .flat_map(|a| &a.commands)
@@ -321,12 +321,12 @@ mod tests {
         }
     }
 
-    /// A line whose substitutions nest deeper than any script, or a command with more
-    /// wrappers than any, is not read past that depth and matches every `shell` rule, deny
-    /// rules included; at the bound it is judged as any other. No nesting, of any construct, exhausts the stack (a test thread's is smaller
-    /// than openmax's).
+    /// A line whose substitutions nest deeper than any script, with more pipes than any, a
+    /// word brace-expanding into more words than any, or a command with more wrappers than any, is not read past that bound and matches every
+    /// `shell` rule, deny rules included; at the bound it is judged as any other. No nesting,
+    /// of any construct, exhausts the stack (a test thread's is smaller than openmax's).
     #[test]
-    fn a_line_nested_too_deep_to_read_matches_every_shell_rule() {
+    fn a_line_too_big_to_read_matches_every_shell_rule() {
         let p = Permissions {
             deny: vec![Rule::parse("shell(rm -rf *)").unwrap()],
             ask: vec![Rule::parse("shell(git push*)").unwrap()],
@@ -336,6 +336,32 @@ mod tests {
         assert!(p.denied_by(SHELL_TOOL, &[at_bound]).is_some());
         let ls_at_bound = nested(lex::MAX_NESTING, "ls");
         assert!(p.denied_by(SHELL_TOOL, &[ls_at_bound]).is_none());
+        // A line with as many pipes as are read, likewise; characters that are no pipe do not
+        // count.
+        let piped = |pipes: usize, inner: &str| format!("{}{inner}", "x | ".repeat(pipes));
+        let at_bound = piped(lex::MAX_PIPES, "rm -rf x");
+        assert!(p.denied_by(SHELL_TOOL, &[at_bound]).is_some());
+        assert!(p
+            .denied_by(SHELL_TOOL, &[piped(lex::MAX_PIPES, "ls")])
+            .is_none());
+        let n = 20_000;
+        for no_pipes in [
+            format!("{}ls", "x || ".repeat(n)),
+            format!("echo '{}' \"{}\" \\|", "|".repeat(n), "|".repeat(n)),
+            format!("cat <<E\n{}\nE\nls # {}", "|".repeat(n), "|".repeat(n)),
+        ] {
+            assert!(!unwrap::analyse(&no_pipes).too_big);
+        }
+        // A word giving as many words as are read, likewise.
+        let words = format!("rm {{-rf,}}{} x", "{,}".repeat(7));
+        assert!(p.denied_by(SHELL_TOOL, &[words]).is_some());
+        for line in [
+            "ls {1..256}".to_string(),
+            "ls {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}".to_string(),
+            "mkdir -p src/{a,b,c}/{d,e,f}; ".repeat(1_000),
+        ] {
+            assert!(!unwrap::analyse(&line).too_big, "{line}");
+        }
         // As many wrappers as are read, likewise.
         let wrapped = |inner: &str| format!("{}{inner}", "env ".repeat(unwrap::MAX_WRAPPERS));
         assert!(p.denied_by(SHELL_TOOL, &[wrapped("rm -rf x")]).is_some());
@@ -355,11 +381,40 @@ mod tests {
             format!("{}ls", "env ".repeat(unwrap::MAX_WRAPPERS + 1)),
             format!("{}ls", "nice timeout 5 ".repeat(20_000)),
             format!("{}ls{}", "find . -exec ".repeat(2_000), " ;".repeat(2_000)),
+            piped(lex::MAX_PIPES + 1, "ls"),
+            piped(20_000, "ls"),
+            // Pipes count over the whole line: in every pipeline, substitution and script it
+            // runs.
+            format!("{}ls", "x |& ".repeat(lex::MAX_PIPES + 1)),
+            format!("{}ls", "x | x; ".repeat(lex::MAX_PIPES + 1)),
+            format!(
+                "{}ls",
+                "echo $(x | x) `x | x`; ".repeat(lex::MAX_PIPES / 2 + 1)
+            ),
+            format!("{}ls", "bash -c 'x | x'; ".repeat(lex::MAX_PIPES + 1)),
+            format!("cat <<E\n{}\nE\nls", "$(x | x)".repeat(lex::MAX_PIPES + 1)),
+            // A word brace-expanding into more words than are read: bash runs `rm -rf … x`.
+            format!("rm {{-rf,}}{} x", "{,}".repeat(8)),
+            format!("{{rm,}}{} -rf x", "{,}".repeat(8)),
+            format!("ls {}", "{a,b}".repeat(20_000)),
+            format!("ls {}", "{a..a}".repeat(20_000)),
+            "ls {1..257}".to_string(),
+            format!("ls {}b{}", "{a,".repeat(20_000), "}".repeat(20_000)),
+            // Brace expansion writing more than is read in one line, in one word or many, in
+            // the line or the scripts it runs.
+            format!(
+                "ls {}{}",
+                "{a,b}".repeat(8),
+                "x".repeat(lex::MAX_EXPANSION / 256)
+            ),
+            "ls {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}; ".repeat(200),
+            "bash -c 'ls {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}'; ".repeat(200),
         ] {
+            let start: String = line.chars().take(40).collect();
             let t = [line];
-            assert!(p.denied_by(SHELL_TOOL, &t).is_some());
-            assert!(p.ask_by(SHELL_TOOL, &t).is_some());
-            assert!(unwrap::analyse(&t[0]).too_deep);
+            assert!(p.denied_by(SHELL_TOOL, &t).is_some(), "{start}");
+            assert!(p.ask_by(SHELL_TOOL, &t).is_some(), "{start}");
+            assert!(unwrap::analyse(&t[0]).too_big, "{start}");
         }
         // Other nestings the normaliser does not recurse into: read, and no stack exhausted.
         let families: [(&str, &str, &str, usize); 12] = [
@@ -373,13 +428,13 @@ mod tests {
             ("while x; do ", "rm -rf x", "; done", 2_000),
             ("x <(", "rm -rf x", ")", 2_000),
             ("[[ ( ", "x", " ) ]]", 2_000),
-            ("x | ", "rm -rf x", "", 2_000),
+            ("{", "; rm -rf x", "", 20_000),
             ("a=(", "x", ")", 2_000),
         ];
         for (open, inner, close, n) in families {
             let line = format!("{}{inner}{}", open.repeat(n), close.repeat(n));
             let a = unwrap::analyse(&line);
-            assert!(!a.too_deep, "{open}");
+            assert!(!a.too_big, "{open}");
             if inner.contains("rm") {
                 assert!(p.denied_by(SHELL_TOOL, &[line]).is_some(), "{open}");
             }

@@ -33,7 +33,7 @@ use super::wrappers::{self, Step};
 pub const MAX_DEPTH: usize = 8;
 
 /// How many wrappers around one command are read (`env nice timeout 5 …`); a line with more
-/// matches every `shell` rule, as one nested too deep does.
+/// matches every `shell` rule, as one too big to read does.
 pub const MAX_WRAPPERS: usize = 64;
 
 /// One program run with its arguments (values after quote removal; a run-time value is its
@@ -68,10 +68,15 @@ pub struct Analysis {
     pub commands: Vec<Command>,
     /// Why some of it cannot be judged statically (empty when all of it can).
     pub unjudgeable: Vec<String>,
-    /// Its substitutions nest deeper than [`super::lex::MAX_NESTING`], or a command has more
-    /// than [`MAX_WRAPPERS`] wrappers: what lies deeper was not read at all, so every `shell`
+    /// Its substitutions nest deeper than [`super::lex::MAX_NESTING`], a word brace-expands
+    /// into more than [`super::lex::MAX_WORDS`] words, it and the scripts it runs hold more
+    /// than [`super::lex::MAX_PIPES`] pipes or expand braces into more than
+    /// [`super::lex::MAX_EXPANSION`] pieces, or a command has more than [`MAX_WRAPPERS`]
+    /// wrappers: what lies past that was not read at all, so every `shell`
     /// rule, deny rules included, matches it.
-    pub too_deep: bool,
+    pub too_big: bool,
+    /// What the line and the scripts it runs have read, against the line's bounds.
+    pub tally: super::lex::Tally,
 }
 
 /// Analyse one command line.
@@ -87,12 +92,17 @@ fn script(src: &str, depth: usize, out: &mut Analysis) {
             .push(format!("shells nested deeper than {MAX_DEPTH} levels"));
         return;
     }
-    let parsed = bash::parse(src);
-    if parsed.too_deep {
-        out.too_deep = true;
+    let parsed = bash::parse_counting(src, &mut out.tally);
+    if parsed.too_big {
+        out.too_big = true;
         out.unjudgeable.push(format!(
-            "substitutions nested deeper than {} levels",
-            super::lex::MAX_NESTING
+            "too big to read: substitutions nested deeper than {} levels, more than {} pipes, \
+             a word brace-expanding into more than {} words, or braces expanding into more \
+             than {} characters",
+            super::lex::MAX_NESTING,
+            super::lex::MAX_PIPES,
+            super::lex::MAX_WORDS,
+            super::lex::MAX_EXPANSION
         ));
     } else if parsed.broken {
         out.unjudgeable
@@ -279,7 +289,7 @@ fn simple(mut words: Vec<Word>, depth: usize, first_level: usize, out: &mut Anal
         // Each level reports its words, so reading thousands of wrappers would take the
         // square of the line's length: no command has this many.
         if level > MAX_WRAPPERS {
-            out.too_deep = true;
+            out.too_big = true;
             out.unjudgeable
                 .push(format!("wrappers nested deeper than {MAX_WRAPPERS} levels"));
             return;

@@ -676,6 +676,14 @@ pub fn apply(layer: Layer, line: &Line) -> Option<Line> {
             if c.contains("$({}") && line.text.starts_with('(') {
                 return None;
             }
+            // Bash reads no `!`, `coproc` or function definition as `coproc`'s command, and no
+            // `!` after a pipe (syntax errors).
+            let starts = |w: &[&str]| w.iter().any(|w| line.text.starts_with(w));
+            if c.starts_with("coproc {}") && starts(&["! ", "coproc ", "f()"])
+                || c.ends_with("| {}") && starts(&["! "])
+            {
+                return None;
+            }
             // A comment runs to the end of the line: nothing may follow it.
             if line.text.contains(" # ") {
                 return None;
