@@ -753,8 +753,25 @@ mod tests {
             "xargs -n1 1 x",
             "xargs -ni i x",
             "xargs -a I I x",
+            "xargs -0 {} -rf x",
+            "xargs -r -t {} x",
+            "xargs --verbose {} x",
         ] {
             assert!(judged(line), "{line}");
+        }
+    }
+
+    /// Bash rejects `coproc` or `!` right after `coproc`; they are read as reserved words
+    /// there all the same (the stricter reading), so a compound command after them, with
+    /// the name `coproc` takes before one, is still read as commands.
+    #[test]
+    fn a_second_coproc_or_bang_after_coproc_is_read_as_reserved() {
+        for line in [
+            "coproc coproc n { rm -rf x; }",
+            "coproc ! coproc n { rm -rf x; }",
+            "coproc coproc ! coproc n ( rm -rf x )",
+        ] {
+            assert_eq!(texts(line), ["rm -rf x"], "{line}");
         }
     }
 
