@@ -12,7 +12,8 @@
 # Too slow for CI on 2 cores (3,300 mutants; a shell mutant costs a build of the shell and of
 # the binary): run it sharded. Shard K of N takes every N-th mutant (round-robin), so one shard
 # is a systematic sample of the whole set; SHARDING=slice takes the K-th consecutive range
-# instead (one file's neighbourhood).
+# instead (one file's neighbourhood); SHARDING=fresh draws only from the mutants no earlier run
+# here judged (below).
 #
 #   bench/mutants-policy.sh core 0 20     # shard 0 of 20 of core/src/permissions
 #   bench/mutants-policy.sh shell 0 100   # shard 0 of 100 of the shell's policy code
@@ -70,6 +71,23 @@ mkdir -p "$out"
 # So the tree must not be edited while a run goes, and one run at a time per checkout.
 common=(--package "$package" "${files[@]}" --build-timeout 3600 --in-place)
 shard=(--shard "$k/$n" --sharding "${SHARDING:-round-robin}")
+# SHARDING=fresh: shard K of N (round-robin) of the mutants no earlier run of this set judged,
+# by name, from the results under target/mutants-policy/. The list shifts as code is added,
+# so a round-robin shard drawn later can repeat much of an earlier one (7 and 8 of 16 of the
+# shell set shared 81 mutants).
+if [ "${SHARDING:-}" = fresh ]; then
+  cargo mutants --package "$package" "${files[@]}" --list >"$out/all.txt"
+  cat "$root"/target/mutants-policy/"$set_name"-*/unit/mutants.out/{caught,missed,timeout,unviable}.txt \
+    2>/dev/null | sort -u >"$out/judged.txt"
+  grep -vxF -f "$out/judged.txt" "$out/all.txt" | awk -v k="$k" -v n="$n" '(NR - 1) % n == k' \
+    >"$out/fresh.txt"
+  echo "$(wc -l <"$out/all.txt") mutants, $(wc -l <"$out/judged.txt") judged before; shard $k of $n of the rest: $(wc -l <"$out/fresh.txt")"
+  shard=()
+  while IFS= read -r m; do
+    shard+=(-F "^$(printf '%s' "$m" | sed 's/[][\.|$(){}?+*^]/\\&/g')\$")
+  done <"$out/fresh.txt"
+  grep -q 'delete field' "$out/fresh.txt" || shard+=(-E 'delete field')
+fi
 
 # The test selection as cargo arguments, so that the build of each mutant builds only these
 # test binaries too (arguments after `--` reach only the test run).
