@@ -111,6 +111,33 @@ mod tests {
         assert_eq!(openmax_ancestor(), None);
     }
 
+    /// A process whose parent runs the same executable finds it by that (the test binary
+    /// starts itself: the child's parent is this very executable, named otherwise).
+    #[test]
+    fn an_ancestor_running_the_same_executable_is_an_openmax() {
+        if std::env::var_os("OPENMAX_TEST_ANCESTOR_PROBE").is_some() {
+            // The child: print what it finds.
+            println!("probe: {:?}", openmax_ancestor());
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "human::tests::an_ancestor_running_the_same_executable_is_an_openmax",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("OPENMAX_TEST_ANCESTOR_PROBE", "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let want = format!(
+            "probe: Some(({}, \"the same openmax executable\"))",
+            std::process::id()
+        );
+        assert!(stdout.contains(&want), "{stdout}");
+    }
+
     /// The walk over a process table: (pid, parent, is an openmax).
     fn walk(table: &[(i32, i32, bool)], from: i32) -> Option<(i32, String)> {
         let row = |pid: i32| table.iter().find(|r| r.0 == pid).copied();

@@ -172,6 +172,66 @@ fn a_hook_rewriting_write_files_path_writes_there_and_says_so() {
     assert_eq!(s.finish().0, Some(0));
 }
 
+/// A hook's decision is its last JSON line however much it printed before, up to what is
+/// read of its output (64 KiB); a hook that exits 0 with more has failed, which refuses the
+/// call (its decision may be in what was not read).
+#[test]
+fn a_decision_after_long_output_is_heard_and_output_past_the_cap_fails_the_hook() {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![
+        tool_calls_reply(&[
+            ("c1", "shell", json!({"command": "touch logs.marker"})),
+            ("c2", "shell", json!({"command": "touch flood.marker"})),
+            ("c3", "shell", json!({"command": "touch plain.marker"})),
+        ]),
+        text_reply("ok"),
+    ]);
+    let guard = script(
+        &env,
+        "guard.sh",
+        "payload=$(cat)\n\
+         case \"$payload\" in\n\
+         *logs*) head -c 8000 /dev/zero | tr '\\0' x; echo; \
+         echo '{\"decision\":\"refuse\",\"reason\":\"seen after the logs\"}';;\n\
+         *flood*) head -c 70000 /dev/zero | tr '\\0' y; echo;;\n\
+         esac\n",
+    );
+    setup(
+        &env,
+        &mock,
+        &format!(
+            "[[hooks]]\nevent = \"tool_start\"\ncommand = [\"sh\", \"{guard}\"]\nblocking = true"
+        ),
+    );
+    env.set_mode("auto");
+    let mut s = env.stdio(&[]);
+    s.user("touch them");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "end_turn", "{evs:?}");
+    let ends = of_type(&evs, "tool_end");
+    assert_eq!(ends.len(), 3, "{evs:?}");
+    assert_eq!(ends[0]["ok"], false);
+    assert!(
+        ends[0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("seen after the logs"),
+        "{}",
+        ends[0]
+    );
+    assert_eq!(ends[1]["ok"], false);
+    let failed = find(&evs, "hook_failed");
+    assert!(
+        failed["detail"].as_str().unwrap().contains("passed 64 KiB"),
+        "{failed}"
+    );
+    assert_eq!(ends[2]["ok"], true, "{}", ends[2]);
+    assert!(!env.project.join("logs.marker").exists());
+    assert!(!env.project.join("flood.marker").exists());
+    assert!(env.project.join("plain.marker").exists());
+    assert_eq!(s.finish().0, Some(0));
+}
+
 #[test]
 fn a_hook_that_times_out_refuses_the_call() {
     let env = TestEnv::new();

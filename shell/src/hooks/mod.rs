@@ -32,6 +32,10 @@ use crate::extensions::process::{self, ProcessSpec, Status};
 
 /// Default per-run timeout.
 pub const DEFAULT_TIMEOUT_S: u64 = 60;
+
+/// How much of each of a hook's stdout and stderr is read. A hook that exits 0 with more has
+/// failed: its decision, on its last line, may be in what was not read.
+pub const OUTPUT_CAP: usize = 64 * 1024;
 /// Where project hooks are defined (their source when they name no project file).
 pub const PROJECT_CONFIG: &str = ".openmax/config.toml";
 
@@ -307,7 +311,7 @@ pub async fn run(
         env,
         stdin: payload.to_string().into_bytes(),
         timeout_ms,
-        output_cap: 64 * 1024,
+        output_cap: OUTPUT_CAP,
         // A user hook is the user's own code: it runs outside the kernel sandbox (its
         // environment is still filtered). A project hook is agent-writable: it runs inside.
         sandbox: match hook.origin {
@@ -316,6 +320,14 @@ pub async fn run(
         },
     };
     let r = process::run(spec, cancel).await;
+    if r.truncated && r.status == Status::Exited(0) {
+        return HookOutcome::Failed {
+            detail: format!(
+                "its output passed {} KiB, so its decision may not have been read",
+                OUTPUT_CAP / 1024
+            ),
+        };
+    }
     outcome(&r.status, &r.stdout, &r.stderr, timeout_ms)
 }
 
