@@ -29,3 +29,17 @@ pub use manifest::ExternalTool;
 pub fn is_reserved(name: &str) -> bool {
     crate::tools::is_builtin(name) || name == skills::SKILL_TOOL
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every built-in tool's name and `skill` are reserved; no other name is.
+    #[test]
+    fn the_builtin_tools_and_skill_are_reserved_and_nothing_else() {
+        for name in crate::tools::BUILTIN_NAMES.iter().chain(&[super::skills::SKILL_TOOL]) {
+            assert!(super::is_reserved(name), "{name}");
+        }
+        for name in ["deploy", "skills", "Skill", "shell2", ""] {
+            assert!(!super::is_reserved(name), "{name}");
+        }
+    }
+}

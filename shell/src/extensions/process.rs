@@ -257,6 +257,13 @@ mod tests {
         let (_tx, rx) = tokio::sync::oneshot::channel();
         let r = rt().block_on(run(spec("head -c 1000 /dev/zero | tr '\\0' a", 10_000), rx));
         assert!(r.truncated && r.stdout.len() == 64);
+        // Exactly the cap, in one write, is whole; one byte more is not.
+        for (n, truncated) in [(64, false), (65, true)] {
+            let (_tx, rx) = tokio::sync::oneshot::channel();
+            let cmd = format!("head -c {n} /dev/zero | tr '\\0' a");
+            let r = rt().block_on(run(spec(&cmd, 10_000), rx));
+            assert_eq!((r.truncated, r.stdout.len()), (truncated, 64), "{n}");
+        }
     }
 
     #[test]

@@ -440,6 +440,30 @@ fn listed(annotations: Option<serde_json::Value>) -> Vec<McpTool> {
 }
 
 #[test]
+fn a_call_to_a_tool_the_filters_leave_out_is_invalid_whatever_the_server_offers() {
+    let p = project();
+    for filters in ["disabled_tools = [\"t\"]\n", "enabled_tools = [\"u\"]\n"] {
+        let def = toml_def(&p.root, &format!("command = \"srv\"\n{filters}"));
+        let plan = set(def, State::Started, listed(None)).plan(
+            "mcp__srv__t",
+            &json!({}),
+            &p.root,
+            &|_, _| false,
+        );
+        let invalid = plan.invalid.unwrap_or_default();
+        assert!(invalid.contains("does not offer \"t\""), "{filters}: {invalid}");
+    }
+    let def = toml_def(&p.root, "command = \"srv\"\nenabled_tools = [\"t\"]\n");
+    let plan = set(def, State::Started, listed(None)).plan(
+        "mcp__srv__t",
+        &json!({}),
+        &p.root,
+        &|_, _| false,
+    );
+    assert_eq!(plan.invalid, None);
+}
+
+#[test]
 fn a_call_is_read_only_only_when_the_server_says_so() {
     let p = project();
     let def = toml_def(&p.root, "command = \"srv\"\n");
