@@ -491,6 +491,22 @@ mod tests {
         assert_eq!(names("case a in a) rm -rf x;; esac"), vec!["rm -rf x"]);
     }
 
+    /// Words after a redirection's target, or after a here-document's delimiter, are the
+    /// command's, in source order (the grammar hangs them on the redirection).
+    #[test]
+    fn words_after_a_redirection_are_the_commands() {
+        for (line, want) in [
+            ("rm >f -rf x", "rm -rf x"),
+            ("rm 2>&1 -rf x", "rm -rf x"),
+            ("rm <<E -rf x\nhi\nE", "rm -rf x"),
+            ("rm <<-E -rf x\n\thi\nE", "rm -rf x"),
+            ("rm <<E >f -rf x\nhi\nE", "rm -rf x"),
+            ("rm -r <<E -f x\nhi\nE", "rm -r -f x"),
+        ] {
+            assert_eq!(names(line), vec![want], "{line:?}");
+        }
+    }
+
     #[test]
     fn quote_removal() {
         assert_eq!(names("'r'm \"-rf\" \\x r\"\"m"), vec!["rm -rf x rm"]);

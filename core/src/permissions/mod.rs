@@ -336,6 +336,8 @@ mod tests {
         assert!(p.denied_by(SHELL_TOOL, &[at_bound]).is_some());
         let ls_at_bound = nested(lex::MAX_NESTING, "ls");
         assert!(p.denied_by(SHELL_TOOL, &[ls_at_bound]).is_none());
+        let quoted = format!("echo `{}`", nested(lex::MAX_NESTING - 1, "ls"));
+        assert!(!unwrap::analyse(&quoted).too_big);
         // A line with as many pipes as are read, likewise; characters that are no pipe do not
         // count.
         let piped = |pipes: usize, inner: &str| format!("{}{inner}", "x | ".repeat(pipes));
@@ -377,6 +379,8 @@ mod tests {
             nested(20_000, "ls"),
             format!("echo \"{}ls{}\"", "$(".repeat(20_000), ")".repeat(20_000)),
             format!("echo `{}`", nested(lex::MAX_NESTING + 1, "ls")),
+            // A backquoted substitution is a level too.
+            format!("echo `{}`", nested(lex::MAX_NESTING, "ls")),
             format!("echo {}1{}", "$((".repeat(20_000), "))".repeat(20_000)),
             format!("{}ls", "env ".repeat(unwrap::MAX_WRAPPERS + 1)),
             format!("{}ls", "nice timeout 5 ".repeat(20_000)),

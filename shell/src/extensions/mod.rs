@@ -35,7 +35,10 @@ mod tests {
     /// Every built-in tool's name and `skill` are reserved; no other name is.
     #[test]
     fn the_builtin_tools_and_skill_are_reserved_and_nothing_else() {
-        for name in crate::tools::BUILTIN_NAMES.iter().chain(&[super::skills::SKILL_TOOL]) {
+        for name in crate::tools::BUILTIN_NAMES
+            .iter()
+            .chain(&[super::skills::SKILL_TOOL])
+        {
             assert!(super::is_reserved(name), "{name}");
         }
         for name in ["deploy", "skills", "Skill", "shell2", ""] {

@@ -451,15 +451,15 @@ fn a_call_to_a_tool_the_filters_leave_out_is_invalid_whatever_the_server_offers(
             &|_, _| false,
         );
         let invalid = plan.invalid.unwrap_or_default();
-        assert!(invalid.contains("does not offer \"t\""), "{filters}: {invalid}");
+        assert!(
+            invalid.contains("does not offer \"t\""),
+            "{filters}: {invalid}"
+        );
     }
     let def = toml_def(&p.root, "command = \"srv\"\nenabled_tools = [\"t\"]\n");
-    let plan = set(def, State::Started, listed(None)).plan(
-        "mcp__srv__t",
-        &json!({}),
-        &p.root,
-        &|_, _| false,
-    );
+    let plan =
+        set(def, State::Started, listed(None))
+            .plan("mcp__srv__t", &json!({}), &p.root, &|_, _| false);
     assert_eq!(plan.invalid, None);
 }
 
