@@ -513,3 +513,44 @@ fn a_call_is_read_only_only_when_the_server_says_so() {
         assert!(plan.invalid.is_some() && plan.mutating, "{plan:?}");
     }
 }
+
+/// A project server's definition or files changed between a call's plan (the sha the human
+/// approved) and its run: the call is refused before anything starts. The control: with the
+/// planned sha unchanged, the call passes the gate (and fails on its arguments, after it).
+#[tokio::test]
+async fn a_project_server_changed_between_plan_and_run_is_refused() {
+    let p = project();
+    let def = toml_def(&p.root, STDIO);
+    let planned = crate::extensions::source::short(&gate::source_sha256(&def, &p.root).unwrap());
+    let mcp = set(def, State::Started, Vec::new());
+    let ctx = server::StartContext {
+        project: p.root.clone(),
+        log_path: None,
+        agent_session: "t".to_string(),
+        notices: None,
+        policy: crate::sandbox::Policy::default(),
+    };
+    let run = |sha: String| {
+        let (_cancel, cancelled) = tokio::sync::oneshot::channel();
+        super::call(
+            &mcp.servers[0],
+            "echo",
+            json!("not an object"),
+            Some(sha),
+            1024,
+            &ctx,
+            cancelled,
+        )
+    };
+    let passed = run(planned.clone()).await;
+    assert_eq!(passed.output, "arguments must be a JSON object");
+    std::fs::write(p.root.join("srv/server.sh"), "exec node srv/evil.js\n").unwrap();
+    let refused = run(planned.clone()).await;
+    assert!(!refused.ok);
+    assert!(
+        refused.output.contains("changed since it was approved")
+            && refused.output.contains(&planned),
+        "{}",
+        refused.output
+    );
+}
