@@ -366,6 +366,8 @@ mod tests {
         let mut body = b"data: ".to_vec();
         body.extend_from_slice(&big);
         let mut evs = d.feed(&body);
+        // Not held while its end is awaited, even when it came in one piece.
+        assert!(d.line.len() <= MAX_LINE_BYTES, "held {}", d.line.len());
         evs.extend(d.feed(b"\n\ndata: ok\n\n"));
         assert_eq!(
             evs.len(),
