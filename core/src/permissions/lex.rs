@@ -1171,11 +1171,11 @@ mod tests {
         // `${…}` is not brace-expanded; a substitution inside double quotes is a command line
         // of its own, whose words are (bash prints `a b` for `echo "$(echo {a,b})"`).
         assert_eq!(normalise("echo ${a:-{b,c}}"), "echo ${a:-{b,c}}");
-        // An escaped `$` in `${…}` starts no substitution (bash prints `$(x {a,b})`).
-        assert_eq!(
-            normalise("echo ${a:-\\$(x {a,b})}"),
-            "echo ${a:-\\$(x {a,b})}"
-        );
+        // An escaped or single-quoted `$` in `${…}` starts no substitution (bash prints
+        // `$(x {a,b})`).
+        for line in ["echo ${a:-\\$(x {a,b})}", "echo ${a:-'$(x {a,b})'}"] {
+            assert_eq!(normalise(line), line);
+        }
         assert_eq!(normalise("echo \"$(echo {a,b})\""), "echo \"$(echo a b)\"");
         assert_eq!(normalise("echo {a,{b,c}}"), "echo a b c");
         assert_eq!(
