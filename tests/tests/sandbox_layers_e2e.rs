@@ -303,6 +303,17 @@ fn while_a_call_sleeps<T: Send + 'static>(
     mock: &MockServer,
     act: impl FnOnce(u32) -> T + Send + 'static,
 ) -> (T, (bool, String)) {
+    while_a_call_runs(env, mock, "touch started; sleep 60; echo finished", act)
+}
+
+/// [`while_a_call_sleeps`] with this command, which touches `started` when `act` may begin.
+fn while_a_call_runs<T: Send + 'static>(
+    env: &TestEnv,
+    mock: &MockServer,
+    command: &str,
+    act: impl FnOnce(u32) -> T + Send + 'static,
+) -> (T, (bool, String)) {
+    let command = command.to_string();
     let marker = env.project.join("started");
     let (tx, rx) = std::sync::mpsc::channel::<u32>();
     let watcher = std::thread::spawn(move || {
@@ -312,7 +323,7 @@ fn while_a_call_sleeps<T: Send + 'static>(
     });
     let mut outs = turn(env, mock, |pid| {
         tx.send(pid).unwrap();
-        vec!["touch started; sleep 60; echo finished".to_string()]
+        vec![command]
     });
     (watcher.join().unwrap(), outs.remove(0))
 }
@@ -353,6 +364,27 @@ fn a_signal_to_the_helper_reaches_what_it_runs() {
         assert!(!out.0, "{w}: {}", out.1);
         assert!(
             out.1.contains("killed by signal 15 (SIGTERM)") && !out.1.contains("finished"),
+            "{w}: {}",
+            out.1
+        );
+    }
+}
+
+/// The signal is forwarded, not merely fatal to the helper: a command that traps it runs its
+/// trap, and the call ends as the command chose.
+#[test]
+fn a_signal_to_the_helper_is_forwarded_to_a_command_that_traps_it() {
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        let command = "trap 'echo trapped; exit 7' TERM; touch started; sleep 60 & wait";
+        let ((), out) = while_a_call_runs(&env, &mock, command, |helper| {
+            // SAFETY: plain syscall; the pid is our session's helper, alive (its command waits).
+            unsafe { libc::kill(helper as i32, libc::SIGTERM) };
+        });
+        let w = who.label();
+        assert!(!out.0, "{w}: {}", out.1);
+        assert!(
+            out.1.contains("trapped") && out.1.contains("exit status: 7"),
             "{w}: {}",
             out.1
         );
