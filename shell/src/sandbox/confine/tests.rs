@@ -86,6 +86,9 @@ fn the_user_can_add_writable_directories_and_sockets_but_never_home() {
     spec.allow_socket("/run/user/1000/ssh-agent.sock").unwrap();
     assert_eq!(spec.unix_sockets.len(), 1);
     assert!(spec.read_only().unix_sockets.is_empty());
+    // Nor the network, whatever the session's sandbox allows.
+    spec.network = true;
+    assert!(!spec.read_only().network);
 }
 
 #[test]
