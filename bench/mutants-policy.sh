@@ -74,7 +74,7 @@ shard=(--shard "$k/$n" --sharding "${SHARDING:-round-robin}")
 # SHARDING=fresh: shard K of N (round-robin) of the mutants no earlier run of this set judged,
 # by name, from the results under target/mutants-policy/. The list shifts as code is added,
 # so a round-robin shard drawn later can repeat much of an earlier one (7 and 8 of 16 of the
-# shell set shared 81 mutants).
+# shell set shared 80 mutants).
 if [ "${SHARDING:-}" = fresh ]; then
   cargo mutants --package "$package" "${files[@]}" --list >"$out/all.txt"
   cat "$root"/target/mutants-policy/"$set_name"-*/unit/mutants.out/{caught,missed,timeout,unviable}.txt \
