@@ -111,7 +111,7 @@ struct Lexer {
     nesting: usize,
     /// What the line has read so far, in substitutions too.
     tally: Tally,
-    /// Some substitution nested deeper than [`MAX_NESTING`], or more than [`MAX_PIPES`] pipes.
+    /// The line is too big to read ([`normalise_bounded`] says how).
     too_big: bool,
 }
 
