@@ -20,9 +20,9 @@
 //!   pattern ([`Word::pattern`]: `"r"*` is `r*`, `'*'?` is `\*?`).
 //! - A command line that does not parse (an `ERROR` or missing node) is reported as
 //!   [`Parsed::broken`]; one too big to read (see [`super::lex::normalise_bounded`]) as
-//!   [`Parsed::too_big`] too, parsed only up to there; the commands that were recognised are still reported. (A command name
-//!   the grammar reports missing after assignments and redirections, `x=$(ls) 2>/dev/null`,
-//!   is not an error: bash runs no command there.)
+//!   [`Parsed::too_big`] too, parsed only up to there; the commands that were recognised are
+//!   still reported. (A command name the grammar reports missing after assignments and
+//!   redirections, `x=$(ls) 2>/dev/null`, is not an error: bash runs no command there.)
 //! - No I/O: the grammar is a pure function of the text.
 
 use std::collections::BTreeMap;

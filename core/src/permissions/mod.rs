@@ -322,9 +322,10 @@ mod tests {
     }
 
     /// A line whose substitutions nest deeper than any script, with more pipes than any, a
-    /// word brace-expanding into more words than any, or a command with more wrappers than any, is not read past that bound and matches every
-    /// `shell` rule, deny rules included; at the bound it is judged as any other. No nesting,
-    /// of any construct, exhausts the stack (a test thread's is smaller than openmax's).
+    /// word brace-expanding into more words than any, or a command with more wrappers than
+    /// any, is not read past that bound and matches every `shell` rule, deny rules included;
+    /// at the bound it is judged as any other. No nesting, of any construct, exhausts the
+    /// stack (a test thread's is smaller than openmax's).
     #[test]
     fn a_line_too_big_to_read_matches_every_shell_rule() {
         let p = Permissions {
