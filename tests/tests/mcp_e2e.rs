@@ -254,8 +254,9 @@ fn a_server_that_never_initializes_is_reported_and_the_session_works() {
         text_reply("fine"),
     ]);
     let servers = format!(
-        "[mcp_servers.mute]\ncommand = \"sleep\"\nargs = [\"60\"]\nstartup_timeout_s = 1\n\n{}",
-        everything_server("everything", "")
+        "[mcp_servers.mute]\ncommand = \"sleep\"\nargs = [\"60\"]\nstartup_timeout_s = 1\n\
+         enabled_tools = [\"quiet\"]\n\n{}",
+        everything_server("everything", "enabled_tools = [\"echo\", \"nope\"]")
     );
     config(&env, &mock, &servers);
     env.trust();
@@ -271,6 +272,14 @@ fn a_server_that_never_initializes_is_reported_and_the_session_works() {
             .any(|t| t.contains("mute") && t.contains("startup timeout")),
         "{n:?}"
     );
+    // A started server's list says what it offers: a name it lacks is a note; a server that
+    // did not start has only its failure said.
+    assert!(
+        n.iter().any(|t| t.contains("MCP server everything")
+            && t.contains("enabled_tools names \"nope\", which the server does not offer")),
+        "{n:?}"
+    );
+    assert!(!n.iter().any(|t| t.contains("\"quiet\"")), "{n:?}");
     assert_eq!(last_of(&evs, "tool_end")["ok"], true);
     let (_, _, stderr) = s.finish();
     assert!(stderr.contains("mute"), "{stderr}");

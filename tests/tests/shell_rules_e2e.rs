@@ -41,6 +41,8 @@ const BYPASSES: &[&str] = &[
     "true && rm 2>&1 -rf victim",
     "coproc rm -rf victim; wait",
     "coproc n { rm -rf victim; }; wait",
+    "coproc n$(rm -rf victim) { :; }; wait",
+    "coproc n`rm -rf victim` ( : ); wait",
     "time -- rm -rf victim",
     "b=\\  rm -rf victim",
     "b=1 `` rm -rf victim",
@@ -109,6 +111,33 @@ fn one_deny_rule_catches_every_spelling_and_lets_near_misses_run() {
     }
     assert_eq!(env.read("victim/keep.txt").as_deref(), Some("keep\n"));
     assert!(!types(&evs).contains(&"approval_request".to_string()));
+}
+
+/// The control: run by bash itself, with no openmax in between, every bypass line deletes
+/// `victim` and no near miss does, so the test above cannot pass on a line that runs nothing.
+#[test]
+fn every_bypass_line_deletes_the_victim_when_bash_runs_it() {
+    for (line, deletes) in BYPASSES
+        .iter()
+        .map(|l| (l, true))
+        .chain(NEAR_MISSES.iter().map(|l| (l, false)))
+    {
+        let env = TestEnv::new();
+        env.write("victim/keep.txt", "keep\n");
+        env.write("notes.txt", "rm is a command\n");
+        let out = std::process::Command::new("bash")
+            .args(["-c", line])
+            .current_dir(&env.project)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(
+            env.read("victim/keep.txt").is_none(),
+            deletes,
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// A command line far bigger than any script (thousands of nested `$(`, a word of thousands

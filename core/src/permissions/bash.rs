@@ -85,7 +85,6 @@ pub fn parse_counting(src: &str, tally: &mut Tally) -> Parsed {
     };
     let bytes = src.as_bytes();
     let mut out = Parsed {
-        broken: too_big,
         too_big,
         ..Parsed::default()
     };

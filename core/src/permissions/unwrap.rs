@@ -775,6 +775,25 @@ mod tests {
         }
     }
 
+    /// Bash runs the substitutions in the name `coproc` takes before a compound command, in
+    /// either spelling; a plain name runs nothing.
+    #[test]
+    fn a_coproc_name_has_its_substitutions_judged() {
+        for line in [
+            "coproc n$(rm -rf x) { :; }",
+            "coproc $(rm -rf x)n ( : )",
+            "coproc n`rm -rf x` { :; }",
+            "coproc `rm -rf x`n ( : )",
+        ] {
+            assert!(
+                texts(line).contains(&"rm -rf x".to_string()),
+                "{line}: {:?}",
+                texts(line)
+            );
+        }
+        assert_eq!(texts("coproc n { ls; }"), ["ls"]);
+    }
+
     /// Where bash runs a reserved word as a program (after an assignment or a redirection),
     /// what follows it is still judged as a command.
     #[test]

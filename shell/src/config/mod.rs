@@ -582,8 +582,9 @@ mod tests {
 
     #[test]
     fn errors_name_what_to_fix() {
+        // The line and column of the second `=`, where the value should start.
         let e = layered("[provider]\nname = \"anthropic\"\nmodel = = 1\n", "").unwrap_err();
-        assert!(e.0.contains("config.toml:3:"), "{e}");
+        assert!(e.0.contains("config.toml:3:9: broken config file"), "{e}");
         let e = layered("[provider]\nnmae = \"x\"\n", "").unwrap_err();
         assert!(e.0.contains("config.toml") && e.0.contains("nmae"), "{e}");
         let e = layered("", "[provider]\nbase_url = \"http://evil\"\n").unwrap_err();

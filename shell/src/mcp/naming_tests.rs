@@ -152,3 +152,49 @@ fn a_tool_list_names_the_tools_or_says_none() {
     let (tools, _) = name_tools("srv", named(&["b", "a"]));
     assert_eq!(tool_list(&tools), "a, b");
 }
+
+/// Only a started server's list says what it offers: a server that did not start (disabled,
+/// awaiting approval, or failing to start) has its `enabled_tools` names reported by nothing
+/// but its state. (A started server's missing name is a note, end to end in `mcp_e2e`.)
+#[tokio::test]
+async fn a_server_that_did_not_start_reports_no_enabled_tool_missing() {
+    let mut disabled = def(Some(&["a"]), &[]);
+    disabled.name = "off".into();
+    disabled.enabled = false;
+    let mut waiting = def(Some(&["a"]), &[]);
+    waiting.name = "waiting".into();
+    waiting.origin = Origin::Project;
+    let mut failing = def(Some(&["a"]), &[]);
+    failing.name = "failing".into();
+    failing.transport = Transport::Stdio {
+        command: "/nonexistent/openmax-test-no-such-server".into(),
+        args: vec![],
+    };
+    let ctx = server::StartContext {
+        project: std::env::temp_dir(),
+        log_path: None,
+        agent_session: "t".to_string(),
+        notices: None,
+        policy: crate::sandbox::Policy::default(),
+    };
+    let set = McpSet::start(vec![disabled, waiting, failing], Vec::new(), ctx, &|d| {
+        d.name != "waiting"
+    })
+    .await;
+    let states: Vec<String> = set
+        .servers
+        .iter()
+        .map(|s| format!("{} {:?}", s.def.name, s.state))
+        .collect();
+    assert!(states[0].starts_with("off Disabled"), "{states:?}");
+    assert!(
+        states[1].starts_with("waiting AwaitingApproval"),
+        "{states:?}"
+    );
+    assert!(states[2].starts_with("failing Failed"), "{states:?}");
+    assert!(
+        !set.problems.iter().any(|p| p.contains("enabled_tools")),
+        "{:?}",
+        set.problems
+    );
+}

@@ -283,3 +283,64 @@ async fn ending_a_session_sends_its_id_and_a_server_may_refuse_it_with_405() {
         assert!(head.contains("mcp-session-id: s-9\r\n"), "{head}");
     }
 }
+
+/// The event stream's opening (a GET), in words: `stream <first event's data>`, `no sse`, or
+/// the error as [`outcome`] words it.
+async fn open_stream(reply: Vec<u8>) -> (String, String) {
+    use futures::StreamExt;
+    let (url, head) = serve_once(reply).await;
+    let client = HyperClient {
+        client: build_client(10_000),
+    };
+    let r = client
+        .get_stream(
+            url.into(),
+            Some("s-3".into()),
+            Some("ev-7".into()),
+            None,
+            HashMap::new(),
+        )
+        .await;
+    let words = match r {
+        Ok(mut stream) => match stream.next().await {
+            Some(Ok(ev)) => format!("stream {}", ev.data.unwrap_or_default()),
+            other => format!("stream without an event: {other:?}"),
+        },
+        Err(StreamableHttpError::ServerDoesNotSupportSse) => "no sse".into(),
+        Err(e) => outcome(Err(e)),
+    };
+    (words, head.await.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn opening_the_event_stream_is_read_by_its_rule() {
+    // A server without the GET stream answers 405 (the spec's way to say so); an event stream
+    // is read; any other failure or answer is an error naming it.
+    let event = b"id: ev-8\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/ping\"}\n\n";
+    let cases: [(Vec<u8>, &str); 5] = [
+        (
+            response("200 OK", &[SSE], event),
+            "stream {\"jsonrpc\":\"2.0\",\"method\":\"notifications/ping\"}",
+        ),
+        (response("405 Method Not Allowed", &[], b""), "no sse"),
+        (
+            response("404 Not Found", &[], b""),
+            "unexpected: opening the event stream: HTTP 404 Not Found",
+        ),
+        (
+            response("500 Internal Server Error", &[SSE], b""),
+            "unexpected: opening the event stream: HTTP 500 Internal Server Error",
+        ),
+        (
+            response("200 OK", &[JSON], RESULT),
+            "content-type: application/json",
+        ),
+    ];
+    for (reply, want) in cases {
+        let (got, head) = open_stream(reply).await;
+        assert_eq!(got, want);
+        assert!(head.starts_with("GET /mcp HTTP/1.1\r\n"), "{head}");
+        assert!(head.contains("mcp-session-id: s-3\r\n"), "{head}");
+        assert!(head.contains("last-event-id: ev-7\r\n"), "{head}");
+    }
+}
