@@ -1165,3 +1165,47 @@ fn a_session_id_is_taken_by_each_part_of_its_rule() {
         );
     }
 }
+
+/// An index written before openmax recorded the project's path (no `project` field), listed
+/// from the state directory alone (`sessions --all`, where the path is not known): the
+/// project is read from the first record's header.
+#[test]
+fn an_older_index_without_the_project_takes_it_from_the_first_records_header() {
+    let t = TempDir::new("older-index");
+    let home = Home::new(t.0.join("home"));
+    let project = t.0.join("proj");
+    fs::create_dir_all(&project).expect("project");
+    let state = ProjectState::open(&home, &project);
+    drop(create_used(&state, "s"));
+    rewrite_index(&state.sessions_dir(), |i| i.project = None);
+    let listed = openmax_shell::session::list::all_projects(&home);
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].known_project().is_none());
+    let rows = openmax_shell::session::list::rows(&listed[0]).expect("rows");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        rows[0].project.as_deref(),
+        Some("/p"),
+        "the header's project"
+    );
+}
+
+/// A middle line cut short (its JSON ends before the object does) is corrupt, and the error
+/// says where in that line the JSON ended, not a place past its newline.
+#[test]
+fn a_line_cut_short_in_the_middle_is_corrupt_where_it_ends() {
+    let (_t, state) = setup("cut-short");
+    drop(create_used(&state, "s"));
+    let path = record_path(&state, "s");
+    append_raw(&path, b"{\"v\":1,\"rec\":\"message\"\n");
+    let next = RecordLine::new(msg(Message::user_text("three"))).to_json();
+    append_raw(&path, format!("{next}\n").as_bytes());
+    let err = resume_latest(&state).expect_err("corrupt");
+    let ResumeError::Corrupt(m) = &err else {
+        panic!("expected Corrupt, got {err:?}");
+    };
+    assert!(
+        m.contains("line 3 is corrupt") && m.contains("at line 1 column 22"),
+        "{m}"
+    );
+}

@@ -1069,6 +1069,10 @@ mod tests {
             "a+='{'x,y'}' b='{'x,y'}' c"
         );
         assert_eq!(normalise(">f a={x,y} c"), ">f a='{'x,y'}' c");
+        // A name is letters, digits and `_`, not starting with a digit: `9a={x,y} c` runs the
+        // command `9a=x` (bash: `9a=x: command not found`).
+        assert_eq!(normalise("_a9={x,y} c"), "_a9='{'x,y'}' c");
+        assert_eq!(normalise("9a={x,y} c"), "9a=x 9a=y c");
         assert_eq!(normalise("b=#[$ x[1]=a#] c"), "b='#''[''$' x[1]=a'#'']' c");
         // A backslash escape after a quoted piece or an expansion is quoted too: the grammar
         // would end the word there.

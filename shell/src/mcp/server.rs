@@ -490,6 +490,32 @@ mod tests {
         d
     }
 
+    /// A transport failure is worded by its innermost cause: the layers `rmcp` wraps around
+    /// it name Rust types, not what went wrong.
+    #[test]
+    fn a_failure_is_worded_by_its_innermost_cause() {
+        #[derive(Debug)]
+        struct Layer(&'static str, Box<dyn std::error::Error + 'static>);
+        impl std::fmt::Display for Layer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for Layer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(self.1.as_ref())
+            }
+        }
+        let cause = std::io::Error::other("the server closed the connection");
+        let two = Layer(
+            "Transport(Client(..))",
+            Box::new(Layer("Client(..)", Box::new(cause))),
+        );
+        assert_eq!(innermost(&two), "the server closed the connection");
+        let alone = std::io::Error::other("timed out");
+        assert_eq!(innermost(&alone), "timed out");
+    }
+
     #[test]
     fn header_values_expand_their_variables_and_an_env_header_is_sent_only_with_a_value() {
         let path = std::env::var("PATH").expect("PATH is set for tests");

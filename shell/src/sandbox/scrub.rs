@@ -164,6 +164,14 @@ mod tests {
         );
     }
 
+    /// Before [`take`] (as in these tests), a variable is the environment's: set or unset.
+    #[test]
+    fn a_variable_not_taken_is_the_environments() {
+        assert_eq!(var("PATH"), std::env::var("PATH").ok());
+        assert!(var("PATH").is_some_and(|p| !p.is_empty()));
+        assert_eq!(var("OPENMAX_TEST_NO_SUCH_VARIABLE_SET"), None);
+    }
+
     #[test]
     fn only_bytes_wholly_inside_the_block_are_overwritten() {
         let block = Some((100, 200));

@@ -460,3 +460,52 @@ fn relay(raw: i32) -> i32 {
     }
     SETUP_FAILED
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every sandbox has mount, process and IPC namespaces of its own; a network namespace of
+    /// its own unless the network is allowed; a user namespace when one is asked for (an
+    /// unprivileged openmax); and no other flag.
+    #[test]
+    fn the_first_process_gets_the_namespaces_the_spec_asks_for() {
+        let spec = ConfineSpec {
+            project: std::path::PathBuf::from("/p"),
+            writable: Vec::new(),
+            tmp: std::path::PathBuf::from("/t"),
+            tmp_at: Vec::new(),
+            network: false,
+            read_only: false,
+            protected: Vec::new(),
+            unix_sockets: Vec::new(),
+            landlock: true,
+            simulate: None,
+            lifeline: None,
+        };
+        let known = libc::CLONE_NEWNS
+            | libc::CLONE_NEWPID
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWNET
+            | libc::CLONE_NEWUSER;
+        for network in [false, true] {
+            for user_ns in [false, true] {
+                let f = clone_flags(
+                    &ConfineSpec {
+                        network,
+                        ..spec.clone()
+                    },
+                    user_ns,
+                );
+                let has = |flag: libc::c_int| f & flag == flag;
+                let case = format!("network {network}, user namespace {user_ns}: {f:#x}");
+                assert!(has(libc::CLONE_NEWNS), "{case}");
+                assert!(has(libc::CLONE_NEWPID), "{case}");
+                assert!(has(libc::CLONE_NEWIPC), "{case}");
+                assert_eq!(has(libc::CLONE_NEWNET), !network, "{case}");
+                assert_eq!(has(libc::CLONE_NEWUSER), user_ns, "{case}");
+                assert_eq!(f & !known, 0, "{case}");
+            }
+        }
+    }
+}
