@@ -397,6 +397,8 @@ mod tests {
                 "echo $(x | x) `x | x`; ".repeat(lex::MAX_PIPES / 2 + 1)
             ),
             format!("{}ls", "bash -c 'x | x'; ".repeat(lex::MAX_PIPES + 1)),
+            format!("{}ls", "bash -c 'x | x'; ".repeat(4 * lex::MAX_PIPES)),
+            format!("{}x; ", "env ".repeat(unwrap::MAX_WRAPPERS + 1)).repeat(100),
             format!("cat <<E\n{}\nE\nls", "$(x | x)".repeat(lex::MAX_PIPES + 1)),
             // A word brace-expanding into more words than are read: bash runs `rm -rf … x`.
             format!("rm {{-rf,}}{} x", "{,}".repeat(8)),
@@ -419,7 +421,16 @@ mod tests {
             let t = [line];
             assert!(p.denied_by(SHELL_TOOL, &t).is_some(), "{start}");
             assert!(p.ask_by(SHELL_TOOL, &t).is_some(), "{start}");
-            assert!(unwrap::analyse(&t[0]).too_big, "{start}");
+            let a = unwrap::analyse(&t[0]);
+            assert!(a.too_big, "{start}");
+            // Past the bound nothing more is read: the reason is given once, however much of
+            // the line is left.
+            let reasons = a
+                .unjudgeable
+                .iter()
+                .filter(|r| r.starts_with("too big"))
+                .count();
+            assert_eq!(reasons, 1, "{start}");
         }
         // Other nestings the normaliser does not recurse into: read, and no stack exhausted.
         let families: [(&str, &str, &str, usize); 12] = [

@@ -87,6 +87,10 @@ pub fn analyse(line: &str) -> Analysis {
 }
 
 fn script(src: &str, depth: usize, out: &mut Analysis) {
+    // Past a bound nothing more is read: the line already matches every `shell` rule.
+    if out.too_big {
+        return;
+    }
     if depth > MAX_DEPTH {
         out.unjudgeable
             .push(format!("shells nested deeper than {MAX_DEPTH} levels"));
@@ -285,13 +289,17 @@ fn env_split(s: &str) -> Vec<Word> {
 /// One simple command: report it, then what it runs. `first_level`: how many wrappers were
 /// read around it already (a `find -exec` counts as one).
 fn simple(mut words: Vec<Word>, depth: usize, first_level: usize, out: &mut Analysis) {
+    if out.too_big {
+        return;
+    }
     for level in first_level.. {
         // Each level reports its words, so reading thousands of wrappers would take the
         // square of the line's length: no command has this many.
         if level > MAX_WRAPPERS {
             out.too_big = true;
-            out.unjudgeable
-                .push(format!("wrappers nested deeper than {MAX_WRAPPERS} levels"));
+            out.unjudgeable.push(format!(
+                "too big to read: wrappers nested deeper than {MAX_WRAPPERS} levels"
+            ));
             return;
         }
         let Some(first) = words.first() else { return };
