@@ -170,6 +170,29 @@ mod tests {
         assert_eq!(Policy::default().redact("sk-live-0123"), "sk-live-0123");
     }
 
+    /// The user's own code (user hooks) runs outside the kernel sandbox under the same
+    /// secrets, environment rules, running directory and protected entries: only the sandbox
+    /// changes.
+    #[test]
+    fn unconfined_turns_off_the_kernel_sandbox_and_nothing_else() {
+        let p = Policy {
+            secrets: vec!["sk-live-0123".into()],
+            running_dir: Some(PathBuf::from("/state/running")),
+            confine: confine::Confine::Unavailable("no sandbox here".into()),
+            protected: vec![".git".into()],
+            ..Policy::default()
+        };
+        let u = p.unconfined();
+        assert_eq!(u.confine, confine::Confine::Off);
+        assert_eq!(
+            u,
+            Policy {
+                confine: confine::Confine::Off,
+                ..p
+            }
+        );
+    }
+
     #[test]
     fn an_external_tool_gets_the_variables_named_that_are_set_and_never_a_key() {
         // `HOME` stands for the provider key's variable here: set, named, and still withheld.
