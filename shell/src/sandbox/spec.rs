@@ -199,3 +199,24 @@ pub fn plain_absolute(p: &Path) -> bool {
         && p.components()
             .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
 }
+
+#[cfg(test)]
+impl ConfineSpec {
+    /// A writable sandbox for `project` alone, its private temp directory `tmp`, no network,
+    /// nothing protected: the spec tests start from and change what they test.
+    pub(crate) fn plain(project: PathBuf, tmp: PathBuf) -> ConfineSpec {
+        ConfineSpec {
+            project,
+            writable: Vec::new(),
+            tmp,
+            tmp_at: Vec::new(),
+            network: false,
+            read_only: false,
+            protected: Vec::new(),
+            unix_sockets: Vec::new(),
+            landlock: true,
+            simulate: None,
+            lifeline: None,
+        }
+    }
+}

@@ -470,19 +470,7 @@ mod tests {
     /// unprivileged openmax); and no other flag.
     #[test]
     fn the_first_process_gets_the_namespaces_the_spec_asks_for() {
-        let spec = ConfineSpec {
-            project: std::path::PathBuf::from("/p"),
-            writable: Vec::new(),
-            tmp: std::path::PathBuf::from("/t"),
-            tmp_at: Vec::new(),
-            network: false,
-            read_only: false,
-            protected: Vec::new(),
-            unix_sockets: Vec::new(),
-            landlock: true,
-            simulate: None,
-            lifeline: None,
-        };
+        let spec = ConfineSpec::plain("/p".into(), "/t".into());
         let known = libc::CLONE_NEWNS
             | libc::CLONE_NEWPID
             | libc::CLONE_NEWIPC

@@ -532,17 +532,8 @@ mod tests {
     /// A writable sandbox for `project` and `writable`, its private temp directory in `d`.
     fn spec_in(d: &Path, project: PathBuf, writable: Vec<PathBuf>) -> ConfineSpec {
         ConfineSpec {
-            project,
             writable,
-            tmp: d.join("private"),
-            tmp_at: Vec::new(),
-            network: false,
-            read_only: false,
-            protected: Vec::new(),
-            unix_sockets: Vec::new(),
-            landlock: true,
-            simulate: None,
-            lifeline: None,
+            ..ConfineSpec::plain(project, d.join("private"))
         }
     }
 
