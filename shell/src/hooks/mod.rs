@@ -502,6 +502,41 @@ mod tests {
         );
     }
 
+    /// Output past the cap fails a hook that exits 0 (its decision, last, may be what was cut
+    /// off); a hook that exits otherwise is judged by its status as ever (2 refuses with its
+    /// stderr). The controls: the same scripts with short output.
+    #[test]
+    fn output_past_the_cap_fails_only_a_hook_that_exits_0() {
+        let p = std::env::temp_dir().canonicalize().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let run_sh = |script: &str| {
+            let hooks = vec![(cfg("turn_end", &["sh", "-c", script], true), Origin::User)];
+            let frozen = freeze(&hooks, &p, &|_, _| false);
+            let (_tx, rx) = tokio::sync::oneshot::channel();
+            rt.block_on(run(
+                &frozen[0],
+                &p,
+                &serde_json::json!({"event": "turn_end"}),
+                "s1",
+                &Default::default(),
+                rx,
+            ))
+        };
+        let long = format!("head -c {} /dev/zero | tr '\\0' x; ", OUTPUT_CAP + 1);
+        assert!(
+            matches!(run_sh(&format!("{long}exit 0")), HookOutcome::Failed { detail } if detail.contains("passed 64 KiB")),
+        );
+        assert_eq!(run_sh("exit 0"), HookOutcome::Pass);
+        let refuse = HookOutcome::Refuse {
+            reason: "no".into(),
+        };
+        assert_eq!(run_sh(&format!("{long}echo no >&2; exit 2")), refuse);
+        assert_eq!(run_sh("echo no >&2; exit 2"), refuse);
+    }
+
     #[test]
     fn project_hooks_need_approval_and_unchanged_bytes() {
         let p = std::env::temp_dir().join(format!("omx-hooks-{}", std::process::id()));
