@@ -106,15 +106,18 @@ pub(super) fn decide(
             };
         }
     }
-    let ask_rule = perms.ask_by(name, &plan.targets).is_some()
-        || plan
-            .confirm
-            .as_ref()
-            .is_some_and(|k| !confirmed.contains(k));
+    // Read only where it can change the verdict: a shell line is analysed again for it.
+    let ask_rule = || {
+        perms.ask_by(name, &plan.targets).is_some()
+            || plan
+                .confirm
+                .as_ref()
+                .is_some_and(|k| !confirmed.contains(k))
+    };
     let gated = match mode {
         Mode::Auto => false,
-        Mode::Ask => plan.mutating || ask_rule,
-        Mode::Readonly => ask_rule,
+        Mode::Ask => plan.mutating || ask_rule(),
+        Mode::Readonly => ask_rule(),
     };
     if gated {
         Verdict::Ask {
