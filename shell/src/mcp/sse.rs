@@ -256,11 +256,11 @@ mod tests {
         assert_eq!(SseError(words.into()).to_string(), words);
     }
 
-    /// A transport dropped without `close` (a failed handshake drops it so) lets go of its
-    /// event stream: the server sees the connection end. Nothing is ever sent on the stream
-    /// after its endpoint, so a reader left running would hold it open.
-    #[tokio::test]
-    async fn a_dropped_transport_closes_its_event_stream() {
+    /// A loopback server of one event stream: it sends the endpoint `/m`, then holds the
+    /// stream until the client lets go (the end of the connection, or its reset), when the
+    /// returned task ends. Nothing is ever sent after the endpoint, so a reader left running
+    /// would hold it open.
+    async fn one_event_stream() -> (String, tokio::task::JoinHandle<()>) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/sse", listener.local_addr().unwrap());
@@ -280,7 +280,6 @@ mod tests {
                 event.len()
             );
             conn.write_all(reply.as_bytes()).await.unwrap();
-            // Until the client lets go: the end of the connection, or its reset.
             loop {
                 match conn.read(&mut buf).await {
                     Ok(0) | Err(_) => return,
@@ -288,13 +287,40 @@ mod tests {
                 }
             }
         });
+        (url, server)
+    }
+
+    /// A guard against hanging only: the server task ends as soon as the client lets go.
+    async fn ended(server: tokio::task::JoinHandle<()>, what: &str) {
+        tokio::time::timeout(Duration::from_secs(30), server)
+            .await
+            .unwrap_or_else(|_| panic!("the event stream stayed open after {what}"))
+            .unwrap();
+    }
+
+    /// A transport dropped without `close` (a failed handshake drops it so) lets go of its
+    /// event stream: the server sees the connection end.
+    #[tokio::test]
+    async fn a_dropped_transport_closes_its_event_stream() {
+        let (url, server) = one_event_stream().await;
         let transport = connect(&url, &[], Duration::from_secs(10)).await.unwrap();
         assert_eq!(transport.endpoint.path(), "/m");
         drop(transport);
-        // A guard against hanging only: the server task ends as soon as the client closes.
-        tokio::time::timeout(Duration::from_secs(30), server)
+        ended(server, "its transport was dropped").await;
+    }
+
+    /// `close` (what the client does when it is done with a server) lets go of the event
+    /// stream at once, while the transport itself is still held, and nothing more is received.
+    #[tokio::test]
+    async fn a_closed_transport_lets_go_of_its_event_stream_and_receives_nothing() {
+        let (url, server) = one_event_stream().await;
+        let mut transport = connect(&url, &[], Duration::from_secs(10)).await.unwrap();
+        Transport::<RoleClient>::close(&mut transport)
             .await
-            .expect("the event stream stayed open after its transport was dropped")
             .unwrap();
+        ended(server, "its transport was closed").await;
+        assert!(Transport::<RoleClient>::receive(&mut transport)
+            .await
+            .is_none());
     }
 }

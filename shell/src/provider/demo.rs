@@ -281,6 +281,22 @@ mod tests {
     use super::*;
     use openmax_core::conversation::Message;
 
+    /// The demo streams its text as a model does, a few words a delta: each delta but the
+    /// last ends after a space (with the word before it), none is split inside a word, and
+    /// together they are the text.
+    #[test]
+    fn text_is_streamed_in_pieces_of_whole_words() {
+        let text = "openmax streams this reply in pieces of whole words, as a model would";
+        let p = pieces(text);
+        assert_eq!(p.concat(), text);
+        assert!(p.len() > 3, "{p:?}");
+        for piece in &p[..p.len() - 1] {
+            assert!(piece.ends_with(' ') && piece.len() > 12, "{p:?}");
+        }
+        assert_eq!(pieces("short"), ["short"]);
+        assert!(pieces("").is_empty());
+    }
+
     fn args_of(items: &[ProviderItem]) -> (String, Value) {
         let name = items
             .iter()

@@ -465,6 +465,50 @@ fn relay(raw: i32) -> i32 {
 mod tests {
     use super::*;
 
+    /// `relay` in a child of the test process: how that child ends, as its wait status says
+    /// (`Ok(code)` for an exit, `Err(signal)` for a signal).
+    fn relayed_in_a_child(raw: i32) -> Result<i32, i32> {
+        // SAFETY: the child only calls what `relay` calls (setrlimit, signal, sigprocmask,
+        // kill) and then `_exit`; the parent waits for it.
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork");
+            if pid == 0 {
+                libc::_exit(relay(raw));
+            }
+            let mut status = 0;
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            if libc::WIFEXITED(status) {
+                Ok(libc::WEXITSTATUS(status))
+            } else {
+                Err(libc::WTERMSIG(status))
+            }
+        }
+    }
+
+    /// The helper ends as the command ended: with its exit status, or by the same signal;
+    /// a signal that does not end a process by default (which a status may still name) gives
+    /// 128 and its number, as a shell reports it.
+    #[test]
+    fn the_helper_ends_as_its_command_ended() {
+        let exited = |code: i32| code << 8;
+        let killed = |sig: i32| sig;
+        assert_eq!(relayed_in_a_child(exited(0)), Ok(0));
+        assert_eq!(relayed_in_a_child(exited(3)), Ok(3));
+        assert_eq!(
+            relayed_in_a_child(killed(libc::SIGTERM)),
+            Err(libc::SIGTERM)
+        );
+        assert_eq!(
+            relayed_in_a_child(killed(libc::SIGKILL)),
+            Err(libc::SIGKILL)
+        );
+        assert_eq!(
+            relayed_in_a_child(killed(libc::SIGWINCH)),
+            Ok(128 + libc::SIGWINCH)
+        );
+    }
+
     /// Every sandbox has mount, process and IPC namespaces of its own; a network namespace of
     /// its own unless the network is allowed; a user namespace when one is asked for (an
     /// unprivileged openmax); and no other flag.
