@@ -232,3 +232,55 @@ fn the_key_is_redacted_wherever_text_leaves_openmax() {
         "the key in files under $OPENMAX_HOME: {files:?}"
     );
 }
+
+/// The key is out of openmax's own environment from its start: `/proc/<pid>/environ`, which
+/// any process of the same user may read, holds neither the configured `api_key_env` nor a
+/// provider's default variable, names or values. The control: a process started with the
+/// same environment shows both there.
+#[test]
+fn the_key_is_not_in_openmaxs_own_environment() {
+    const DEFAULT_VAR_VALUE: &str = "sk-omx-default-variable-value-77";
+    let mock = MockServer::start(vec![text_reply("ok")]);
+    let mut env = setup(&mock, "");
+    env.env
+        .push(("ANTHROPIC_API_KEY".into(), DEFAULT_VAR_VALUE.into()));
+    let environ_of = |pid: u32| {
+        let bytes = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        String::from_utf8_lossy(&bytes).replace('\0', "\n")
+    };
+    let mut control = std::process::Command::new("sleep");
+    control.arg("60").envs(env.env.iter().map(|(k, v)| (k, v)));
+    let mut control = control.spawn().unwrap();
+    // Read after the exec: until then the child's environment is the test's.
+    let comm = format!("/proc/{}/comm", control.id());
+    for _ in 0..500 {
+        if std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "sleep") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let shown = environ_of(control.id());
+    let _ = control.kill();
+    let _ = control.wait();
+    for text in [KEY, DEFAULT_VAR_VALUE] {
+        assert!(shown.contains(text), "the control shows {text}");
+    }
+
+    let mut s = env.stdio(&[]);
+    s.user("hello");
+    let (_, reason) = s.turn();
+    assert_eq!(reason, "end_turn");
+    let own = environ_of(s.pid());
+    for text in [
+        KEY,
+        DEFAULT_VAR_VALUE,
+        &format!("{KEY_VAR}="),
+        "ANTHROPIC_API_KEY=",
+    ] {
+        assert!(
+            !own.contains(text),
+            "{text} in openmax's environment:\n{own}"
+        );
+    }
+    s.finish();
+}
