@@ -8,6 +8,9 @@
 //!
 //! And it can never be granted by name: an external tool whose manifest asks for the key's
 //! variable, and the user's own `[sandbox] env_allow` naming it, still run without it.
+//!
+//! Nor is it in openmax's own environment once it has started (`/proc/<pid>/environ`, which
+//! any process of the user may read).
 
 use std::path::Path;
 
