@@ -361,6 +361,9 @@ mod tests {
         for line in [
             "ls {1..256}".to_string(),
             "ls {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}".to_string(),
+            // As many expressions one inside another as are read (one-word sequences, the
+            // only kind that does not double the words each time).
+            format!("ls {}", "{a..a}".repeat(lex::MAX_WORDS)),
             "mkdir -p src/{a,b,c}/{d,e,f}; ".repeat(1_000),
         ] {
             assert!(!unwrap::analyse(&line).too_big, "{line}");
@@ -404,6 +407,7 @@ mod tests {
             format!("rm {{-rf,}}{} x", "{,}".repeat(8)),
             format!("{{rm,}}{} -rf x", "{,}".repeat(8)),
             format!("ls {}", "{a,b}".repeat(20_000)),
+            format!("ls {}", "{a..a}".repeat(lex::MAX_WORDS + 1)),
             format!("ls {}", "{a..a}".repeat(20_000)),
             "ls {1..257}".to_string(),
             format!("ls {}b{}", "{a,".repeat(20_000), "}".repeat(20_000)),

@@ -209,6 +209,39 @@ mod tests {
         assert!(!matches("bin/ -rf *", &cmd(" -rf x")));
     }
 
+    /// Every row of [`alias`]: for each program it names, the long spelling is the short one
+    /// both ways (a rule in either spelling matches a command in the other). The near misses:
+    /// the same spelling for a program the row leaves out, and a short flag that means
+    /// something else there (`chmod -r` takes read permission away, `ls -r` reverses).
+    #[test]
+    fn every_alias_folds_both_ways_for_its_programs_only() {
+        let rows: [(&[&str], &str, &str); 6] = [
+            (&["rm", "cp", "scp", "rsync"], "--recursive", "-r"),
+            (&["rm", "cp", "scp", "rsync"], "-R", "-r"),
+            (&["rm", "cp", "mv", "ln", "git"], "--force", "-f"),
+            (&["chmod", "chown", "chgrp"], "--recursive", "-R"),
+            (&["rm"], "--dir", "-d"),
+            (&["rm", "cp"], "--recursive --force", "-rf"),
+        ];
+        for (programs, long, short) in rows {
+            for p in programs {
+                let (l, s) = (format!("{p} {long} x"), format!("{p} {short} x"));
+                assert!(matches(&format!("{p} {short} *"), &cmd(&l)), "{l}");
+                assert!(matches(&format!("{p} {long} *"), &cmd(&s)), "{s}");
+            }
+        }
+        for (rule, c) in [
+            ("ls -r *", "ls --recursive x"),
+            ("chmod -R *", "chmod -r x"),
+            ("chmod -r *", "chmod --recursive x"),
+            ("mv -r *", "mv --recursive x"),
+            ("grep -f *", "grep --force x"),
+            ("cp -d *", "cp --dir x"),
+        ] {
+            assert!(!matches(rule, &cmd(c)), "{rule} matched {c}");
+        }
+    }
+
     #[test]
     fn plain_globs_still_work() {
         assert!(matches("git push*", &cmd("git push origin main")));
