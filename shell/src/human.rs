@@ -138,6 +138,26 @@ mod tests {
         assert!(stdout.contains(&want), "{stdout}");
     }
 
+    /// `mark_session` names the thread that calls it (a session calls it on its main thread,
+    /// which names the process): `openmax`, what the ancestor check looks for.
+    #[test]
+    fn a_marked_session_is_named_openmax() {
+        let comm = || std::fs::read_to_string("/proc/thread-self/comm").unwrap();
+        let (before, after) = std::thread::spawn(move || {
+            let before = comm();
+            mark_session();
+            (before, comm())
+        })
+        .join()
+        .unwrap();
+        assert_ne!(
+            before.trim(),
+            SESSION_NAME,
+            "the control: not named so before"
+        );
+        assert_eq!(after.trim(), SESSION_NAME);
+    }
+
     /// The walk over a process table: (pid, parent, is an openmax).
     fn walk(table: &[(i32, i32, bool)], from: i32) -> Option<(i32, String)> {
         let row = |pid: i32| table.iter().find(|r| r.0 == pid).copied();
