@@ -185,10 +185,20 @@ pub fn load_one(
     })
 }
 
-/// The project-relative path of a regular file inside the project that `arg` names, if any.
-/// Symlinks are resolved, so a link out of the project is not a project file.
+/// The project-relative path of a regular file inside the project that `arg` names, if any:
+/// the word itself, or what follows its first `=` (an option's value, `--require=./x.js`, or
+/// an assignment's, `CONFIG=ci.toml`). Symlinks are resolved, so a link out of the project is
+/// not a project file. A word that looks like an option still counts when it is a file:
+/// hashing one file too many only asks more.
 pub(crate) fn project_file(project: &Path, arg: &str) -> Option<String> {
-    if arg.is_empty() || arg.starts_with('-') {
+    file_inside(project, arg).or_else(|| {
+        let (_, value) = arg.split_once('=')?;
+        file_inside(project, value)
+    })
+}
+
+fn file_inside(project: &Path, arg: &str) -> Option<String> {
+    if arg.is_empty() {
         return None;
     }
     let candidate = if Path::new(arg).is_absolute() {
