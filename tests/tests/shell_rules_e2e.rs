@@ -50,6 +50,7 @@ const BYPASSES: &[&str] = &[
     "cat <<E\n  $(rm -rf victim)\nE",
     "echo ${a:-`rm -rf victim`}",
     "echo `echo \\`rm -rf victim\\``",
+    "echo \"$( (true) ; rm {-rf,} victim )\"",
     "rm {-rf,}{,}{,}{,}{,}{,}{,}{,}{,} victim",
 ];
 

@@ -1060,6 +1060,21 @@ mod tests {
         assert_eq!(normalise("echo `( x )`"), "echo $( ( x ))");
     }
 
+    /// A subshell inside a substitution does not end it: what follows the subshell's `)` is
+    /// still the substitution's commands (inside double quotes, the rest would otherwise be
+    /// copied as quoted text, its braces unexpanded; bash runs `rm -rf y`).
+    #[test]
+    fn a_subshell_inside_a_substitution_does_not_end_it() {
+        assert_eq!(
+            normalise(r#"echo "$( (x) ; rm {-rf,} y )""#),
+            r#"echo "$( (x) ; rm -rf y )""#
+        );
+        assert_eq!(
+            normalise(r#"echo "$( ( (x) ) ; rm {-rf,} y )""#),
+            r#"echo "$( ( (x) ) ; rm -rf y )""#
+        );
+    }
+
     #[test]
     fn an_assignment_is_not_brace_expanded() {
         // As bash has it: `a+={x,y} b={x,y}; echo "$a|$b"` prints `{x,y}|{x,y}`. The value's
