@@ -209,3 +209,27 @@ fn the_helper_inherits_the_lifeline_it_is_told_of() {
     let e = probe(&script, &spec).unwrap_err();
     assert!(e.contains("lifeline-held"), "{e}");
 }
+
+/// A sandbox equals only itself (a policy's clone shares it), not another made from the same
+/// settings: equality says whether two policies run in one sandbox.
+#[test]
+fn a_sandbox_equals_itself_and_not_another_like_it() {
+    let (_d, project, home, _tmp) = layout("equality");
+    let a = Confine::for_session(&Settings::default(), &project, &home).unwrap();
+    let b = Confine::for_session(&Settings::default(), &project, &home).unwrap();
+    if let Confine::On(_) = &a {
+        assert_eq!(a, a.clone());
+        assert_ne!(a, b);
+        assert_ne!(a, Confine::Off);
+    } else {
+        let simulated = std::env::var_os(crate::sandbox::spec::SIMULATE_ENV).is_some();
+        assert!(
+            crate::sandbox::spec::kernel_abi() <= 0 || simulated,
+            "{a:?}"
+        );
+    }
+    let gone = |why: &str| Confine::Unavailable(why.into());
+    assert_eq!(gone("no Landlock"), gone("no Landlock"));
+    assert_ne!(gone("no Landlock"), gone("no user namespaces"));
+    assert_eq!(Confine::Off, Confine::Off);
+}

@@ -509,6 +509,35 @@ mod tests {
         );
     }
 
+    /// Only root with `CAP_SYS_ADMIN` in effect builds the sandbox without a user namespace:
+    /// root without it (a container's root, say) needs one as any user does. Capabilities
+    /// belong to a thread, so a thread of the test drops its own; before that, the control.
+    #[test]
+    fn only_root_with_cap_sys_admin_in_effect_is_privileged() {
+        use rustix::thread::{capabilities, set_capabilities, CapabilitySet, CapabilitySets};
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        std::thread::spawn(move || {
+            let caps = capabilities(None).unwrap();
+            let admin = caps.effective.contains(CapabilitySet::SYS_ADMIN);
+            assert_eq!(privileged(), root && admin);
+            if root && admin {
+                set_capabilities(
+                    None,
+                    CapabilitySets {
+                        effective: caps.effective - CapabilitySet::SYS_ADMIN,
+                        permitted: caps.permitted,
+                        inheritable: caps.inheritable,
+                    },
+                )
+                .unwrap();
+                assert!(!privileged(), "root without CAP_SYS_ADMIN");
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
     /// Every sandbox has mount, process and IPC namespaces of its own; a network namespace of
     /// its own unless the network is allowed; a user namespace when one is asked for (an
     /// unprivileged openmax); and no other flag.
