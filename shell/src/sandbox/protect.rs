@@ -380,6 +380,18 @@ mod tests {
             }
         }
         expected.push(p.join(".git/modules/lib/core"));
+        // A name with slashes (modules/s0/s1/…) spends a level per directory as well: a
+        // git directory beside each of them is found down to the same bound.
+        let mut named = p.join(".git/modules/s0");
+        for i in 0..12 {
+            let git = named.join("g");
+            std::fs::create_dir_all(&git).unwrap();
+            std::fs::write(git.join("HEAD"), "ref: x\n").unwrap();
+            if i <= 7 {
+                expected.push(git);
+            }
+            named = named.join(format!("s{}", i + 1));
+        }
         let mut got = git_dirs(&p);
         got.sort();
         expected.sort();
