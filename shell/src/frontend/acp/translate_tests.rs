@@ -281,6 +281,38 @@ fn a_gate_asks_with_allow_and_reject_on_the_open_call() {
     assert_eq!(out[2], json!({"settled": "a1"}));
 }
 
+/// An approval asks on the call still open: once the open call has ended, a later approval
+/// (a hook's, a source's) gets an id of its own; the end of another call leaves it open.
+#[test]
+fn an_approval_asks_on_the_call_still_open_and_never_on_an_ended_one() {
+    let start = |id: &str| Event::ToolStart {
+        call_id: id.into(),
+        name: "deploy".into(),
+        args: Default::default(),
+    };
+    let end = |id: &str| Event::ToolEnd {
+        call_id: id.into(),
+        ok: true,
+        output: String::new(),
+    };
+    let asked_on = |events: Vec<Event>| {
+        let mut t = tr();
+        let out = feed(&mut t, events);
+        let ask = out.iter().find(|o| o.get("ask").is_some()).unwrap();
+        ask["request"]["toolCall"]["toolCallId"].clone()
+    };
+    let gate = || approval(ApprovalReason::Gate, vec![]);
+    assert_eq!(asked_on(vec![start("c1"), gate()]), json!("c1"));
+    assert_eq!(
+        asked_on(vec![start("c1"), end("c1"), gate()]),
+        json!("approval-deploy")
+    );
+    assert_eq!(
+        asked_on(vec![start("c1"), start("c2"), end("c1"), gate()]),
+        json!("c2")
+    );
+}
+
 /// A request to run a command outside the sandbox keeps the core's UNSANDBOXED summary as the
 /// title and its detail as the body, and its allow option says so.
 #[test]
