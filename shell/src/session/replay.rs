@@ -270,6 +270,18 @@ mod tests {
                 "{extra}"
             );
         }
+        // Well past the size: only what lies in the last TAIL_BYTES is read (the long line
+        // that starts before them is cut and skipped), not the record from near its start.
+        let path = dir.join("long.jsonl");
+        let mut f = File::create(&path).unwrap();
+        line(&mut f, user("first".into()));
+        line(&mut f, user("m".repeat(TAIL_BYTES as usize)));
+        line(&mut f, user("last".into()));
+        drop(f);
+        assert_eq!(
+            read(&path).unwrap(),
+            (vec![Past::User("last".into())], true)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
