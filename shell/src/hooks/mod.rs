@@ -404,6 +404,16 @@ mod tests {
         }
     }
 
+    /// Run `hook` in `project` to its outcome, on a runtime of its own, with no cancel.
+    fn run_now(hook: &FrozenHook, project: &Path, payload: serde_json::Value) -> HookOutcome {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (_tx, rx) = tokio::sync::oneshot::channel();
+        rt.block_on(run(hook, project, &payload, "s1", &Default::default(), rx))
+    }
+
     #[test]
     fn validation() {
         assert!(validate(&cfg("turn_end", &["x"], true)).is_ok());
@@ -508,22 +518,10 @@ mod tests {
     #[test]
     fn output_past_the_cap_fails_only_a_hook_that_exits_0() {
         let p = std::env::temp_dir().canonicalize().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
         let run_sh = |script: &str| {
             let hooks = vec![(cfg("turn_end", &["sh", "-c", script], true), Origin::User)];
             let frozen = freeze(&hooks, &p, &|_, _| false);
-            let (_tx, rx) = tokio::sync::oneshot::channel();
-            rt.block_on(run(
-                &frozen[0],
-                &p,
-                &serde_json::json!({"event": "turn_end"}),
-                "s1",
-                &Default::default(),
-                rx,
-            ))
+            run_now(&frozen[0], &p, serde_json::json!({"event": "turn_end"}))
         };
         let long = format!("head -c {} /dev/zero | tr '\\0' x; ", OUTPUT_CAP + 1);
         assert!(
@@ -575,30 +573,10 @@ mod tests {
         longer.timeout_s = Some(6.0);
         assert_ne!(definition_sha(&longer, &frozen[0].files), sha);
         assert_eq!(frozen[0].name, "turn_end:bash");
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let (_tx, rx) = tokio::sync::oneshot::channel();
-        let out = rt.block_on(run(
-            &frozen[0],
-            &p,
-            &serde_json::json!({"event":"turn_end"}),
-            "s1",
-            &Default::default(),
-            rx,
-        ));
+        let out = run_now(&frozen[0], &p, serde_json::json!({"event":"turn_end"}));
         assert_eq!(out, HookOutcome::Refuse { reason: "r".into() });
         std::fs::write(p.join("check.sh"), "exit 0\n").unwrap();
-        let (_tx, rx) = tokio::sync::oneshot::channel();
-        let out = rt.block_on(run(
-            &frozen[0],
-            &p,
-            &serde_json::json!({}),
-            "s1",
-            &Default::default(),
-            rx,
-        ));
+        let out = run_now(&frozen[0], &p, serde_json::json!({}));
         assert!(
             matches!(out, HookOutcome::Failed { detail } if detail.contains("changed since the freeze"))
         );

@@ -41,6 +41,13 @@ async fn serve_once(response: Vec<u8>) -> (String, tokio::sync::oneshot::Receive
     (url, rx)
 }
 
+/// The client under test, with a 10,000-byte answer cap.
+fn client() -> HyperClient {
+    HyperClient {
+        client: build_client(10_000),
+    }
+}
+
 fn response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let mut r = format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\n", body.len());
     for (k, v) in headers {
@@ -87,9 +94,7 @@ async fn post(
     reply: Vec<u8>,
 ) -> (String, String) {
     let (url, head) = serve_once(reply).await;
-    let client = HyperClient {
-        client: build_client(10_000),
-    };
+    let client = client();
     let r = client
         .post_message(
             url.into(),
@@ -228,9 +233,7 @@ async fn a_json_answer_is_read_up_to_the_cap_and_refused_past_it() {
 #[tokio::test]
 async fn the_bearer_token_and_the_configured_headers_are_sent() {
     let (url, head) = serve_once(response("202 Accepted", &[], b"")).await;
-    let client = HyperClient {
-        client: build_client(10_000),
-    };
+    let client = client();
     let mut custom = HashMap::new();
     custom.insert(
         HeaderName::from_static("x-team"),
@@ -266,9 +269,7 @@ async fn ending_a_session_sends_its_id_and_a_server_may_refuse_it_with_405() {
         ("500 Internal Server Error", false),
     ] {
         let (url, head) = serve_once(response(status, &[], b"")).await;
-        let client = HyperClient {
-            client: build_client(10_000),
-        };
+        let client = client();
         let r = client
             .delete_session(url.into(), "s-9".into(), None, HashMap::new())
             .await;
@@ -289,9 +290,7 @@ async fn ending_a_session_sends_its_id_and_a_server_may_refuse_it_with_405() {
 async fn open_stream(reply: Vec<u8>) -> (String, String) {
     use futures::StreamExt;
     let (url, head) = serve_once(reply).await;
-    let client = HyperClient {
-        client: build_client(10_000),
-    };
+    let client = client();
     let r = client
         .get_stream(
             url.into(),
