@@ -167,7 +167,7 @@ mod tests {
             e.contains("big.png: the image is 5.0 MB, over the 5 MB"),
             "{e}"
         );
-        let dir = std::env::temp_dir().join(format!("omx-img-{}", std::process::id()));
+        let dir = crate::scratch::path("img");
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("huge.png");
         std::fs::write(&f, vec![0u8; 7 * 1024 * 1024]).unwrap();

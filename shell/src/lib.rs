@@ -26,7 +26,8 @@
 //!   freeze), [`hooks`], [`mcp`], [`session`] (the store), [`checkpoint`] (undo), [`images`],
 //!   [`sandbox`] (every process started for the agent), [`config`] (the layered settings).
 //! - Ground floor: [`exit`] (every exit code), [`human`] (whether a human runs this command),
-//!   [`utc`] (dates), [`text`] (one-line summaries), [`oneshot`] (`--check`, `--spec`), and the test-only `panic_trigger`.
+//!   [`utc`] (dates), [`text`] (one-line summaries), [`oneshot`] (`--check`, `--spec`), and
+//!   the test-only `panic_trigger` and `scratch` (where unit tests keep their files).
 
 pub use openmax_core as core;
 
@@ -48,6 +49,8 @@ pub mod panic_trigger;
 pub mod provider;
 pub mod run;
 pub mod sandbox;
+#[cfg(test)]
+mod scratch;
 pub mod session;
 pub mod start;
 pub mod tasks;

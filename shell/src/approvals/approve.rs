@@ -265,7 +265,7 @@ mod tests {
 
     #[test]
     fn approves_manifest_with_its_script_and_refuses_agents() {
-        let p = std::env::temp_dir().join(format!("omx-approve-{}", std::process::id()));
+        let p = crate::scratch::path("approve");
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(p.join(".openmax/tools")).unwrap();
         let p = p.canonicalize().unwrap();

@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_garbage_reads_empty() {
-        let dir = std::env::temp_dir().join(format!("openmax-cache-{}", std::process::id()));
+        let dir = crate::scratch::path("cache");
         let path = dir.join("cache");
         let mut c = Cache::new();
         let s = Stat {

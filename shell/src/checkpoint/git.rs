@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn head_loose_packed_detached_and_none() {
-        let p = std::env::temp_dir().join(format!("openmax-git-{}", std::process::id()));
+        let p = crate::scratch::path("git");
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(p.join(".git/refs/heads")).unwrap();
         assert_eq!(head(&p), None);

@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn entries_pair_turns_and_skip_a_torn_tail() {
-        let dir = std::env::temp_dir().join(format!("openmax-cplog-{}", std::process::id()));
+        let dir = crate::scratch::path("cplog");
         let _ = std::fs::remove_dir_all(&dir);
         let b = |turn: u64, cp: &str| Line::Before {
             turn,

@@ -48,7 +48,7 @@ mod tests {
 
     #[test]
     fn notes_are_taken_once_in_order() {
-        let dir = std::env::temp_dir().join(format!("openmax-notes-{}", std::process::id()));
+        let dir = crate::scratch::path("notes");
         assert!(!waiting(&dir, "s"));
         add(&dir, "s", "one\nline").unwrap();
         add(&dir, "s", "two").unwrap();

@@ -174,7 +174,7 @@ fn put(root: &Path, rel: &str, text: &str) {
 
 /// A project with ignore files at several depths, and what they exclude.
 fn project(name: &str) -> (Dir, PathBuf, Store) {
-    let base = std::env::temp_dir().join(format!("openmax-scan-{name}-{}", std::process::id()));
+    let base = crate::scratch::path(&format!("scan-{name}"));
     let _ = fs::remove_dir_all(&base);
     let root = base.join("project");
     put(

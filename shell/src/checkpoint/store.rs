@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn objects_are_named_by_their_bytes_and_written_once() {
-        let dir = std::env::temp_dir().join(format!("openmax-store-{}", std::process::id()));
+        let dir = crate::scratch::path("store");
         let _ = fs::remove_dir_all(&dir);
         let store = Store::new(&dir);
         let h = sha256_hex(b"hello");

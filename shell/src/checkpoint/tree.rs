@@ -490,7 +490,7 @@ mod tests {
 
     #[test]
     fn listings_round_trip_and_diffs_skip_shared_directories() {
-        let dir = std::env::temp_dir().join(format!("openmax-tree-{}", std::process::id()));
+        let dir = crate::scratch::path("tree");
         let _ = std::fs::remove_dir_all(&dir);
         let store = Store::new(&dir);
         let mut a = Snapshot::new();

@@ -22,7 +22,7 @@ impl Drop for T {
 }
 
 fn setup(name: &str) -> T {
-    let base = std::env::temp_dir().join(format!("openmax-undo-{name}-{}", std::process::id()));
+    let base = crate::scratch::path(&format!("undo-{name}"));
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(base.join("project/.git")).unwrap();
     let root = std::fs::canonicalize(base.join("project")).unwrap();

@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn a_directory_read_by_descriptor_matches_its_paths() {
-        let dir = std::env::temp_dir().join(format!("openmax-cpwalk-{}", std::process::id()));
+        let dir = crate::scratch::path("cpwalk");
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("sub")).unwrap();
         fs::write(dir.join("f"), "x").unwrap();

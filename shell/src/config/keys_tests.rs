@@ -407,7 +407,7 @@ impl Drop for Dirs {
 fn dirs() -> Dirs {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let root = std::env::temp_dir().join(format!("omx-keys-{}-{n}", std::process::id()));
+    let root = crate::scratch::path(&format!("keys-{n}"));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(root.join("home")).unwrap();
     std::fs::create_dir_all(root.join("project/.openmax")).unwrap();

@@ -437,7 +437,7 @@ mod tests {
     fn layered(user: &str, project: &str) -> Result<Layers, ConfigError> {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("openmax-config-{}-{n}", std::process::id()));
+        let dir = crate::scratch::path(&format!("config-{n}"));
         let home = dir.join("home");
         let proj = dir.join("proj");
         std::fs::create_dir_all(&home).unwrap();
@@ -490,7 +490,7 @@ mod tests {
 
     #[test]
     fn a_config_file_that_cannot_be_read_is_an_error_and_only_a_missing_one_is_none() {
-        let dir = std::env::temp_dir().join(format!("openmax-config-read-{}", std::process::id()));
+        let dir = crate::scratch::path("config-read");
         std::fs::create_dir_all(dir.join("a-directory.toml")).unwrap();
         assert!(read_optional(&dir.join("missing.toml")).unwrap().is_none());
         let e = read_optional(&dir.join("a-directory.toml")).unwrap_err().0;

@@ -265,7 +265,7 @@ mod tests {
     use super::*;
 
     fn dir(tag: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("omx-agents-{tag}-{}", std::process::id()));
+        let d = crate::scratch::path(&format!("agents-{tag}"));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d

@@ -26,7 +26,7 @@ impl Drop for Project {
 fn project(tag: &str) -> Project {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let root = std::env::temp_dir().join(format!("omx-approval-{tag}-{}-{n}", std::process::id()));
+    let root = crate::scratch::path(&format!("approval-{tag}-{n}"));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(root.join(".openmax/tools")).unwrap();
     Project {

@@ -236,7 +236,7 @@ mod tests {
 
     #[test]
     fn a_call_is_planned_invalid_unless_its_arguments_are_an_object_with_every_required_one() {
-        let project = std::env::temp_dir().join(format!("omx-external-{}", std::process::id()));
+        let project = crate::scratch::path("external");
         std::fs::create_dir_all(project.join(".openmax/tools")).unwrap();
         std::fs::write(project.join(".openmax/tools/lint.json"), "{}").unwrap();
         let tool = ExternalTool {

@@ -228,7 +228,7 @@ mod tests {
     use super::*;
 
     fn project(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("omx-freeze-{tag}-{}", std::process::id()));
+        let dir = crate::scratch::path(&format!("freeze-{tag}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir.canonicalize().unwrap()

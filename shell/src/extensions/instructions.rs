@@ -86,7 +86,7 @@ mod tests {
 
     #[test]
     fn root_to_working_dir_agents_before_claude() {
-        let root = std::env::temp_dir().join(format!("omx-instr-{}", std::process::id()));
+        let root = crate::scratch::path("instr");
         let _ = std::fs::remove_dir_all(&root);
         let home = root.join("home");
         let p = root.join("p");

@@ -234,7 +234,7 @@ mod tests {
     use super::*;
 
     fn project(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("omx-manifest-{tag}-{}", std::process::id()));
+        let dir = crate::scratch::path(&format!("manifest-{tag}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join(TOOLS_DIR)).unwrap();
         dir.canonicalize().unwrap()
@@ -280,7 +280,7 @@ mod tests {
 
     #[test]
     fn no_tools_directory_is_no_problem_and_an_unlistable_one_is() {
-        let p = std::env::temp_dir().join(format!("omx-manifest-dir-{}", std::process::id()));
+        let p = crate::scratch::path("manifest-dir");
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(p.join(".openmax")).unwrap();
         let none = |_: &str| false;

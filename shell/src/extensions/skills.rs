@@ -196,7 +196,7 @@ mod tests {
 
     #[test]
     fn load_all_reads_each_skill_once_and_says_what_did_not_load() {
-        let p = std::env::temp_dir().join(format!("omx-skills-{}", std::process::id()));
+        let p = crate::scratch::path("skills");
         let _ = std::fs::remove_dir_all(&p);
         assert_eq!(
             load_all(&p),

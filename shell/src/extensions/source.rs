@@ -50,7 +50,7 @@ mod tests {
 
     #[test]
     fn framing_changes_hash_when_bytes_move_between_files() {
-        let dir = std::env::temp_dir().join(format!("omx-src-{}", std::process::id()));
+        let dir = crate::scratch::path("src");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("a"), "ab").unwrap();
         std::fs::write(dir.join("b"), "c").unwrap();

@@ -537,7 +537,7 @@ mod tests {
 
     #[test]
     fn project_hooks_need_approval_and_unchanged_bytes() {
-        let p = std::env::temp_dir().join(format!("omx-hooks-{}", std::process::id()));
+        let p = crate::scratch::path("hooks");
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(p.join(".openmax")).unwrap();
         let p = p.canonicalize().unwrap();

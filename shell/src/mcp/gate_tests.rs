@@ -28,7 +28,7 @@ impl Drop for Project {
 fn project() -> Project {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let root = std::env::temp_dir().join(format!("omx-mcp-gate-{}-{n}", std::process::id()));
+    let root = crate::scratch::path(&format!("mcp-gate-{n}"));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(root.join("srv")).unwrap();
     let root = root.canonicalize().unwrap();

@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn the_servers_a_project_file_defines_are_those_approve_covers() {
-        let p = std::env::temp_dir().join(format!("omx-defined-{}", std::process::id()));
+        let p = crate::scratch::path("defined");
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(p.join(".openmax")).unwrap();
         let none = |_: &str| None;

@@ -245,7 +245,7 @@ mod tests {
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("omx-protect-{name}-{}", std::process::id()));
+        let d = crate::scratch::path(&format!("protect-{name}"));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d

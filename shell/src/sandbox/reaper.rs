@@ -336,7 +336,7 @@ mod tests {
 
     #[test]
     fn stale_records_of_a_live_owner_are_kept_and_garbage_is_removed() {
-        let dir = std::env::temp_dir().join(format!("omx-reaper-{}", std::process::id()));
+        let dir = crate::scratch::path("reaper");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let me = std::process::id() as i32;
@@ -353,7 +353,7 @@ mod tests {
     #[test]
     fn the_group_of_a_gone_openmax_is_killed_and_its_record_removed() {
         use std::os::unix::process::CommandExt;
-        let dir = std::env::temp_dir().join(format!("omx-survivors-{}", std::process::id()));
+        let dir = crate::scratch::path("survivors");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut child = std::process::Command::new("sleep")

@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn made_directories_go_at_exit_and_orphans_of_dead_pids_at_the_next_start() {
-        let base = std::env::temp_dir().join(format!("omx-temps-{}", std::process::id()));
+        let base = crate::scratch::path("temps");
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).unwrap();
         let a = make(&base).unwrap();

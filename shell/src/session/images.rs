@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn bytes_are_stored_once_and_put_back() {
-        let root = std::env::temp_dir().join(format!("omx-simg-{}", std::process::id()));
+        let root = crate::scratch::path("simg");
         let _ = std::fs::remove_dir_all(&root);
         let d = dir(&root, "s1");
         let img = crate::images::from_bytes("a.png", &crate::images::tiny_png(4, 4)).unwrap();

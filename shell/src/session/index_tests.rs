@@ -32,7 +32,7 @@ impl Drop for Dir {
 fn dir() -> Dir {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("omx-index-{}-{n}", std::process::id()));
+    let d = crate::scratch::path(&format!("index-{n}"));
     let _ = fs::remove_dir_all(&d);
     fs::create_dir_all(&d).unwrap();
     Dir(d)

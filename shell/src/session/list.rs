@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn a_session_is_live_while_its_lock_is_held() {
-        let dir = std::env::temp_dir().join(format!("omx-live-{}", std::process::id()));
+        let dir = crate::scratch::path("live");
         std::fs::create_dir_all(&dir).unwrap();
         assert!(!live(&dir, "s1"), "no lock file");
         let lock = std::fs::File::create(dir.join("s1.lock")).unwrap();

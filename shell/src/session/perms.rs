@@ -82,7 +82,7 @@ mod tests {
 
     #[test]
     fn group_or_world_writable_state_is_refused_with_the_fix() {
-        let dir = std::env::temp_dir().join(format!("omx-perms-{}", std::process::id()));
+        let dir = crate::scratch::path("perms");
         let _ = std::fs::remove_dir_all(&dir);
         let state = dir.join("projects/p-1");
         private_dir_all(&state).unwrap();
@@ -133,7 +133,7 @@ mod tests {
             eprintln!("note: not root; a file of another user's cannot be made here");
             return;
         }
-        let dir = std::env::temp_dir().join(format!("omx-perms-owner-{}", std::process::id()));
+        let dir = crate::scratch::path("perms-owner");
         let _ = std::fs::remove_dir_all(&dir);
         private_dir_all(&dir).unwrap();
         assert_eq!(judge(&dir, "$OPENMAX_HOME"), Ok(()));

@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn the_newest_items_are_kept_and_older_is_said_only_when_some_were_left_out() {
-        let dir = std::env::temp_dir().join(format!("omx-replay-cap-{}", std::process::id()));
+        let dir = crate::scratch::path("replay-cap");
         std::fs::create_dir_all(&dir).unwrap();
         for (n, older) in [(MAX_ITEMS, false), (MAX_ITEMS + 1, true)] {
             let path = dir.join(format!("{n}.jsonl"));
@@ -236,7 +236,7 @@ mod tests {
     /// tail (the first, cut line skipped) and says older items were left out.
     #[test]
     fn a_record_is_read_whole_up_to_the_tail_size_and_from_its_tail_past_it() {
-        let dir = std::env::temp_dir().join(format!("omx-replay-tail-{}", std::process::id()));
+        let dir = crate::scratch::path("replay-tail");
         std::fs::create_dir_all(&dir).unwrap();
         let user = |text: String| Record::Message {
             message: Message {
@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_turn_with_a_tool_an_edit_and_a_cancel_reads_back_as_it_happened() {
-        let dir = std::env::temp_dir().join(format!("omx-replay-{}", std::process::id()));
+        let dir = crate::scratch::path("replay");
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.jsonl");
         let mut f = File::create(&path).unwrap();

@@ -432,7 +432,7 @@ mod tests {
     /// is left as it is, never replaced by a list holding only the new approval.
     #[test]
     fn an_approvals_file_that_cannot_be_read_is_an_error_and_is_kept() {
-        let dir = std::env::temp_dir().join(format!("omx-approvals-{}", std::process::id()));
+        let dir = crate::scratch::path("approvals");
         let _ = std::fs::remove_dir_all(&dir);
         let state = ProjectState::at(dir.clone());
         let sha = "ab".repeat(32);

@@ -271,7 +271,7 @@ mod tests {
                 },
             });
         }
-        let path = std::env::temp_dir().join(format!("openmax-tail-{}", std::process::id()));
+        let path = crate::scratch::path("tail");
         let mut f = File::create(&path).expect("temp file");
         let prefix = b"{\"header\":1}\n";
         f.write_all(prefix).expect("write");

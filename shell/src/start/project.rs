@@ -39,7 +39,7 @@ mod tests {
 
     #[test]
     fn nearest_marker_wins_and_fallback_is_the_dir() {
-        let base = std::env::temp_dir().join(format!("openmax-project-{}", std::process::id()));
+        let base = crate::scratch::path("project");
         let deep = base.join("repo/a/b");
         std::fs::create_dir_all(&deep).unwrap();
         std::fs::create_dir_all(base.join("repo/.git")).unwrap();

@@ -413,7 +413,7 @@ mod tests {
 
     #[test]
     fn large_files_are_scanned_in_chunks_with_right_line_numbers() {
-        let dir = std::env::temp_dir().join(format!("openmax-grep-large-{}", std::process::id()));
+        let dir = crate::scratch::path("grep-large");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir is writable");
         let dir = dir.canonicalize().expect("just created");

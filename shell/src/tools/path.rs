@@ -214,7 +214,7 @@ mod tests {
     use super::*;
 
     fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("openmax-path-{name}-{}", std::process::id()));
+        let d = crate::scratch::path(&format!("path-{name}"));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).expect("temp dir is writable");
         d.canonicalize().expect("just created")

@@ -425,7 +425,7 @@ mod tests {
     use serde_json::json;
 
     fn project(tag: &str) -> (PathBuf, ToolContext) {
-        let dir = std::env::temp_dir().join(format!("openmax-write-{tag}-{}", std::process::id()));
+        let dir = crate::scratch::path(&format!("write-{tag}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir is writable");
         let ctx = ToolContext::new(&dir, "t").expect("exists");

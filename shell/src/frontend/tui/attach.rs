@@ -127,7 +127,7 @@ mod tests {
 
     #[test]
     fn a_pasted_image_path_is_recognised_in_the_forms_terminals_paste() {
-        let dir = std::env::temp_dir().join(format!("omx-paste-{}", std::process::id()));
+        let dir = crate::scratch::path("paste");
         std::fs::create_dir_all(&dir).unwrap();
         let png = dir.join("shot.png");
         std::fs::write(&png, crate::images::tiny_png(2, 2)).unwrap();

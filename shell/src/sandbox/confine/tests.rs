@@ -16,7 +16,7 @@ impl Drop for Dirs {
 }
 
 fn layout(name: &str) -> (Dirs, PathBuf, PathBuf, PathBuf) {
-    let root = std::env::temp_dir().join(format!("omx-confine-{name}-{}", std::process::id()));
+    let root = crate::scratch::path(&format!("confine-{name}"));
     let _ = std::fs::remove_dir_all(&root);
     let (project, home, tmp) = (root.join("project"), root.join("home"), root.join("tmp"));
     for d in [&project, &home, &tmp] {

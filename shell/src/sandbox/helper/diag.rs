@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn a_listening_socket_is_found_by_its_file_and_a_bound_name_by_its_name() {
-        let dir = std::env::temp_dir().join(format!("omx-diag-{}", std::process::id()));
+        let dir = crate::scratch::path("diag");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.sock");

@@ -386,7 +386,7 @@ mod tests {
             eprintln!("note: this kernel has no Landlock; its layer is not checked here");
             return;
         }
-        let base = std::env::temp_dir().join(format!("omx-landlock-{}", std::process::id()));
+        let base = crate::scratch::path("landlock");
         let _ = std::fs::remove_dir_all(&base);
         let (inside, outside) = (base.join("inside"), base.join("outside"));
         std::fs::create_dir_all(&inside).unwrap();

@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn a_tree_is_removed_whole_without_following_its_symlinks() {
-        let base = std::env::temp_dir().join(format!("omx-guard-{}", std::process::id()));
+        let base = crate::scratch::path("guard");
         let _ = std::fs::remove_dir_all(&base);
         let outside = base.join("outside");
         let tree = base.join("git").join("commondir");

@@ -523,7 +523,7 @@ mod tests {
     use super::*;
 
     fn scratch(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("omx-view-{tag}-{}", std::process::id()));
+        let d = crate::scratch::path(&format!("view-{tag}"));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d.canonicalize().unwrap()
@@ -618,7 +618,7 @@ mod tests {
 
     #[test]
     fn a_mount_target_is_resolved_without_following_a_symlink_anywhere_in_it() {
-        let d = std::env::temp_dir().join(format!("omx-view-exact-{}", std::process::id()));
+        let d = crate::scratch::path("view-exact");
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("real/inner")).unwrap();
         let d = d.canonicalize().unwrap();
