@@ -16,6 +16,7 @@ const BYPASSES: &[&str] = &[
     "\\rm -rf victim",
     "'rm' \"-rf\" victim",
     "env rm -rf victim",
+    "env - rm -rf victim",
     "command rm -rf victim",
     "exec rm -rf victim",
     "nice -n 5 rm -rf victim",
@@ -59,6 +60,9 @@ const NEAR_MISSES: &[&str] = &[
     "echo \"bash -c 'rm -rf victim'\"",
     "grep -r rm notes.txt",
     "ls victim",
+    // A lone `-` is the program a wrapper other than `env` runs (there is none here).
+    "nice - rm -rf victim || true",
+    "timeout 5 - rm -rf victim || true",
 ];
 
 /// Run one turn in `auto` mode with the rule `shell(rm -rf *)` in which the model asks for one
@@ -70,7 +74,7 @@ fn run_lines(lines: &[&str]) -> (TestEnv, Vec<Value>) {
     env.mock_config(
         Flavor::Anthropic,
         &mock.base_url(),
-        "[permissions]\ndeny = [\"shell(rm -rf *)\"]\n",
+        "[permissions]\ndeny = [\"shell(rm -rf *)\"]\n[limits]\nmax_iterations = 200\n",
     );
     env.trust();
     env.write("victim/keep.txt", "keep\n");

@@ -296,6 +296,8 @@ fn the_slash_menu_lists_the_commands_and_runs_the_highlighted_one() {
         "mode: ask",
         "session: ",
         "tokens this session",
+        // The layers in force, as `openmax sandbox check` finds them here (every one).
+        "sandbox: on: ",
     ] {
         assert!(status.contains(want), "no {want:?} in\n{status}");
     }

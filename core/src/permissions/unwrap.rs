@@ -794,6 +794,42 @@ mod tests {
         }
     }
 
+    /// A lone `-` is an operand to every wrapper, as getopt reads it: the program it runs is
+    /// one named `-`, and what follows is that program's arguments. Only `env` reads it as an
+    /// option (an empty environment) and runs what follows.
+    #[test]
+    fn a_lone_dash_is_the_program_every_wrapper_but_env_runs() {
+        for w in [
+            "command",
+            "builtin",
+            "busybox",
+            "nohup",
+            "setsid",
+            "exec",
+            "nice",
+            "timeout 5",
+            "time",
+            "sudo",
+            "doas",
+            "stdbuf -o0",
+            "ionice",
+            "xargs",
+        ] {
+            let line = format!("{w} - rm -rf x");
+            assert!(
+                !texts(&line).contains(&"rm -rf x".to_string()),
+                "{line}: {:?}",
+                texts(&line)
+            );
+            assert!(
+                texts(&line).iter().any(|t| t.starts_with("- rm")),
+                "{line}: {:?}",
+                texts(&line)
+            );
+        }
+        runs_rm(&["env - rm -rf x", "env -i - rm -rf x"]);
+    }
+
     /// Bash runs the substitutions in the name `coproc` takes before a compound command, in
     /// either spelling; a plain name runs nothing.
     #[test]
