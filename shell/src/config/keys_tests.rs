@@ -739,3 +739,34 @@ fn an_unknown_key_is_reported_in_every_section_with_its_line() {
     // A server's own keys are the MCP reader's to judge.
     assert!(super::keys::unknown(path, "[mcp_servers.x]\nnot_a_key = 1\n").is_empty());
 }
+
+/// A key with a ceiling takes the ceiling itself and refuses anything past it, in the user's
+/// own file (a project's may only lower it, above).
+#[test]
+fn a_key_with_a_ceiling_takes_it_and_refuses_past_it() {
+    type Read = fn(&Settings) -> f64;
+    let ceilings: [(&str, &str, f64, Read); 2] = [
+        (
+            "limits",
+            "shell_timeout_s",
+            crate::tools::SHELL_MAX_TIMEOUT_S,
+            |s| s.tool_timeouts.shell_ms as f64 / 1000.0,
+        ),
+        ("tools.web_fetch", "timeout_s", 3600.0, |s| {
+            s.web.timeout_ms as f64 / 1000.0
+        }),
+    ];
+    for (section, key, ceiling, read) in ceilings {
+        let at = ceiling.to_string();
+        match load(&[(section, key, &at)], &[]) {
+            Ok(s) => assert_eq!(read(&s), ceiling, "[{section}] {key} = {at}"),
+            Err(e) => panic!("[{section}] {key} = {at} refused: {e}"),
+        }
+        let past = format!("{}", ceiling + 0.5);
+        let e = load(&[(section, key, &past)], &[]).unwrap_err();
+        assert!(
+            e.contains(key) && e.contains("at most"),
+            "[{section}] {key} = {past}: {e}"
+        );
+    }
+}

@@ -523,6 +523,31 @@ impl Sink for ChannelSink {
 mod tests {
     use super::*;
 
+    /// A config's `Debug` (what a `{:?}` in a log or a panic shows) names every field, with
+    /// the key's value replaced, and says whether there is a key.
+    #[test]
+    fn a_configs_debug_shows_everything_but_the_key() {
+        let mut c = ProviderConfig::defaults(ProviderKind::Anthropic);
+        c.api_key = Some("sk-secret-4242".into());
+        c.model = "m-1".into();
+        c.max_output_tokens = 77;
+        c.connect_timeout_ms = 1234;
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("sk-secret-4242"), "{shown}");
+        for want in [
+            "Anthropic",
+            c.base_url.as_str(),
+            "api_key: Some(\"[redacted]\")",
+            "\"m-1\"",
+            "77",
+            "1234",
+        ] {
+            assert!(shown.contains(want), "no {want:?} in {shown}");
+        }
+        c.api_key = None;
+        assert!(format!("{c:?}").contains("api_key: None"));
+    }
+
     #[test]
     fn kinds_round_trip() {
         for k in ProviderKind::ALL {
