@@ -24,7 +24,10 @@
 #
 # cargo-mutants is installed into target/tools/ when missing. Results in
 # target/mutants-policy/<set>-K-of-N/ (unit/ and full/ with cargo-mutants' caught.txt,
-# missed.txt, timeout.txt, unviable.txt; missed.txt: the survivors of both passes).
+# missed.txt, timeout.txt, unviable.txt; missed.txt: the survivors of both passes). Every
+# mutant pass 1 judged is also added to bench/mutants-judged/<set>.tsv (its outcome, a tab,
+# its name), which is committed: target/ does not outlive a machine, and SHARDING=fresh needs
+# to know what was judged.
 # shellcheck source=bench/cargo-mutants-tool.sh
 source "$(dirname "$0")/cargo-mutants-tool.sh"
 
@@ -63,6 +66,7 @@ fi
 k=${2:-0}
 n=${3:-1}
 out=$root/target/mutants-policy/$set_name-$k-of-$n
+ledger=$root/bench/mutants-judged/$set_name.tsv
 rm -rf "$out"
 mkdir -p "$out"
 # In place, not in cargo-mutants' scratch copy: that copy lives in the system temp directory,
@@ -77,8 +81,11 @@ shard=(--shard "$k/$n" --sharding "${SHARDING:-round-robin}")
 # shell set shared 80 mutants).
 if [ "${SHARDING:-}" = fresh ]; then
   cargo mutants --package "$package" "${files[@]}" --list >"$out/all.txt"
-  cat "$root"/target/mutants-policy/"$set_name"-*/unit/mutants.out/{caught,missed,timeout,unviable}.txt \
-    2>/dev/null | sort -u >"$out/judged.txt"
+  {
+    cat "$root"/target/mutants-policy/"$set_name"-*/unit/mutants.out/{caught,missed,timeout,unviable}.txt \
+      2>/dev/null || true
+    cut -f2- "$ledger" 2>/dev/null || true
+  } | sort -u >"$out/judged.txt"
   grep -vxF -f "$out/judged.txt" "$out/all.txt" | awk -v k="$k" -v n="$n" '(NR - 1) % n == k' \
     >"$out/fresh.txt"
   echo "$(wc -l <"$out/all.txt") mutants, $(wc -l <"$out/judged.txt") judged before; shard $k of $n of the rest: $(wc -l <"$out/fresh.txt")"
@@ -113,6 +120,14 @@ if grep -q '^ERROR' "$out/unit.log" || [ ! -f "$u/missed.txt" ]; then
   echo "pass 1 did not run: see $out/unit.log" >&2
   exit 1
 fi
+mkdir -p "$(dirname "$ledger")"
+touch "$ledger"
+# The newest outcome of a name stands (sort -s keeps the first of equal names: this run's).
+for outcome in caught missed timeout unviable; do
+  sed "s/^/$outcome\t/" "$u/$outcome.txt"
+done | cat - "$ledger" | sort -s -t$'\t' -k2 -u >"$ledger.new"
+mv "$ledger.new" "$ledger"
+echo "pass 1's outcomes added to ${ledger#"$root"/} (commit it)"
 
 if [ "${PASSES:-both}" = unit ]; then
   # Pass 1 only: the survivors are judged one by one (read, then killed by a test, shown

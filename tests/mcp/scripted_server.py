@@ -5,7 +5,9 @@ and without readOnlyHint / destructiveHint, a tools/list_changed notice, and dyi
 usage: python3 scripted_server.py [STARTS_FILE]
 Each start appends a line to STARTS_FILE (else to $STARTS_FILE). Tools: page 1 `look` (readOnlyHint); page 2 `poke`
 (no hints), `wipe` (readOnlyHint and destructiveHint), `crash` (the server exits mid-call),
-`hang` (never answered). A `notifications/cancelled` is reported on stderr.
+`hang` (never answered). A `notifications/cancelled` is reported on stderr. `resources/read`
+answers any URI with a text, though no resources capability is declared (so none is listed).
+$EXTRA_TOOL, when set, names one more tool on page 1 (no hints).
 """
 
 import json
@@ -25,6 +27,11 @@ PAGES = [
      {"name": "hang", "description": "never answers",
       "inputSchema": {"type": "object"}}],
 ]
+
+
+if os.environ.get("EXTRA_TOOL"):
+    PAGES[0].append({"name": os.environ["EXTRA_TOOL"], "description": "one more tool",
+                     "inputSchema": {"type": "object"}})
 
 
 def send(msg):
@@ -61,6 +68,10 @@ def main():
                 continue
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "content": [{"type": "text", "text": name + " ran"}]}})
+        elif method == "resources/read":
+            uri = params.get("uri", "")
+            send({"jsonrpc": "2.0", "id": mid, "result": {"contents": [
+                {"uri": uri, "mimeType": "text/plain", "text": "the text of " + uri}]}})
         elif method == "notifications/cancelled":
             sys.stderr.write("cancelled request %s: %s\n"
                              % (params.get("requestId"), params.get("reason")))

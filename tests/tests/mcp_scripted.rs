@@ -236,6 +236,11 @@ fn permission_rules_match_the_full_name_with_a_glob() {
 /// The scripted server as a project server `s` (`.openmax/config.toml`), not yet approved;
 /// returns the file each of its starts appends a line to.
 fn project_server(env: &TestEnv) -> PathBuf {
+    project_server_with(env, "")
+}
+
+/// [`project_server`] with more of the server's environment (`, NAME = "value"`).
+fn project_server_with(env: &TestEnv, more_env: &str) -> PathBuf {
     // The server's script is a project file: its bytes are part of what is approved.
     let script = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/scripted_server.py"),
@@ -247,7 +252,7 @@ fn project_server(env: &TestEnv) -> PathBuf {
     let starts = env.project.join("starts.txt");
     env.project_config(&format!(
         "[mcp_servers.s]\ncommand = \"python3\"\nargs = [\"srv.py\"]\n\
-         env = {{ STARTS_FILE = {:?} }}\n",
+         env = {{ STARTS_FILE = {:?}{more_env} }}\n",
         starts.display().to_string()
     ));
     starts
@@ -280,6 +285,55 @@ fn a_server_approved_in_session_starts_at_its_first_call_and_a_tool_it_lacks_fai
     );
     let starts = std::fs::read_to_string(starts).unwrap_or_default();
     assert_eq!(starts.lines().count(), 1, "started once, at the call");
+}
+
+/// Run `mcp__s__read_resource` (`uri` `note://a`) as the first call of the project server,
+/// approved in the session; returns whether it succeeded, its output, and how many times the
+/// server started.
+fn read_resource_first(more_env: &str) -> (bool, String, usize) {
+    let env = TestEnv::new();
+    let mock = MockServer::start(vec![
+        tool_reply("c1", "mcp__s__read_resource", json!({"uri": "note://a"})),
+        text_reply("done"),
+    ]);
+    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
+    env.trust();
+    env.set_mode("ask");
+    let starts = project_server_with(&env, more_env);
+    let mut s = env.stdio(&[]);
+    s.user("read it");
+    let mut evs = s.until_type("approval_request");
+    let req = evs.last().unwrap().clone();
+    assert_eq!(req["reason"], "unapproved_source", "{req}");
+    s.approve(&req["approval_id"], true);
+    evs.extend(s.turn().0);
+    s.finish();
+    let (name, ok, out) = ends(&evs).remove(0);
+    assert_eq!(name, "mcp__s__read_resource");
+    let starts = std::fs::read_to_string(starts).unwrap_or_default();
+    (ok, out, starts.lines().count())
+}
+
+/// `read_resource` is openmax's own tool, not one in a server's list: as the first call of a
+/// project server approved in the session it starts the server and is a `resources/read`, not
+/// a call of a tool of that name the server does not have.
+#[test]
+fn a_read_resource_that_starts_a_server_reads_the_resource() {
+    let (ok, out, starts) = read_resource_first("");
+    assert!(ok, "{out}");
+    assert!(out.contains("[resource note://a"), "{out}");
+    assert!(out.contains("the text of note://a"), "{out}");
+    assert_eq!(starts, 1, "started once, at the call");
+}
+
+/// A server with a `read_resource` tool of its own keeps it, as in the tool set: the call that
+/// starts it is a call of that tool.
+#[test]
+fn a_servers_own_read_resource_stands_when_a_call_starts_it() {
+    let (ok, out, starts) = read_resource_first(", EXTRA_TOOL = \"read_resource\"");
+    assert!(ok, "{out}");
+    assert_eq!(out, "read_resource ran");
+    assert_eq!(starts, 1, "started once, at the call");
 }
 
 #[test]

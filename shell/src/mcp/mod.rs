@@ -412,6 +412,9 @@ async fn call(
         return failed("arguments must be a JSON object".to_string());
     };
     let mut slot = server.conn.lock().await;
+    // `read_resource` is openmax's own tool, a `resources/read`, unless the server has a tool
+    // of that name itself (its own then stands, as in the tool set).
+    let mut reads_resource = server.tools.iter().any(|t| t.tool == tool && t.reader);
     // Start an approved server on its first call; restart a dead one once.
     let dead = slot.conn.as_ref().is_none_or(Conn::is_closed);
     if dead {
@@ -434,10 +437,12 @@ async fn call(
         match start_one(def, ctx).await {
             Ok((conn, tools)) => {
                 let tools = filter(def, tools, &mut Vec::new());
-                if first_start
-                    && tool != resources::READ_RESOURCE
-                    && !tools.iter().any(|t| t.name == tool)
-                {
+                let its_own = tools.iter().any(|t| t.name == tool);
+                if first_start {
+                    // Nothing was planned for a server not started then: its list decides.
+                    reads_resource = tool == resources::READ_RESOURCE && !its_own;
+                }
+                if first_start && !its_own && !reads_resource {
                     let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
                     slot.conn = Some(conn);
                     return failed(format!(
@@ -458,7 +463,7 @@ async fn call(
     let Some(conn) = slot.conn.as_ref() else {
         return failed(format!("MCP server {} is not running", def.name));
     };
-    if server.tools.iter().any(|t| t.tool == tool && t.reader) {
+    if reads_resource {
         let uri = args.get("uri").and_then(|u| u.as_str()).unwrap_or_default();
         return match conn.read_resource(uri, def.tool_timeout_ms).await {
             Ok(r) => resources::read_outcome(&r, output_cap),
