@@ -258,16 +258,16 @@ fn project_server_with(env: &TestEnv, more_env: &str) -> PathBuf {
     starts
 }
 
-/// A project server approved in the session starts at its first call; a call of a tool it
-/// turns out not to have fails naming the tools it has (the server is not asked to run it).
-#[test]
-fn a_server_approved_in_session_starts_at_its_first_call_and_a_tool_it_lacks_fails_by_name() {
+/// Run `reply`'s tool call as the first call of the project server `s` (with `more_env`),
+/// approved in the session; returns the call's name, whether it succeeded, its output, and how
+/// many times the server started.
+fn first_call(reply: Reply, more_env: &str) -> (String, bool, String, usize) {
     let env = TestEnv::new();
-    let mock = MockServer::start(vec![call("c1", "nothere"), text_reply("done")]);
+    let mock = MockServer::start(vec![reply, text_reply("done")]);
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
     env.trust();
     env.set_mode("ask");
-    let starts = project_server(&env);
+    let starts = project_server_with(&env, more_env);
     let mut s = env.stdio(&[]);
     s.user("call it");
     let mut evs = s.until_type("approval_request");
@@ -277,41 +277,31 @@ fn a_server_approved_in_session_starts_at_its_first_call_and_a_tool_it_lacks_fai
     evs.extend(s.turn().0);
     s.finish();
     let (name, ok, out) = ends(&evs).remove(0);
+    let starts = std::fs::read_to_string(starts).unwrap_or_default();
+    (name, ok, out, starts.lines().count())
+}
+
+/// A project server approved in the session starts at its first call; a call of a tool it
+/// turns out not to have fails naming the tools it has (the server is not asked to run it).
+#[test]
+fn a_server_approved_in_session_starts_at_its_first_call_and_a_tool_it_lacks_fails_by_name() {
+    let (name, ok, out, starts) = first_call(call("c1", "nothere"), "");
     assert_eq!(name, "mcp__s__nothere");
     assert!(!ok, "{out}");
     assert!(
         out.contains("MCP server s started; it has no tool \"nothere\"; its tools: look, poke"),
         "{out}"
     );
-    let starts = std::fs::read_to_string(starts).unwrap_or_default();
-    assert_eq!(starts.lines().count(), 1, "started once, at the call");
+    assert_eq!(starts, 1, "started once, at the call");
 }
 
-/// Run `mcp__s__read_resource` (`uri` `note://a`) as the first call of the project server,
-/// approved in the session; returns whether it succeeded, its output, and how many times the
-/// server started.
+/// `mcp__s__read_resource` (`uri` `note://a`) as the first call: returns whether it succeeded,
+/// its output, and how many times the server started.
 fn read_resource_first(more_env: &str) -> (bool, String, usize) {
-    let env = TestEnv::new();
-    let mock = MockServer::start(vec![
-        tool_reply("c1", "mcp__s__read_resource", json!({"uri": "note://a"})),
-        text_reply("done"),
-    ]);
-    env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
-    env.trust();
-    env.set_mode("ask");
-    let starts = project_server_with(&env, more_env);
-    let mut s = env.stdio(&[]);
-    s.user("read it");
-    let mut evs = s.until_type("approval_request");
-    let req = evs.last().unwrap().clone();
-    assert_eq!(req["reason"], "unapproved_source", "{req}");
-    s.approve(&req["approval_id"], true);
-    evs.extend(s.turn().0);
-    s.finish();
-    let (name, ok, out) = ends(&evs).remove(0);
+    let reply = tool_reply("c1", "mcp__s__read_resource", json!({"uri": "note://a"}));
+    let (name, ok, out, starts) = first_call(reply, more_env);
     assert_eq!(name, "mcp__s__read_resource");
-    let starts = std::fs::read_to_string(starts).unwrap_or_default();
-    (ok, out, starts.lines().count())
+    (ok, out, starts)
 }
 
 /// `read_resource` is openmax's own tool, not one in a server's list: as the first call of a
