@@ -258,72 +258,114 @@ fn project_server_with(env: &TestEnv, more_env: &str) -> PathBuf {
     starts
 }
 
-/// Run `reply`'s tool call as the first call of the project server `s` (with `more_env`),
-/// approved in the session; returns the call's name, whether it succeeded, its output, and how
-/// many times the server started.
-fn first_call(reply: Reply, more_env: &str) -> (String, bool, String, usize) {
+/// Run `calls` (tool-call replies, one after another) against the project server `s` (with
+/// `more_env`), approved in the session at the first and every later approval answered yes;
+/// returns each call's name, whether it succeeded and its output, and how many times the
+/// server started.
+fn calls(calls: Vec<Reply>, more_env: &str) -> (Vec<(String, bool, String)>, usize) {
     let env = TestEnv::new();
-    let mock = MockServer::start(vec![reply, text_reply("done")]);
+    let mut replies = calls;
+    replies.push(text_reply("done"));
+    let mock = MockServer::start(replies);
     env.mock_config(Flavor::Anthropic, &mock.base_url(), "");
     env.trust();
     env.set_mode("ask");
     let starts = project_server_with(&env, more_env);
     let mut s = env.stdio(&[]);
     s.user("call it");
-    let mut evs = s.until_type("approval_request");
-    let req = evs.last().unwrap().clone();
-    assert_eq!(req["reason"], "unapproved_source", "{req}");
-    s.approve(&req["approval_id"], true);
-    evs.extend(s.turn().0);
+    let mut evs = Vec::new();
+    let mut reasons = Vec::new();
+    loop {
+        let e = s.event();
+        if e["type"] == "approval_request" {
+            reasons.push(e["reason"].as_str().unwrap().to_string());
+            s.approve(&e["approval_id"], true);
+        }
+        let done = e["type"] == "done";
+        evs.push(e);
+        if done {
+            break;
+        }
+    }
     s.finish();
-    let (name, ok, out) = ends(&evs).remove(0);
+    assert_eq!(reasons[0], "unapproved_source", "{reasons:?}");
     let starts = std::fs::read_to_string(starts).unwrap_or_default();
-    (name, ok, out, starts.lines().count())
+    (ends(&evs), starts.lines().count())
 }
 
 /// A project server approved in the session starts at its first call; a call of a tool it
-/// turns out not to have fails naming the tools it has (the server is not asked to run it).
+/// turns out not to have fails naming the tools it has (the server is not asked to run it),
+/// at that first call and at a later one.
 #[test]
 fn a_server_approved_in_session_starts_at_its_first_call_and_a_tool_it_lacks_fails_by_name() {
-    let (name, ok, out, starts) = first_call(call("c1", "nothere"), "");
+    let (ends, starts) = calls(
+        vec![
+            call("c1", "nothere"),
+            call("c2", "look"),
+            call("c3", "gone"),
+        ],
+        "",
+    );
+    let (name, ok, out) = &ends[0];
     assert_eq!(name, "mcp__s__nothere");
     assert!(!ok, "{out}");
     assert!(
         out.contains("MCP server s started; it has no tool \"nothere\"; its tools: look, poke"),
         "{out}"
     );
-    assert_eq!(starts, 1, "started once, at the call");
+    assert_eq!(ends[1], ("mcp__s__look".into(), true, "look ran".into()));
+    let (name, ok, out) = &ends[2];
+    assert_eq!(name, "mcp__s__gone");
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("MCP server s has no tool \"gone\"; its tools: look, poke"),
+        "{out}"
+    );
+    assert_eq!(starts, 1, "started once, at the first call");
 }
 
-/// `mcp__s__read_resource` (`uri` `note://a`) as the first call: returns whether it succeeded,
-/// its output, and how many times the server started.
-fn read_resource_first(more_env: &str) -> (bool, String, usize) {
-    let reply = tool_reply("c1", "mcp__s__read_resource", json!({"uri": "note://a"}));
-    let (name, ok, out, starts) = first_call(reply, more_env);
-    assert_eq!(name, "mcp__s__read_resource");
-    (ok, out, starts)
+/// `mcp__s__read_resource` (`uri` `note://a`, then `note://b`) as the first two calls: returns
+/// each one's success and output, and how many times the server started.
+fn read_resource_twice(more_env: &str) -> (Vec<(bool, String)>, usize) {
+    let read = |id: &str, uri: &str| tool_reply(id, "mcp__s__read_resource", json!({"uri": uri}));
+    let (ends, starts) = calls(
+        vec![read("c1", "note://a"), read("c2", "note://b")],
+        more_env,
+    );
+    let got = ends
+        .into_iter()
+        .map(|(name, ok, out)| {
+            assert_eq!(name, "mcp__s__read_resource");
+            (ok, out)
+        })
+        .collect();
+    (got, starts)
 }
 
-/// `read_resource` is openmax's own tool, not one in a server's list: as the first call of a
-/// project server approved in the session it starts the server and is a `resources/read`, not
-/// a call of a tool of that name the server does not have.
+/// `read_resource` is openmax's own tool, not one in a server's list: on a project server
+/// approved in the session, the call that starts it and every later one are a
+/// `resources/read`, not a call of a tool of that name the server does not have.
 #[test]
 fn a_read_resource_that_starts_a_server_reads_the_resource() {
-    let (ok, out, starts) = read_resource_first("");
-    assert!(ok, "{out}");
-    assert!(out.contains("[resource note://a"), "{out}");
-    assert!(out.contains("the text of note://a"), "{out}");
-    assert_eq!(starts, 1, "started once, at the call");
+    let (got, starts) = read_resource_twice("");
+    for ((ok, out), uri) in got.iter().zip(["note://a", "note://b"]) {
+        assert!(ok, "{out}");
+        assert!(out.contains(&format!("[resource {uri}")), "{out}");
+        assert!(out.contains(&format!("the text of {uri}")), "{out}");
+    }
+    assert_eq!(starts, 1, "started once, at the first call");
 }
 
 /// A server with a `read_resource` tool of its own keeps it, as in the tool set: the call that
-/// starts it is a call of that tool.
+/// starts it, and every later one, is a call of that tool.
 #[test]
 fn a_servers_own_read_resource_stands_when_a_call_starts_it() {
-    let (ok, out, starts) = read_resource_first(", EXTRA_TOOL = \"read_resource\"");
-    assert!(ok, "{out}");
-    assert_eq!(out, "read_resource ran");
-    assert_eq!(starts, 1, "started once, at the call");
+    let (got, starts) = read_resource_twice(", EXTRA_TOOL = \"read_resource\"");
+    for (ok, out) in &got {
+        assert!(ok, "{out}");
+        assert_eq!(out, "read_resource ran");
+    }
+    assert_eq!(starts, 1, "started once, at the first call");
 }
 
 #[test]

@@ -385,6 +385,7 @@ fn set(def: ServerDef, state: State, tools: Vec<McpTool>) -> McpSet {
                 conn: None,
                 restarted: false,
                 failed: None,
+                listed: None,
             }),
         })],
         problems: Vec::new(),

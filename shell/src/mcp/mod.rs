@@ -107,6 +107,9 @@ struct Slot {
     restarted: bool,
     /// Why the last start failed, for a later call.
     failed: Option<String>,
+    /// The names of the tools a server started by a call listed then (after its filters):
+    /// nothing was planned for it at the freeze, so this list decides its calls.
+    listed: Option<Vec<String>>,
 }
 
 /// The MCP servers of one freeze.
@@ -213,6 +216,7 @@ impl McpSet {
                     // A server that did not start is never called (its calls are refused at
                     // planning), so only a failed restart fills this.
                     failed: None,
+                    listed: None,
                 }),
             }));
         }
@@ -412,9 +416,7 @@ async fn call(
         return failed("arguments must be a JSON object".to_string());
     };
     let mut slot = server.conn.lock().await;
-    // `read_resource` is openmax's own tool, a `resources/read`, unless the server has a tool
-    // of that name itself (its own then stands, as in the tool set).
-    let mut reads_resource = server.tools.iter().any(|t| t.tool == tool && t.reader);
+    let mut started_now = false;
     // Start an approved server on its first call; restart a dead one once.
     let dead = slot.conn.as_ref().is_none_or(Conn::is_closed);
     if dead {
@@ -436,23 +438,12 @@ async fn call(
         slot.conn = None;
         match start_one(def, ctx).await {
             Ok((conn, tools)) => {
-                let tools = filter(def, tools, &mut Vec::new());
-                let its_own = tools.iter().any(|t| t.name == tool);
-                if first_start {
-                    // Nothing was planned for a server not started then: its list decides.
-                    reads_resource = tool == resources::READ_RESOURCE && !its_own;
-                }
-                if first_start && !its_own && !reads_resource {
-                    let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
-                    slot.conn = Some(conn);
-                    return failed(format!(
-                        "MCP server {} started; it has no tool {tool:?}; its tools: {} (they \
-                         join the tool set at the next `reload`)",
-                        def.name,
-                        names.join(", ")
-                    ));
+                if server.state == State::AwaitingApproval {
+                    let tools = filter(def, tools, &mut Vec::new());
+                    slot.listed = Some(tools.iter().map(|t| t.name.to_string()).collect());
                 }
                 slot.conn = Some(conn);
+                started_now = first_start;
             }
             Err(e) => {
                 slot.failed = Some(e.clone());
@@ -460,6 +451,29 @@ async fn call(
             }
         }
     }
+    // `read_resource` is openmax's own tool, a `resources/read`, unless the server has a tool
+    // of that name itself (its own then stands, as in the tool set).
+    let reads_resource = match &slot.listed {
+        Some(names) => {
+            let its_own = names.iter().any(|n| n == tool);
+            let reads = tool == resources::READ_RESOURCE && !its_own;
+            if !its_own && !reads {
+                return failed(format!(
+                    "MCP server {} {}has no tool {tool:?}; its tools: {} (they join the tool \
+                     set at the next `reload`)",
+                    def.name,
+                    if started_now { "started; it " } else { "" },
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ));
+            }
+            reads
+        }
+        None => server.tools.iter().any(|t| t.tool == tool && t.reader),
+    };
     let Some(conn) = slot.conn.as_ref() else {
         return failed(format!("MCP server {} is not running", def.name));
     };
