@@ -259,11 +259,11 @@ fn project_server_with(env: &TestEnv, more_env: &str) -> PathBuf {
 }
 
 /// Run `calls` (tool-call replies, one after another) against the project server `s` (with
-/// `more_env`), approved in the session at the first and every later approval answered yes;
-/// returns each call's name, whether it succeeded and its output, and how many times the
-/// server started.
-fn calls(calls: Vec<Reply>, more_env: &str) -> (Vec<(String, bool, String)>, usize) {
-    let env = TestEnv::new();
+/// `more_env`; it runs in the sandbox), openmax run by `who`, approved in the session at the
+/// first and every later approval answered yes; returns each call's name, whether it
+/// succeeded and its output, and how many times the server started.
+fn calls(who: Who, calls: Vec<Reply>, more_env: &str) -> (Vec<(String, bool, String)>, usize) {
+    let mut env = TestEnv::new();
     let mut replies = calls;
     replies.push(text_reply("done"));
     let mock = MockServer::start(replies);
@@ -271,6 +271,7 @@ fn calls(calls: Vec<Reply>, more_env: &str) -> (Vec<(String, bool, String)>, usi
     env.trust();
     env.set_mode("ask");
     let starts = project_server_with(&env, more_env);
+    env.run_as(who);
     let mut s = env.stdio(&[]);
     s.user("call it");
     let mut evs = Vec::new();
@@ -299,6 +300,7 @@ fn calls(calls: Vec<Reply>, more_env: &str) -> (Vec<(String, bool, String)>, usi
 #[test]
 fn a_server_approved_in_session_starts_at_its_first_call_and_a_tool_it_lacks_fails_by_name() {
     let (ends, starts) = calls(
+        Who::Me,
         vec![
             call("c1", "nothere"),
             call("c2", "look"),
@@ -324,14 +326,12 @@ fn a_server_approved_in_session_starts_at_its_first_call_and_a_tool_it_lacks_fai
     assert_eq!(starts, 1, "started once, at the first call");
 }
 
-/// `mcp__s__read_resource` (`uri` `note://a`, then `note://b`) as the first two calls: returns
-/// each one's success and output, and how many times the server started.
-fn read_resource_twice(more_env: &str) -> (Vec<(bool, String)>, usize) {
+/// `mcp__s__read_resource` (`uri` `note://a`, then `note://b`) as the first two calls, openmax
+/// run by `who`: returns each one's success and output, and how many times the server started.
+fn read_resource_twice(who: Who, more_env: &str) -> (Vec<(bool, String)>, usize) {
     let read = |id: &str, uri: &str| tool_reply(id, "mcp__s__read_resource", json!({"uri": uri}));
-    let (ends, starts) = calls(
-        vec![read("c1", "note://a"), read("c2", "note://b")],
-        more_env,
-    );
+    let reads = vec![read("c1", "note://a"), read("c2", "note://b")];
+    let (ends, starts) = calls(who, reads, more_env);
     let got = ends
         .into_iter()
         .map(|(name, ok, out)| {
@@ -347,25 +347,31 @@ fn read_resource_twice(more_env: &str) -> (Vec<(bool, String)>, usize) {
 /// `resources/read`, not a call of a tool of that name the server does not have.
 #[test]
 fn a_read_resource_that_starts_a_server_reads_the_resource() {
-    let (got, starts) = read_resource_twice("");
-    for ((ok, out), uri) in got.iter().zip(["note://a", "note://b"]) {
-        assert!(ok, "{out}");
-        assert!(out.contains(&format!("[resource {uri}")), "{out}");
-        assert!(out.contains(&format!("the text of {uri}")), "{out}");
+    for who in runners() {
+        let w = who.label();
+        let (got, starts) = read_resource_twice(who, "");
+        for ((ok, out), uri) in got.iter().zip(["note://a", "note://b"]) {
+            assert!(ok, "{w}: {out}");
+            assert!(out.contains(&format!("[resource {uri}")), "{w}: {out}");
+            assert!(out.contains(&format!("the text of {uri}")), "{w}: {out}");
+        }
+        assert_eq!(starts, 1, "{w}: started once, at the first call");
     }
-    assert_eq!(starts, 1, "started once, at the first call");
 }
 
 /// A server with a `read_resource` tool of its own keeps it, as in the tool set: the call that
 /// starts it, and every later one, is a call of that tool.
 #[test]
 fn a_servers_own_read_resource_stands_when_a_call_starts_it() {
-    let (got, starts) = read_resource_twice(", EXTRA_TOOL = \"read_resource\"");
-    for (ok, out) in &got {
-        assert!(ok, "{out}");
-        assert_eq!(out, "read_resource ran");
+    for who in runners() {
+        let w = who.label();
+        let (got, starts) = read_resource_twice(who, ", EXTRA_TOOL = \"read_resource\"");
+        for (ok, out) in &got {
+            assert!(ok, "{w}: {out}");
+            assert_eq!(out, "read_resource ran", "{w}");
+        }
+        assert_eq!(starts, 1, "{w}: started once, at the first call");
     }
-    assert_eq!(starts, 1, "started once, at the first call");
 }
 
 #[test]
