@@ -538,6 +538,42 @@ mod tests {
         .unwrap();
     }
 
+    /// The sandbox's first process opens the handshake with `failed <why>` when setting up
+    /// failed: that is the failure, in its own words; anything else but `ready <fds>` is an
+    /// unexpected message, and a channel closed first is a first process that died.
+    #[test]
+    fn the_handshake_reports_a_setup_failure_in_the_first_processs_words() {
+        let spec = ConfineSpec::plain("/p".into(), "/t".into());
+        let opening = |first: Option<&str>| {
+            let (ours, theirs) = rustix::net::socketpair(
+                AddressFamily::UNIX,
+                SocketType::SEQPACKET,
+                SocketFlags::CLOEXEC,
+                None,
+            )
+            .unwrap();
+            if let Some(first) = first {
+                send(&theirs, first).unwrap();
+            }
+            drop(theirs);
+            // The pid is not used before the first message is read.
+            match serve(&spec, 0, &ours, true) {
+                Err(Failure(why)) => why,
+                Ok(_) => panic!("{first:?} served"),
+            }
+        };
+        let why = "cannot build the sandbox's view: /x: No such file or directory (os error 2)";
+        assert_eq!(opening(Some(&format!("failed {why}"))), why);
+        assert_eq!(
+            opening(Some("hello there")),
+            "unexpected message from the sandbox: \"hello there\""
+        );
+        assert_eq!(
+            opening(None),
+            "the sandbox's first process died while it was being set up"
+        );
+    }
+
     /// Every sandbox has mount, process and IPC namespaces of its own; a network namespace of
     /// its own unless the network is allowed; a user namespace when one is asked for (an
     /// unprivileged openmax); and no other flag.
