@@ -975,6 +975,46 @@ fn an_index_entry_naming_a_path_is_refused_by_its_record_or_by_its_id() {
     assert!(resume_latest(&state).is_ok());
 }
 
+/// The index's first prompt, once there, is never replaced by a writer's: a session resumed
+/// from an entry without one (an index written before it had them) takes the next prompt as
+/// its first, unless the index got one meanwhile (a rebuild by another openmax reads the
+/// record's own first prompt), which then stands.
+#[test]
+fn a_first_prompt_in_the_index_is_never_replaced() {
+    for rebuilt_meanwhile in [false, true] {
+        let (_t, state) = setup("keepfirst");
+        drop(create_used(&state, "s"));
+        let index = state.sessions_dir().join("index.json");
+        let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&fs::read_to_string(&index).unwrap()).unwrap();
+            f(&mut v["sessions"][0]);
+            fs::write(&index, v.to_string()).unwrap();
+        };
+        // The index says the session was used (a turn ended) but knows no prompt.
+        edit(&|e| {
+            e["first_prompt"] = serde_json::Value::Null;
+            e["turns"] = 1.into();
+        });
+        let mut r = resume_latest(&state).expect("resume");
+        if rebuilt_meanwhile {
+            edit(&|e| e["first_prompt"] = "a prompt".into());
+        }
+        r.writer
+            .append(&[msg(Message::user_text("a later prompt"))])
+            .expect("append");
+        let first = read_index(&state.sessions_dir()).expect("index").sessions[0]
+            .first_prompt
+            .clone();
+        let want = if rebuilt_meanwhile {
+            "a prompt"
+        } else {
+            "a later prompt"
+        };
+        assert_eq!(first.as_deref(), Some(want), "rebuilt: {rebuilt_meanwhile}");
+    }
+}
+
 /// The first prompt is a use of the session: the index's last use moves to when it was
 /// written, before any turn ends (so a session killed mid-turn is still the latest one used).
 #[test]
