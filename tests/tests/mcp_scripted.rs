@@ -326,6 +326,29 @@ fn a_server_approved_in_session_starts_at_its_first_call_and_a_tool_it_lacks_fai
     assert_eq!(starts, 1, "started once, at the first call");
 }
 
+/// A project server started by a call is restarted once when it dies, as a user's server is,
+/// and not again until `reload`.
+#[test]
+fn a_call_started_server_that_dies_is_restarted_once() {
+    let (ends, starts) = calls(
+        Who::Me,
+        ["look", "crash", "look", "crash", "look"]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| call(&format!("c{i}"), t))
+            .collect(),
+        "",
+    );
+    let oks: Vec<bool> = ends.iter().map(|(_, ok, _)| *ok).collect();
+    assert_eq!(oks, [true, false, true, false, false], "{ends:?}");
+    assert!(
+        ends[4].2.contains("already restarted once"),
+        "{}",
+        ends[4].2
+    );
+    assert_eq!(starts, 2, "started at the first call, restarted once");
+}
+
 /// `mcp__s__read_resource` (`uri` `note://a`, then `note://b`) as the first two calls, openmax
 /// run by `who`: returns each one's success and output, and how many times the server started.
 fn read_resource_twice(who: Who, more_env: &str) -> (Vec<(bool, String)>, usize) {
