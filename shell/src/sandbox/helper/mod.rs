@@ -539,11 +539,14 @@ mod tests {
     }
 
     /// The sandbox's first process opens the handshake with `failed <why>` when setting up
-    /// failed: that is the failure, in its own words; anything else but `ready <fds>` is an
-    /// unexpected message, and a channel closed first is a first process that died.
+    /// failed: that is the failure, in its own words; `ready <fds>` goes on to take the
+    /// descriptors it names; anything else is an unexpected message, and a channel closed
+    /// first is a first process that died.
     #[test]
     fn the_handshake_reports_a_setup_failure_in_the_first_processs_words() {
         let spec = ConfineSpec::plain("/p".into(), "/t".into());
+        // The test process stands for the first process: `ready` names no descriptor of it.
+        let pid = std::process::id() as libc::pid_t;
         let opening = |first: Option<&str>| {
             let (ours, theirs) = rustix::net::socketpair(
                 AddressFamily::UNIX,
@@ -556,14 +559,17 @@ mod tests {
                 send(&theirs, first).unwrap();
             }
             drop(theirs);
-            // The pid is not used before the first message is read.
-            match serve(&spec, 0, &ours, true) {
+            match serve(&spec, pid, &ours, true) {
                 Err(Failure(why)) => why,
                 Ok(_) => panic!("{first:?} served"),
             }
         };
         let why = "cannot build the sandbox's view: /x: No such file or directory (os error 2)";
         assert_eq!(opening(Some(&format!("failed {why}"))), why);
+        assert_eq!(
+            opening(Some("ready -1 -1")),
+            "the sandbox sent no seccomp listener"
+        );
         assert_eq!(
             opening(Some("hello there")),
             "unexpected message from the sandbox: \"hello there\""
