@@ -566,10 +566,14 @@ mod tests {
         };
         let why = "cannot build the sandbox's view: /x: No such file or directory (os error 2)";
         assert_eq!(opening(Some(&format!("failed {why}"))), why);
-        assert_eq!(
-            opening(Some("ready -1 -1")),
-            "the sandbox sent no seccomp listener"
-        );
+        // A descriptor not given as a number is none, never another one.
+        for ready in ["ready -1 -1", "ready x y", "ready 1x"] {
+            assert_eq!(
+                opening(Some(ready)),
+                "the sandbox sent no seccomp listener",
+                "{ready}"
+            );
+        }
         assert_eq!(
             opening(Some("hello there")),
             "unexpected message from the sandbox: \"hello there\""
