@@ -548,6 +548,26 @@ mod tests {
         assert_eq!(decode_ansi_c("x\\"), None);
     }
 
+    /// A numeric escape takes up to its most digits (`\x` 2 hex, `\u` 4, `\U` 8, octal 3) and
+    /// no more, as bash reads them (`$'\x726'` is `r6`); a code that is no character is not
+    /// read.
+    #[test]
+    fn each_numeric_escape_takes_its_most_digits() {
+        for (src, want) in [
+            ("\\x72", "r"),
+            ("\\x726", "r6"),
+            ("\\u72", "r"),
+            ("\\u00726", "r6"),
+            ("\\U72", "r"),
+            ("\\U000000726", "r6"),
+            ("\\162", "r"),
+            ("\\1621", "r1"),
+        ] {
+            assert_eq!(decode_ansi_c(src).as_deref(), Some(want), "{src}");
+        }
+        assert_eq!(decode_ansi_c("\\UD800"), None, "a surrogate");
+    }
+
     #[test]
     fn quoted_pieces_of_a_glob_are_literal_in_its_pattern() {
         let pattern = |src: &str| parse(src).commands[0][0].pattern.clone();
