@@ -1201,6 +1201,12 @@ mod tests {
             normalise("echo {1..3} {c..a} {0..6..3}"),
             "echo 1 2 3 c b a 0 3 6"
         );
+        // A brace pair that expands to nothing stays as written, and the pairs after it in the
+        // word still expand (bash prints `{x}a {x}b a{x}b1 a{x}b2 {x}`).
+        assert_eq!(
+            normalise("echo {x}{a,b} a{x}b{1..2} {x}"),
+            "echo {x}a {x}b a{x}b1 a{x}b2 {x}"
+        );
         assert_eq!(
             normalise("echo '{a,b}' \\{a,b} ${x} {} {a} x={a,b}"),
             "echo '{a,b}' \\{a,b} ${x} {} {a} x=a x=b"
