@@ -164,6 +164,7 @@ mod tests {
     #[test]
     fn a_broken_body_ends_every_stream_once() {
         for (api, mut m) in mappers() {
+            assert!(!m.is_done(), "{api}: done before anything came");
             let first = m.on_body_error("reset by peer");
             assert!(
                 matches!(
@@ -187,12 +188,14 @@ mod tests {
         }
         // The other order: a clean end, then the socket's error, is still one terminal.
         for (api, mut m) in mappers() {
+            assert!(!m.is_done(), "{api}: done before anything came");
             let end = m.on_eof();
             assert_eq!(
                 end.iter().filter(|i| is_terminal(i)).count(),
                 1,
                 "{api}: {end:?}"
             );
+            assert!(m.is_done(), "{api}: not done after its end");
             assert!(m.on_body_error("late").is_empty(), "{api}");
         }
     }
