@@ -221,6 +221,38 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Records without an index are named by their project's path when the state was opened
+    /// for it, and by the state's directory when it was not (every project listed).
+    #[test]
+    fn a_missing_index_is_reported_with_its_project() {
+        let root = crate::scratch::path("noindex");
+        let project = root.join("the-project");
+        std::fs::create_dir_all(&project).unwrap();
+        let home = crate::session::Home::new(root.join("home"));
+        let state = ProjectState::open(&home, &project);
+        std::fs::create_dir_all(state.sessions_dir()).unwrap();
+        assert_eq!(rows(&state), Ok(Vec::new()), "no record, nothing to list");
+        std::fs::write(state.sessions_dir().join("s1.jsonl"), "").unwrap();
+        let project = std::fs::canonicalize(&project).unwrap();
+        let e = rows(&state).unwrap_err();
+        assert!(
+            e.contains(&format!(
+                "the session index of {} is missing",
+                project.display()
+            )),
+            "{e}"
+        );
+        let e = rows(&ProjectState::at(state.dir().to_path_buf())).unwrap_err();
+        assert!(
+            e.contains(&format!(
+                "the session index of {} is missing",
+                state.dir().display()
+            )),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn utc_minutes_of_known_instants() {
         assert_eq!(utc_minutes(0), "1970-01-01 00:00");
