@@ -11,7 +11,6 @@ pub fn path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("omx-{name}-u{uid}-{}", std::process::id()))
 }
 
-#[cfg(test)]
 mod tests {
     #[test]
     fn a_name_is_the_users_and_the_processes_own() {

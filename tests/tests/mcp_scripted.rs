@@ -274,22 +274,12 @@ fn calls(who: Who, calls: Vec<Reply>, more_env: &str) -> (Vec<(String, bool, Str
     env.run_as(who);
     let mut s = env.stdio(&[]);
     s.user("call it");
-    let mut evs = Vec::new();
-    let mut reasons = Vec::new();
-    loop {
-        let e = s.event();
-        if e["type"] == "approval_request" {
-            reasons.push(e["reason"].as_str().unwrap().to_string());
-            s.approve(&e["approval_id"], true);
-        }
-        let done = e["type"] == "done";
-        evs.push(e);
-        if done {
-            break;
-        }
-    }
+    let mut evs = s.until_type("approval_request");
+    let req = evs.last().unwrap().clone();
+    assert_eq!(req["reason"], "unapproved_source", "{req}");
+    s.approve(&req["approval_id"], true);
+    evs.extend(turn_answering(&mut s, true).0);
     s.finish();
-    assert_eq!(reasons[0], "unapproved_source", "{reasons:?}");
     let starts = std::fs::read_to_string(starts).unwrap_or_default();
     (ends(&evs), starts.lines().count())
 }

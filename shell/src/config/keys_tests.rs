@@ -752,9 +752,12 @@ fn a_key_with_a_ceiling_takes_it_and_refuses_past_it() {
             crate::tools::SHELL_MAX_TIMEOUT_S,
             |s| s.tool_timeouts.shell_ms as f64 / 1000.0,
         ),
-        ("tools.web_fetch", "timeout_s", 3600.0, |s| {
-            s.web.timeout_ms as f64 / 1000.0
-        }),
+        (
+            "tools.web_fetch",
+            "timeout_s",
+            super::web_fetch::MAX_TIMEOUT_S,
+            |s| s.web.timeout_ms as f64 / 1000.0,
+        ),
     ];
     for (section, key, ceiling, read) in ceilings {
         let at = ceiling.to_string();

@@ -108,15 +108,18 @@ pub fn narrow(
     Ok(())
 }
 
+/// The longest `timeout_s` a config may set, in seconds.
+pub const MAX_TIMEOUT_S: f64 = 3600.0;
+
 /// The policy the merged section gives.
 pub fn resolve(s: &WebFetchSection) -> Result<WebPolicy, ConfigError> {
     let d = WebPolicy::default();
     let timeout_ms = match s.timeout_s {
-        Some(t) if !t.is_finite() || t <= 0.0 || t > 3600.0 => {
-            return Err(ConfigError(
-                "[tools.web_fetch] timeout_s must be more than 0 and at most 3600 seconds"
-                    .to_string(),
-            ))
+        Some(t) if !t.is_finite() || t <= 0.0 || t > MAX_TIMEOUT_S => {
+            return Err(ConfigError(format!(
+                "[tools.web_fetch] timeout_s must be more than 0 and at most {MAX_TIMEOUT_S} \
+                 seconds"
+            )))
         }
         Some(t) => (t * 1000.0).round() as u64,
         None => d.timeout_ms,

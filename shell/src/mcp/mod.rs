@@ -463,11 +463,7 @@ async fn call(
                      set at the next `reload`)",
                     def.name,
                     if started_now { "started; it " } else { "" },
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
+                    names_or_none(names.iter().map(String::as_str))
                 ));
             }
             reads
@@ -627,14 +623,16 @@ fn name_tools(server: &str, tools: Vec<rmcp::model::Tool>) -> (Vec<McpTool>, Vec
 }
 
 fn tool_list(tools: &[McpTool]) -> String {
-    if tools.is_empty() {
+    names_or_none(tools.iter().map(|t| t.tool.as_str()))
+}
+
+/// `names` joined with commas, or `none`.
+fn names_or_none<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.collect();
+    if names.is_empty() {
         return "none".to_string();
     }
-    tools
-        .iter()
-        .map(|t| t.tool.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+    names.join(", ")
 }
 
 fn failed(output: String) -> ToolOutcome {
