@@ -295,6 +295,31 @@ mod tests {
         }
     }
 
+    /// A table that refuses the request is that error, never what happens to wait on it: a
+    /// Unix datagram socket refuses a netlink address (EINVAL) while a whole dump (done, no
+    /// socket) waits to be read from it.
+    #[test]
+    fn a_refused_request_is_the_error_not_what_waits_on_the_table() {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair(2) fills the two descriptors, owned from here on.
+        let (table, peer) = unsafe {
+            let kind = libc::SOCK_DGRAM | libc::SOCK_CLOEXEC;
+            assert_eq!(
+                libc::socketpair(libc::AF_UNIX, kind, 0, fds.as_mut_ptr()),
+                0
+            );
+            (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+        };
+        let done = message(NLMSG_DONE, &[0; 4]);
+        // SAFETY: sending our own buffer on our own socket.
+        let sent = unsafe { libc::send(peer.as_raw_fd(), done.as_ptr().cast(), done.len(), 0) };
+        assert_eq!(sent, done.len() as isize);
+        // The control: what waits is a whole dump, which reading would take as the table.
+        assert!(matches!(walk(&done, &mut Vec::new()), Some(Ok(()))));
+        let e = dump(&table).expect_err("the request was refused");
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "{e}");
+    }
+
     const NO_FDS_CHILD: &str = "OPENMAX_TEST_DIAG_NO_FDS_CHILD";
 
     /// With no descriptor left, opening the table is the kernel's error (EMFILE), never a
