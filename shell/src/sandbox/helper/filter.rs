@@ -321,7 +321,8 @@ pub fn install_notify() -> Result<OwnedFd, Failure> {
         filter: prog.as_ptr() as *mut libc::sock_filter,
     };
     let base = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
-    for flags in [base | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, base] {
+    let sets = [base | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, base];
+    first_taken(&sets, |flags| {
         // SAFETY: a valid program that outlives the call; no_new_privs is set.
         let fd = unsafe {
             libc::syscall(
@@ -331,23 +332,66 @@ pub fn install_notify() -> Result<OwnedFd, Failure> {
                 &fprog as *const libc::sock_fprog,
             )
         };
-        if fd >= 0 {
-            // SAFETY: the kernel returned a new descriptor we own.
-            return Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
         }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
-            break;
+        // SAFETY: the kernel returned a new descriptor we own.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    })
+    .map_err(|e| {
+        Failure::io(
+            "cannot install the seccomp connect filter (user notification needs Linux 5.0)",
+            e,
+        )
+    })
+}
+
+/// `attempt` with each flag set in turn until one is taken: a set refused with `EINVAL` (the
+/// kernel lacks one of its flags) gives way to the next, any other refusal is the answer, and
+/// when every set is refused the last refusal is.
+fn first_taken<T>(
+    sets: &[libc::c_ulong],
+    mut attempt: impl FnMut(libc::c_ulong) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let mut refused = std::io::Error::from_raw_os_error(libc::EINVAL);
+    for &flags in sets {
+        match attempt(flags) {
+            Ok(taken) => return Ok(taken),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => refused = e,
+            Err(e) => return Err(e),
         }
     }
-    Err(Failure::io(
-        "cannot install the seccomp connect filter (user notification needs Linux 5.0)",
-        std::io::Error::last_os_error(),
-    ))
+    Err(refused)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The flag sets are tried in order: a kernel lacking a flag (`EINVAL`) gets the next set,
+    /// another refusal ends the tries, and when every set is refused the last refusal stands.
+    #[test]
+    fn a_flag_set_the_kernel_lacks_gives_way_to_the_next_and_nothing_else_does() {
+        let run = |answers: &[Result<u8, i32>]| {
+            let mut tried = Vec::new();
+            let got = first_taken(&[7, 5, 3][..answers.len()], |flags| {
+                tried.push(flags);
+                answers[tried.len() - 1].map_err(std::io::Error::from_raw_os_error)
+            });
+            (got.map_err(|e| e.raw_os_error().unwrap()), tried)
+        };
+        assert_eq!(run(&[Ok(1), Ok(2)]), (Ok(1), vec![7]));
+        assert_eq!(run(&[Err(libc::EINVAL), Ok(2)]), (Ok(2), vec![7, 5]));
+        assert_eq!(run(&[Err(libc::EPERM), Ok(2)]), (Err(libc::EPERM), vec![7]));
+        assert_eq!(
+            run(&[Err(libc::EINVAL), Err(libc::EINVAL), Err(libc::ENOSYS)]),
+            (Err(libc::ENOSYS), vec![7, 5, 3])
+        );
+        assert_eq!(
+            run(&[Err(libc::EINVAL), Err(libc::EINVAL)]),
+            (Err(libc::EINVAL), vec![7, 5])
+        );
+    }
 
     /// The ABI the kernel is asked for against the landlock crate's own reading of it: every
     /// version whose file-system rights the crate can require outright is at most the kernel's.
