@@ -17,6 +17,7 @@ const BYPASSES: &[&str] = &[
     "'rm' \"-rf\" victim",
     "env rm -rf victim",
     "env - rm -rf victim",
+    "env a-b=1 =x 1a=2 rm -rf victim",
     "command rm -rf victim",
     "exec rm -rf victim",
     "nice -n 5 rm -rf victim",

@@ -3,13 +3,14 @@
 //!
 //! Invariants:
 //! - Wrappers that run their operands as a command — `env` (its options, a mere `-`,
-//!   `NAME=VALUE` operands and `-S` strings split as env splits them), `command`, `builtin`,
-//!   `exec`, `nice`, `nohup`, `setsid`, `timeout` (options and duration), `time`, `sudo`,
-//!   `doas`, `stdbuf`, `ionice`, `xargs`, `busybox`, and a reserved word in a command name's place
-//!   (`! ! cmd`, `! if …`, `time { …; }`) — are stripped with their own options as
-//!   their parsers read them ([`super::wrappers`]: values attached or separate, inside a
-//!   cluster, long names abbreviated), repeatedly. Each level is reported, so a rule naming the
-//!   wrapper still matches.
+//!   every operand holding a `=` taken as an assignment, as env takes it, and `-S` strings
+//!   split as env splits them), `command`, `builtin`, `exec`, `nice`, `nohup`, `setsid`,
+//!   `timeout` (options and duration), `time`, `sudo`, `doas`, `stdbuf`, `ionice`, `xargs`,
+//!   `busybox`, and a reserved word in a command name's place (`! ! cmd`, `! if …`,
+//!   `time { …; }`) — are stripped with their own options as their parsers read them
+//!   ([`super::wrappers`]: values attached or separate, inside a cluster, long names
+//!   abbreviated), repeatedly. Each level is reported, so a rule naming the wrapper still
+//!   matches.
 //! - `find … -exec|-execdir|-ok|-okdir CMD … ;|+` reports `CMD …` as well; `trap ACTION
 //!   SIGNAL…` has its action parsed as a `-c` script (bash runs it when the signal comes).
 //! - A shell (`sh`, `bash`, `dash`, `zsh`, `ksh`, `mksh`, `ash`, `yash`, `posh`) with `-c`
@@ -156,18 +157,17 @@ fn skip_options(words: &[Word], opts: &wrappers::Opts) -> usize {
     i
 }
 
+/// Whether env puts the word in the environment rather than running it: GNU env and
+/// busybox's take every operand holding a `=` as an assignment, whatever comes before it
+/// (`a-b=1` and `=x` too, which a shell would run as a command). A computed word is not known
+/// to be one.
 fn is_assignment(w: &Word) -> bool {
-    !w.dynamic
-        && w.text.split_once('=').is_some_and(|(name, _)| {
-            !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        })
+    !w.dynamic && w.text.contains('=')
 }
 
 /// `env`'s operands: its options skipped, each `-S` string split into words (env reads its
 /// options again over them, as GNU env does), a mere `-` ending the options, then the
-/// `NAME=VALUE` assignments skipped.
+/// assignments (every word holding a `=`) skipped.
 fn env_operands(words: &[Word]) -> Vec<Word> {
     let mut words = words.to_vec();
     let mut i = 0;
@@ -589,11 +589,20 @@ mod tests {
         // A glob in the directory only leaves the program known.
         assert!(judged("/usr/b*/rm -rf x"));
         assert_eq!(texts("/usr/b*/rm -rf x").last().unwrap(), "rm -rf x");
-        // Assignment names hold letters, digits and underscores.
-        assert_eq!(
-            texts("env MY_VAR=1 _X=2 A1=3 rm -rf x").last().unwrap(),
-            "rm -rf x"
-        );
+        // Every word holding a `=` is an assignment to env, whatever its name (GNU env and
+        // busybox's alike put it in the environment), unlike a shell's own assignments.
+        for line in [
+            "env MY_VAR=1 _X=2 A1=3 rm -rf x",
+            "env a-b=1 rm -rf x",
+            "env =x rm -rf x",
+            "env 1a=2 rm -rf x",
+            "env -i a.b=1 rm -rf x",
+            "env 'a b=1' rm -rf x",
+        ] {
+            assert_eq!(texts(line).last().unwrap(), "rm -rf x", "{line}");
+        }
+        // A computed word is no known assignment: the command name is computed.
+        assert!(!judged("env $A=1 rm -rf x"));
         // In `-S`'s string a `#` starting a word starts a comment; inside a word it is a `#`.
         assert_eq!(texts("env -S 'rm -rf x #y z'").last().unwrap(), "rm -rf x");
         assert_eq!(texts("env -S 'rm a#b'").last().unwrap(), "rm a#b");

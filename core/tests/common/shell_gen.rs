@@ -251,6 +251,9 @@ pub const PREFIXES: &[&str] = &[
     "env -v -u FOO -i",
     "env -vi -uFOO",
     "env - A=1",
+    // env takes every word holding a `=` as an assignment, not only a shell's names
+    "env a-b=1 =x 1a=2",
+    "env -i a.b=1 --x=1",
     "env --ignore-env",
     "env --default-sig=PIPE",
     // xargs (stdin gives it one line, `x`)
