@@ -140,8 +140,9 @@ fn program_name(word: &str) -> String {
     }
 }
 
-/// Skip a wrapper's options; the index of its first operand.
-fn skip_options(words: &[Word], opts: &wrappers::Opts) -> usize {
+/// Skip a wrapper's options (and `assignments`: sudo's variables among them); the index of
+/// its first operand.
+fn skip_options(words: &[Word], opts: &wrappers::Opts, assignments: bool) -> usize {
     let mut i = 0;
     while i < words.len() {
         let w = &words[i];
@@ -149,12 +150,19 @@ fn skip_options(words: &[Word], opts: &wrappers::Opts) -> usize {
             return i;
         }
         match wrappers::step(opts, &w.text) {
+            Step::Operand if assignments && is_sudo_assignment(&w.text) => i += 1,
             Step::Operand => return i,
             Step::EndOfOptions => return i + 1,
             Step::Option { takes_next, .. } => i += if takes_next { 2 } else { 1 },
         }
     }
     i
+}
+
+/// Whether sudo takes the word, among its options (not after `--`), as a variable to set for
+/// the command rather than as the command: it holds a `=` and does not start with `/`.
+fn is_sudo_assignment(w: &str) -> bool {
+    !w.starts_with('/') && w.contains('=')
 }
 
 /// Whether env puts the word in the environment rather than running it: GNU env and
@@ -347,7 +355,7 @@ fn simple(mut words: Vec<Word>, depth: usize, first_level: usize, out: &mut Anal
             continue;
         }
         if let Some(opts) = wrappers::options(&program) {
-            let mut start = skip_options(rest, opts);
+            let mut start = skip_options(rest, opts, program == "sudo");
             if program == "timeout" {
                 start += 1; // the duration
             }
@@ -640,6 +648,21 @@ mod tests {
         assert_eq!(texts("timeout -k 1"), ["timeout -k 1"]);
         assert_eq!(texts("timeout 5"), ["timeout 5"]);
         assert_eq!(texts("time -p rm -rf x").last().unwrap(), "rm -rf x");
+        // sudo sets the variables given among its options (`VAR=value`, any word holding a
+        // `=` but for one starting with `/`); after `--` the first word is the command.
+        for line in [
+            "sudo A=1 rm -rf x",
+            "sudo -u root A=1 -n a-b=2 rm -rf x",
+            "sudo =x --user=root rm -rf x",
+        ] {
+            assert_eq!(texts(line).last().unwrap(), "rm -rf x", "{line}");
+        }
+        for (line, runs) in [
+            ("sudo -- A=1 rm -rf x", "A=1 rm -rf x"),
+            ("sudo /x=1 rm -rf x", "x=1 rm -rf x"),
+        ] {
+            assert_eq!(texts(line).last().unwrap(), runs, "{line}");
+        }
         assert_eq!(
             texts("sudo -u root nice nohup timeout 5 env A=1 rm -rf x")
                 .last()

@@ -377,6 +377,9 @@ pub const PREFIXES: &[&str] = &[
     "sudo --host host",
     "sudo -iu root",
     "sudo -su root",
+    // sudo sets the variables among its options: every word holding a `=`, not starting `/`
+    "sudo A=1",
+    "sudo -u root A=1 -n a-b=2 =x",
     // doas
     "doas",
     "doas -u root",
