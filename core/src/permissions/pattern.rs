@@ -198,6 +198,11 @@ mod tests {
             assert!(!matches(p, "rm"), "{p}");
         }
         assert!(matches("[]]x", "]x"));
+        // A set's leading `!` or `^` negates it and is no member, nor is the `[` opening it.
+        for (p, name) in [("r[!x]", "r!"), ("r[^x]", "r^"), ("r[!x]", "r[")] {
+            assert!(matches(p, name), "{p} {name}");
+        }
+        assert!(!matches("r[!!]", "r!"));
         // A colon that does not follow `[` is a member, not a class's start (as bash has it).
         for name in [":m", "xm", "ym"] {
             assert!(matches("[x:y:]m", name), "{name}");

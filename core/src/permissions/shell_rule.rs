@@ -262,6 +262,16 @@ mod tests {
         assert!(!matches("", &cmd("ls")));
     }
 
+    /// A lone `-` (standard input, the previous branch) is an operand, in a rule and in a
+    /// command alike, never a flag and never dropped.
+    #[test]
+    fn a_lone_dash_is_an_operand() {
+        assert!(matches("git checkout -", &cmd("git checkout -q -")));
+        assert!(!matches("git checkout -", &cmd("git checkout -q")));
+        assert!(matches("cat -n *", &cmd("cat - -n")));
+        assert!(!matches("cat -n", &cmd("cat - -n")));
+    }
+
     #[test]
     fn a_globbed_program_is_judged_by_the_rules_of_the_programs_it_names() {
         let globbed = |s: &str| Command {
