@@ -498,6 +498,29 @@ mod tests {
         assert!(reader_tool("x", &Catalog::default()).is_none());
     }
 
+    /// The tool's description lists the first `LISTED` resources and counts the rest; a
+    /// catalog of exactly `LISTED` has nothing more to count.
+    #[test]
+    fn the_description_lists_the_first_resources_and_counts_the_rest() {
+        let described = |n: usize| {
+            let resources: Vec<_> = (0..n)
+                .map(|i| json!({"uri": format!("demo://{i}"), "name": format!("r{i}")}))
+                .collect();
+            let cat = catalog("s", &json!({"resources": {}}), &resources, &[]);
+            reader_tool("s", &cat).unwrap().description
+        };
+        let all = described(LISTED);
+        assert!(all.contains(&format!("- demo://{} (r{})", LISTED - 1, LISTED - 1)));
+        assert!(!all.contains("more;"), "{all}");
+        let more = described(LISTED + 2);
+        assert!(more.contains(&format!("- demo://{} (r{})", LISTED - 1, LISTED - 1)));
+        assert!(!more.contains(&format!("demo://{LISTED} ")), "{more}");
+        assert!(
+            more.ends_with("\n… and 2 more; any URI the server has can be read."),
+            "{more}"
+        );
+    }
+
     #[test]
     fn read_and_prompt_results_become_text() {
         let out = read_outcome(

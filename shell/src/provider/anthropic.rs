@@ -771,6 +771,46 @@ data: {"type":"message_stop"}
         assert_eq!(body["thinking"]["budget_tokens"], 4096);
     }
 
+    /// Only a request ending in tool results needs the tool loop's assistant message to start
+    /// with signed thinking, whether the results come alone or with text.
+    #[test]
+    fn only_a_request_ending_in_tool_results_needs_signed_thinking() {
+        let thinks = |last: Vec<Block>| {
+            let mut assistant = vec![Block::text("Reading.")];
+            if last.iter().any(|b| matches!(b, Block::ToolResult { .. })) {
+                assistant.push(Block::ToolUse {
+                    id: "toolu_1".into(),
+                    name: "read_file".into(),
+                    input: json!({"path":"a.txt"}),
+                });
+            }
+            let conversation = [
+                Message::user_text("read a.txt"),
+                Message {
+                    role: Role::Assistant,
+                    content: assistant,
+                },
+                Message {
+                    role: Role::User,
+                    content: last,
+                },
+            ];
+            let req = ModelRequest::shaped("s", &[], &conversation);
+            build_body(&req, "claude-sonnet-4-5", 8192)
+                .get("thinking")
+                .is_some()
+        };
+        let result = || Block::ToolResult {
+            id: "toolu_1".into(),
+            ok: true,
+            output: "a".into(),
+        };
+        assert!(!thinks(vec![result()]));
+        assert!(!thinks(vec![result(), Block::text("also note")]));
+        // The control: the same unsigned assistant message, then a plain prompt.
+        assert!(thinks(vec![Block::text("go on")]));
+    }
+
     #[test]
     fn thinking_off_when_tool_loop_lacks_signed_thinking_or_model_is_old() {
         let mut req = sample_request();
