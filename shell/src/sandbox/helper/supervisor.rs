@@ -357,3 +357,41 @@ fn resolve(pid: u32, path: &[u8]) -> Result<OwnedFd, i32> {
     )
     .map_err(|e| e.raw_os_error())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A relative path is resolved against the process's working directory, and to nothing
+    /// once that directory is deleted (the kernel finds nothing there either), even where a
+    /// directory named as the deleted one reads (`d (deleted)`) holds a file of that name.
+    #[test]
+    fn a_relative_path_from_a_deleted_working_directory_resolves_to_nothing() {
+        let base = crate::scratch::path("resolve-deleted-cwd");
+        let _ = std::fs::remove_dir_all(&base);
+        let cwd = base.join("d");
+        let decoy = base.join("d (deleted)");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::create_dir_all(&decoy).unwrap();
+        std::fs::write(cwd.join("sock"), "").unwrap();
+        std::fs::write(decoy.join("sock"), "").unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .current_dir(&cwd)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // The control: while the directory is there, the relative path is its file.
+        let before = resolve(pid, b"sock").map(drop);
+        std::fs::remove_file(cwd.join("sock")).unwrap();
+        std::fs::remove_dir(&cwd).unwrap();
+        let after = resolve(pid, b"sock").map(drop);
+        let decoy_by_name = resolve(pid, decoy.join("sock").as_os_str().as_bytes()).map(drop);
+        let _ = child.kill();
+        let _ = child.wait();
+        std::fs::remove_dir_all(&base).unwrap();
+        assert_eq!(before, Ok(()));
+        assert_eq!(decoy_by_name, Ok(()));
+        assert_eq!(after, Err(libc::ENOENT));
+    }
+}
