@@ -548,6 +548,24 @@ mod tests {
         assert!(format!("{c:?}").contains("api_key: None"));
     }
 
+    /// An attempt's sink under backpressure hands its window to the streaming loop, which
+    /// waits on it between body frames; a sink without one hands none.
+    #[test]
+    fn a_channel_sink_hands_its_window_to_the_stream() {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = |flow| ChannelSink {
+            request: 1,
+            attempt: 0,
+            tx: tx.clone(),
+            flow,
+            secrets: Vec::new(),
+        };
+        let window = Arc::new(flow::StreamFlow::new());
+        let handed = sink(Some(window.clone())).flow().expect("a window");
+        assert!(Arc::ptr_eq(&handed, &window));
+        assert!(sink(None).flow().is_none());
+    }
+
     #[test]
     fn kinds_round_trip() {
         for k in ProviderKind::ALL {
