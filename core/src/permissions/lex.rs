@@ -1113,6 +1113,14 @@ mod tests {
         assert_eq!(normalise("rm \\\n-rf \\\n x"), "rm -rf  x");
         assert_eq!(normalise("\\\nrm x"), "rm x");
         assert_eq!(normalise("\\\n >f [r]m x"), " >f ''[r]m x");
+        // A continuation before the first word leaves it the first: a reserved word still.
+        for (line, runs) in [
+            ("\\\n time rm x", "   rm x"),
+            ("\\\n ! rm x", "   rm x"),
+            ("\\\n coproc rm x", "   rm x"),
+        ] {
+            assert_eq!(normalise(line), runs, "{line:?}");
+        }
         assert_eq!(normalise("echo \"a\\\nb\""), "echo \"ab\"");
         assert_eq!(normalise("echo 'a\\\nb'"), "echo 'a\\\nb'");
         assert_eq!(normalise("echo $'a\\\nb'"), "echo $'a\\\nb'");

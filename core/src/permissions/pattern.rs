@@ -203,6 +203,10 @@ mod tests {
             assert!(matches(p, name), "{p} {name}");
         }
         assert!(!matches("r[!!]", "r!"));
+        // A backslash in a set takes the next character as a member: `]` and `-` too.
+        assert!(matches("r[\\]]", "r]"));
+        assert!(matches("r[a\\-z]", "r-"));
+        assert!(!matches("r[a\\-z]", "rb"));
         // A colon that does not follow `[` is a member, not a class's start (as bash has it).
         for name in [":m", "xm", "ym"] {
             assert!(matches("[x:y:]m", name), "{name}");
