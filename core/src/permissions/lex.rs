@@ -1198,6 +1198,11 @@ mod tests {
         // `${…}` is not brace-expanded; a substitution inside double quotes is a command line
         // of its own, whose words are (bash prints `a b` for `echo "$(echo {a,b})"`).
         assert_eq!(normalise("echo ${a:-{b,c}}"), "echo ${a:-{b,c}}");
+        // A `${…}` ends at its own `}`, braces inside it paired: what follows is read again.
+        assert_eq!(
+            normalise("echo ${a:-{x}}; {rm,} -rf y"),
+            "echo ${a:-{x}}; rm -rf y"
+        );
         // An escaped or single-quoted `$` in `${…}` starts no substitution (bash prints
         // `$(x {a,b})`).
         for line in ["echo ${a:-\\$(x {a,b})}", "echo ${a:-'$(x {a,b})'}"] {
