@@ -869,6 +869,63 @@ print(b.recv(8).decode())
     }
 }
 
+/// A connect the broker answers can block (a full listener's backlog): it holds up only itself.
+/// The probe fills a listener's backlog, leaves one thread blocked connecting to it, then
+/// connects to another listener; `timeout` ends it, within the harness's wait for an event, if
+/// that second connect waits behind the first. The control (no sandbox) shows the probe
+/// itself: the backlog fills and the second connect goes through.
+#[test]
+fn a_connect_blocked_on_a_full_listener_holds_up_no_other() {
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        env.write(
+            "blocked.py",
+            r#"import os, socket, threading, time
+full = socket.socket(socket.AF_UNIX)
+full.bind('full.sock')
+full.listen(0)
+queued = []
+while True:
+    s = socket.socket(socket.AF_UNIX)
+    s.setblocking(False)
+    try:
+        s.connect('full.sock')
+    except BlockingIOError:
+        break
+    queued.append(s)
+    if len(queued) > 64:
+        raise SystemExit('the backlog never filled')
+print('QUEUED', len(queued), flush=True)
+blocked = socket.socket(socket.AF_UNIX)
+threading.Thread(target=lambda: blocked.connect('full.sock'), daemon=True).start()
+time.sleep(0.5)
+free = socket.socket(socket.AF_UNIX)
+free.bind('free.sock')
+free.listen(1)
+c = socket.socket(socket.AF_UNIX)
+c.connect('free.sock')
+print('OTHER-CONNECTED', flush=True)
+os._exit(0)
+"#,
+        );
+        let cmds = vec!["rm -f full.sock free.sock; timeout 8 python3 blocked.py".to_string()];
+        let w = who.label();
+        let outs = turn(&env, &mock, |_| cmds.clone());
+        assert!(
+            outs[0].0 && outs[0].1.contains("QUEUED") && outs[0].1.contains("OTHER-CONNECTED"),
+            "{w}: {}",
+            outs[0].1
+        );
+        reconfigure(&env, &mock, CONTROL);
+        let control = turn(&env, &mock, |_| cmds.clone());
+        assert!(
+            control[0].0 && control[0].1.contains("OTHER-CONNECTED"),
+            "{w}: {}",
+            control[0].1
+        );
+    }
+}
+
 /// The terminal openmax draws on (a real one: the TUI in a tmux pane, with `$TMUX` set as tmux
 /// sets it) is not the agent's: no controlling terminal, no `/dev/tty`, the pane's own pts is not
 /// in the sandbox's `/dev`, and the tmux server behind the pane cannot be asked to type into it

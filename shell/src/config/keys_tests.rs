@@ -16,10 +16,11 @@ enum Class {
     /// A limit a project may only lower.
     Limit(Limit),
     /// Only the user may set it: a project file setting `refused` is an error naming the file
-    /// and the key; `allowed` (if any) is a narrowing value the project may set.
+    /// and the key; `allowed` (if any) is a narrowing the project may set, and it wins over the
+    /// user's `refused`.
     UserOnly {
         refused: &'static str,
-        allowed: Option<&'static str>,
+        allowed: Option<Narrowing>,
     },
     /// A list a project extends (user entries first); it cannot remove the user's.
     Append {
@@ -33,6 +34,14 @@ enum Class {
     Gated,
     /// A project may set it either way; why that is safe.
     Free(&'static str),
+}
+
+/// A value a project may set for a key only the user may widen.
+struct Narrowing {
+    /// The TOML literal.
+    value: &'static str,
+    /// The resolved value, as that literal.
+    read: fn(&Settings) -> String,
 }
 
 /// A limit's test values (TOML literals).
@@ -217,7 +226,10 @@ fn rows() -> Vec<Row> {
         }),
         row("sandbox", "network", Class::UserOnly {
             refused: "true",
-            allowed: Some("false"),
+            allowed: Some(Narrowing {
+                value: "false",
+                read: |s| s.sandbox.network.map_or("unset".into(), |n| n.to_string()),
+            }),
         }),
         row("sandbox", "env_allow", Class::UserOnly {
             refused: "[\"AWS_SECRET_ACCESS_KEY\"]",
@@ -569,9 +581,21 @@ fn a_project_file_may_only_narrow_each_key() {
                         }
                     }
                 }
-                if let Some(a) = allowed {
-                    if let Err(e) = load(&[], &[(s, k, a)]) {
-                        bad.push(format!("[{s}] {k} = {a} (a narrowing) refused: {e}"));
+                if let Some(n) = allowed {
+                    for user in [&[][..], &[(s, k, *refused)][..]] {
+                        match load(user, &[(s, k, n.value)]) {
+                            Ok(settings) if (n.read)(&settings) != n.value => bad.push(format!(
+                                "[{s}] {k} = {} in a project file over the user's {user:?} \
+                                 resolved to {}",
+                                n.value,
+                                (n.read)(&settings)
+                            )),
+                            Ok(_) => {}
+                            Err(e) => bad.push(format!(
+                                "[{s}] {k} = {} (a narrowing) refused: {e}",
+                                n.value
+                            )),
+                        }
                     }
                 }
             }

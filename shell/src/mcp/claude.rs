@@ -501,5 +501,10 @@ mod tests {
         assert_eq!(line_of(text, "a", None), Some(3));
         assert_eq!(line_of(text, "a", Some("env")), Some(4));
         assert_eq!(line_of(text, "missing", None), None);
+        // A key's name met first as a value is passed over: the key is where a `:` follows.
+        let text = "{\n \"mcpServers\": {\n  \"b\": {\"url\": \"a\"},\n  \"a\": {\n   \"url\": \"http://x\"\n  }\n }\n}";
+        assert_eq!(line_of(text, "a", None), Some(4));
+        assert_eq!(line_of(text, "a", Some("url")), Some(5));
+        assert_eq!(key_line("\"k\" \"k\" : 1", 0, "k"), Some(4));
     }
 }

@@ -283,18 +283,11 @@ impl StreamMapper for ChatMapper {
     /// was lost with the socket.
     fn on_body_error(&mut self, detail: &str) -> Vec<ProviderItem> {
         let mut out = Vec::new();
-        if self.done {
+        if !self.done && self.finish.is_some() {
+            self.complete(&mut out);
             return out;
         }
-        if self.finish.is_some() {
-            self.complete(&mut out);
-        } else {
-            self.done = true;
-            out.push(ProviderItem::EndedWithoutCompletion {
-                detail: format!("the stream broke before completion: {detail}"),
-            });
-        }
-        out
+        super::mapping::broken(self, detail)
     }
 
     fn is_done(&self) -> bool {

@@ -21,18 +21,24 @@ pub trait StreamMapper: Send {
     /// The body failed mid-stream (aborted socket): `EndedWithoutCompletion { detail }` unless
     /// a terminal item was already returned.
     fn on_body_error(&mut self, detail: &str) -> Vec<ProviderItem> {
-        if self.is_done() {
-            return Vec::new();
-        }
-        self.mark_done();
-        vec![ProviderItem::EndedWithoutCompletion {
-            detail: format!("the stream broke before completion: {detail}"),
-        }]
+        broken(self, detail)
     }
     /// Whether a terminal item has been returned.
     fn is_done(&self) -> bool;
     /// Record that a terminal item has been returned.
     fn mark_done(&mut self);
+}
+
+/// The body of `m`'s stream failed mid-stream: `EndedWithoutCompletion { detail }` unless a
+/// terminal item was already returned.
+pub fn broken<M: StreamMapper + ?Sized>(m: &mut M, detail: &str) -> Vec<ProviderItem> {
+    if m.is_done() {
+        return Vec::new();
+    }
+    m.mark_done();
+    vec![ProviderItem::EndedWithoutCompletion {
+        detail: format!("the stream broke before completion: {detail}"),
+    }]
 }
 
 /// Whether an item ends the stream.

@@ -241,10 +241,6 @@ impl Provider {
         })
     }
 
-    pub fn config(&self) -> &ProviderConfig {
-        &self.inner.cfg
-    }
-
     /// The model the next request names.
     pub fn model(&self) -> String {
         match self.inner.model.read() {
@@ -546,6 +542,20 @@ mod tests {
         }
         c.api_key = None;
         assert!(format!("{c:?}").contains("api_key: None"));
+    }
+
+    /// A provider's `Debug` names its API, its URL and its model, and never holds the key.
+    #[test]
+    fn a_providers_debug_names_api_url_and_model_but_not_the_key() {
+        let mut c = ProviderConfig::defaults(ProviderKind::Anthropic);
+        c.api_key = Some("sk-secret-4242".into());
+        c.model = "m-1".into();
+        let p = Provider::new(c).unwrap();
+        let shown = format!("{p:?}");
+        assert!(!shown.contains("sk-secret-4242"), "{shown}");
+        for want in ["Provider", "Anthropic", "/v1/messages", "\"m-1\""] {
+            assert!(shown.contains(want), "no {want:?} in {shown}");
+        }
     }
 
     /// An attempt's sink under backpressure hands its window to the streaming loop, which

@@ -23,6 +23,11 @@ pub fn private_file() -> std::fs::OpenOptions {
     o
 }
 
+/// Whether a file owned by `owner` may be trusted by the user `me`: their own, or root's.
+fn may_own(owner: u32, me: u32) -> bool {
+    owner == me || owner == 0
+}
+
 /// Why `path` (when it exists) is not the user's alone, with the fix.
 fn judge(path: &Path, what: &str) -> Result<(), String> {
     // Followed: a `$OPENMAX_HOME` that is a symlink is judged by what it points to.
@@ -32,7 +37,7 @@ fn judge(path: &Path, what: &str) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     let p = path.display();
-    if meta.uid() != me && meta.uid() != 0 {
+    if !may_own(meta.uid(), me) {
         return Err(format!(
             "{what} ({p}) is owned by uid {}, not by you (uid {me}): that user could change \
              what openmax runs and allows; fix it with: chown {me} {p}",
@@ -122,6 +127,21 @@ mod tests {
         set(&state.join("mode.json"), 0o646);
         assert!(check(&dir, Some(&state)).unwrap_err().contains("mode.json"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_is_trusted_when_its_owner_is_the_user_or_root() {
+        // (owner, me, trusted), for root and for an ordinary user.
+        for (owner, me, trusted) in [
+            (0, 0, true),
+            (4242, 0, false),
+            (1000, 1000, true),
+            (0, 1000, true),
+            (4242, 1000, false),
+            (1000, 4242, false),
+        ] {
+            assert_eq!(may_own(owner, me), trusted, "owner {owner}, user {me}");
+        }
     }
 
     #[test]
