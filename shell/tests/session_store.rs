@@ -540,6 +540,50 @@ fn unknown_record_version_is_corrupt_even_as_the_last_line() {
     ));
 }
 
+/// Line 1 must be the session header: any other record there names its kind. A record that
+/// cannot be read is an I/O error naming it, not a corrupt one.
+#[test]
+fn a_record_not_opening_with_its_header_or_unreadable_is_named() {
+    let (_t, state) = setup("noheader");
+    drop(create_used(&state, "s"));
+    let path = record_path(&state, "s");
+    let text = fs::read_to_string(&path).expect("record");
+    let second = text.lines().nth(1).expect("a message line").to_string();
+    for (line, kind) in [
+        (second, "message"),
+        (
+            RecordLine::new(Record::TurnEnd {
+                stop_reason: openmax_core::wire::StopReason::Provider("end_turn".into()),
+                turn: None,
+            })
+            .to_json(),
+            "turn_end",
+        ),
+    ] {
+        fs::write(&path, format!("{line}\n")).expect("rewrite");
+        let err = resume_latest(&state).expect_err("no header");
+        let ResumeError::Corrupt(m) = &err else {
+            panic!("expected Corrupt, got {err:?}");
+        };
+        assert!(
+            m.contains(&format!(
+                "line 1 is a {kind} record, not the session header"
+            )),
+            "{m}"
+        );
+    }
+    fs::remove_file(&path).expect("remove");
+    fs::create_dir(&path).expect("a directory where the record was");
+    let err = resume_latest(&state).expect_err("unreadable");
+    let ResumeError::Io(m) = &err else {
+        panic!("expected Io, got {err:?}");
+    };
+    assert!(
+        m.contains(&format!("cannot read session record {}", path.display())),
+        "{m}"
+    );
+}
+
 #[test]
 fn no_session_is_exit_2() {
     let (_t, state) = setup("nosession");

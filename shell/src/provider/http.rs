@@ -61,9 +61,7 @@ pub trait Sink: Send {
     fn item(&mut self, item: ProviderItem);
     fn failed(&mut self, failure: RequestFailure);
     /// The backpressure window the items count against, if any (see [`super::flow`]).
-    fn flow(&self) -> Option<std::sync::Arc<super::flow::StreamFlow>> {
-        None
-    }
+    fn flow(&self) -> Option<std::sync::Arc<super::flow::StreamFlow>>;
 }
 
 /// Whether the error's cause is the peer resetting the connection. A reset during connect means

@@ -133,7 +133,7 @@ pub fn print(
     let mut rows = Vec::new();
     let mut code = 0;
     for state in states {
-        match rows_of(state) {
+        match self::rows(state) {
             Ok(r) => rows.extend(r),
             Err(e) if all => {
                 eprintln!("openmax: {e}");
@@ -192,10 +192,6 @@ pub fn print(
     Ok(code)
 }
 
-fn rows_of(state: &ProjectState) -> Result<Vec<Row>, String> {
-    rows(state)
-}
-
 /// `YYYY-MM-DD HH:MM` of Unix milliseconds, in UTC.
 pub fn utc_minutes(ms: u64) -> String {
     crate::utc::minutes(ms)
@@ -250,6 +246,35 @@ mod tests {
             )),
             "{e}"
         );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Listing every project goes on past one whose sessions cannot be listed (said on stderr,
+    /// exit code 1); listing one project stops at it.
+    #[test]
+    fn every_project_is_listed_past_a_broken_one_and_one_project_stops_at_it() {
+        let root = crate::scratch::path("list-all");
+        let home = crate::session::Home::new(root.join("home"));
+        let states: Vec<ProjectState> = ["fine", "broken"]
+            .iter()
+            .map(|p| {
+                let project = root.join(p);
+                std::fs::create_dir_all(&project).unwrap();
+                let state = ProjectState::open(&home, &project);
+                std::fs::create_dir_all(state.sessions_dir()).unwrap();
+                state
+            })
+            .collect();
+        std::fs::write(states[1].sessions_dir().join("s1.jsonl"), "").unwrap();
+        let mut out = Vec::new();
+        assert_eq!(print(&states, false, true, &mut out), Ok(1));
+        assert!(
+            String::from_utf8_lossy(&out).starts_with("no sessions ("),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
+        let e = print(&states, false, false, &mut Vec::new()).unwrap_err();
+        assert!(e.contains("the session index of"), "{e}");
         std::fs::remove_dir_all(&root).unwrap();
     }
 

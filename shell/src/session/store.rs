@@ -334,16 +334,6 @@ impl SessionWriter {
         &self.session_id
     }
 
-    /// The record file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The lock file held by this writer.
-    pub fn lock_path(&self) -> &Path {
-        self.lock.path()
-    }
-
     /// Whether a compaction point is on disk in the record but not yet in the index (the
     /// index write failed and is retried on the next append).
     pub fn index_lagging(&self) -> bool {
