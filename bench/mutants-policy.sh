@@ -53,7 +53,8 @@ case "$set_name" in
       --test providers --test provider_errors --test peers_config_e2e
       --test peers_provider_e2e --test acp_e2e --test shell_rules_e2e --test mcp_resources_e2e
       --test mcp_scripted --test reload --test acp_sessions --test stream_integrity
-      --test stream_bounds --test tool_hooks_e2e --test tool_limits_e2e)
+      --test stream_bounds --test tool_hooks_e2e --test tool_limits_e2e
+      --test tasks_agents_e2e)
     ;;
   *)
     echo "unknown set $set_name: core or shell" >&2

@@ -173,10 +173,9 @@ fn subtree(pid: i32, out: &mut Vec<i32>) {
 }
 
 /// Kill every descendant of openmax outside a tracked group's subtree and reap the orphans
-/// among openmax's own children. Returns how many processes were killed.
-pub fn sweep() -> usize {
+/// among openmax's own children.
+pub fn sweep() {
     let me = std::process::id() as i32;
-    let mut killed = 0;
     let deadline = Instant::now() + REAP_WAIT;
     loop {
         let spawning = spawning();
@@ -200,7 +199,6 @@ pub fn sweep() -> usize {
                     unsafe {
                         libc::kill(pid, libc::SIGKILL);
                     }
-                    killed += 1;
                 }
             }
             pending.push(child);
@@ -213,7 +211,7 @@ pub fn sweep() -> usize {
             r == 0
         });
         if pending.is_empty() || Instant::now() >= deadline {
-            return killed;
+            return;
         }
         std::thread::sleep(Duration::from_millis(2));
     }
