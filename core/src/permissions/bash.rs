@@ -361,7 +361,8 @@ fn unescape_unquoted(s: &str) -> String {
     out
 }
 
-/// Quote removal inside `"…"`: a backslash escapes only `$`, `` ` ``, `"`, `\` and newline.
+/// Quote removal inside `"…"`: a backslash escapes only `$`, `` ` ``, `"` and `\` (a
+/// backslash before a newline, a line continuation, is gone before this: [`super::lex`]).
 fn unescape_double(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
@@ -369,9 +370,6 @@ fn unescape_double(s: &str) -> String {
         if c == '\\' {
             match chars.peek() {
                 Some('$' | '`' | '"' | '\\') => out.push(chars.next().unwrap_or('\\')),
-                Some('\n') => {
-                    chars.next();
-                }
                 _ => out.push('\\'),
             }
         } else {

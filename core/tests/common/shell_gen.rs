@@ -62,6 +62,8 @@ pub enum Spelling {
     DottedPath,
     QuotedPath,
     BackslashNewline,
+    /// `"r\<newline>m"`: a line continuation inside double quotes (removed there too).
+    DoubleQuotedBackslashNewline,
     /// `r?`: the program's last character as `?`.
     GlobQuestion,
     /// `g?t`: the program's second character as `?` (letters on both sides for longer names).
@@ -83,7 +85,7 @@ pub enum Spelling {
 }
 
 impl Spelling {
-    pub const ALL: [Spelling; 27] = [
+    pub const ALL: [Spelling; 28] = [
         Spelling::Plain,
         Spelling::SingleQuoted,
         Spelling::DoubleQuoted,
@@ -102,6 +104,7 @@ impl Spelling {
         Spelling::DottedPath,
         Spelling::QuotedPath,
         Spelling::BackslashNewline,
+        Spelling::DoubleQuotedBackslashNewline,
         Spelling::GlobQuestion,
         Spelling::GlobQuestionSecond,
         Spelling::GlobStar,
@@ -174,6 +177,7 @@ pub fn spell(p: &str, s: Spelling, dir: &str) -> String {
         Spelling::DottedPath => format!("{dir}/../{}/{p}", last_component(dir)),
         Spelling::QuotedPath => format!("'{dir}/'\"{p}\""),
         Spelling::BackslashNewline => format!("{first}\\\n{rest}"),
+        Spelling::DoubleQuotedBackslashNewline => format!("\"{first}\\\n{rest}\""),
         Spelling::GlobQuestion => format!("{init}?"),
         Spelling::GlobQuestionSecond => format!("{first}?{}", &p[2..]),
         Spelling::GlobStar => format!("{first}*"),
