@@ -334,6 +334,19 @@ mod tests {
         );
     }
 
+    /// An `env` value is forwarded when it is one variable, a template when it holds one
+    /// among other text, and literal otherwise.
+    #[test]
+    fn an_env_value_is_forwarded_templated_or_literal() {
+        let (defs, problems) = run(r#"{"mcpServers": {"s": {"command": "x",
+    "env": {"ONE": "${MY_TOKEN}", "MIX": "a-${SET:-d}", "LIT": "plain"}}}}"#);
+        assert!(problems.is_empty(), "{problems:#?}");
+        let env = &defs[0].env;
+        assert_eq!(env["ONE"], EnvValue::Forward("MY_TOKEN".into()));
+        assert_eq!(env["MIX"], EnvValue::Template("a-${SET:-d}".into()));
+        assert_eq!(env["LIT"], EnvValue::Literal("plain".into()));
+    }
+
     #[test]
     fn claude_code_format() {
         let (defs, problems) = run(r#"{"mcpServers": {
