@@ -140,9 +140,9 @@ fn program_name(word: &str) -> String {
     }
 }
 
-/// Skip a wrapper's options (and `assignments`: sudo's variables among them); the index of
-/// its first operand.
-fn skip_options(words: &[Word], opts: &wrappers::Opts, assignments: bool) -> usize {
+/// Skip a wrapper's options (and the variables it takes among them,
+/// [`wrappers::Opts::assignments`]); the index of its first operand.
+fn skip_options(words: &[Word], opts: &wrappers::Opts) -> usize {
     let mut i = 0;
     while i < words.len() {
         let w = &words[i];
@@ -150,7 +150,7 @@ fn skip_options(words: &[Word], opts: &wrappers::Opts, assignments: bool) -> usi
             return i;
         }
         match wrappers::step(opts, &w.text) {
-            Step::Operand if assignments && is_sudo_assignment(&w.text) => i += 1,
+            Step::Operand if opts.assignments && is_wrapper_assignment(&w.text) => i += 1,
             Step::Operand => return i,
             Step::EndOfOptions => return i + 1,
             Step::Option { takes_next, .. } => i += if takes_next { 2 } else { 1 },
@@ -159,9 +159,9 @@ fn skip_options(words: &[Word], opts: &wrappers::Opts, assignments: bool) -> usi
     i
 }
 
-/// Whether sudo takes the word, among its options (not after `--`), as a variable to set for
-/// the command rather than as the command: it holds a `=` and does not start with `/`.
-fn is_sudo_assignment(w: &str) -> bool {
+/// Whether a wrapper taking variables among its options (sudo; not after `--`) takes the
+/// word as one rather than as the command: it holds a `=` and does not start with `/`.
+fn is_wrapper_assignment(w: &str) -> bool {
     !w.starts_with('/') && w.contains('=')
 }
 
@@ -355,7 +355,7 @@ fn simple(mut words: Vec<Word>, depth: usize, first_level: usize, out: &mut Anal
             continue;
         }
         if let Some(opts) = wrappers::options(&program) {
-            let mut start = skip_options(rest, opts, program == "sudo");
+            let mut start = skip_options(rest, opts);
             if program == "timeout" {
                 start += 1; // the duration
             }

@@ -27,6 +27,9 @@ pub struct Opts {
     pub short_optional: &'static str,
     /// Every long option.
     pub long: &'static [(&'static str, Arg)],
+    /// Whether a word among the options holding a `=` (and not starting with `/`) sets a
+    /// variable for the command rather than being the command: sudo's `VAR=value`.
+    pub assignments: bool,
 }
 
 use Arg::{No, Optional, Required};
@@ -34,6 +37,7 @@ use Arg::{No, Optional, Required};
 const NONE: Opts = Opts {
     short_value: "",
     short_optional: "",
+    assignments: false,
     long: &[("help", No), ("version", No)],
 };
 
@@ -41,6 +45,7 @@ const NONE: Opts = Opts {
 pub const ENV: Opts = Opts {
     short_value: "uCSa",
     short_optional: "",
+    assignments: false,
     long: &[
         ("ignore-environment", No),
         ("null", No),
@@ -64,11 +69,13 @@ pub fn options(program: &str) -> Option<&'static Opts> {
         "command" => &Opts {
             short_value: "",
             short_optional: "",
+            assignments: false,
             long: &[],
         },
         "builtin" | "busybox" => &Opts {
             short_value: "",
             short_optional: "",
+            assignments: false,
             long: &[],
         },
         // A reserved word the grammar took for a command name (`! if …`, `time { …; }`), or
@@ -79,12 +86,14 @@ pub fn options(program: &str) -> Option<&'static Opts> {
         | "until" | "esac" | "coproc" => &Opts {
             short_value: "",
             short_optional: "",
+            assignments: false,
             long: &[],
         },
         "nohup" => &NONE,
         "setsid" => &Opts {
             short_value: "",
             short_optional: "",
+            assignments: false,
             long: &[
                 ("ctty", No),
                 ("fork", No),
@@ -96,16 +105,19 @@ pub fn options(program: &str) -> Option<&'static Opts> {
         "exec" => &Opts {
             short_value: "a",
             short_optional: "",
+            assignments: false,
             long: &[],
         },
         "nice" => &Opts {
             short_value: "n",
             short_optional: "",
+            assignments: false,
             long: &[("adjustment", Required), ("help", No), ("version", No)],
         },
         "timeout" => &Opts {
             short_value: "ks",
             short_optional: "",
+            assignments: false,
             long: &[
                 ("foreground", No),
                 ("kill-after", Required),
@@ -119,6 +131,7 @@ pub fn options(program: &str) -> Option<&'static Opts> {
         "time" => &Opts {
             short_value: "fo",
             short_optional: "",
+            assignments: false,
             long: &[
                 ("append", No),
                 ("format", Required),
@@ -133,6 +146,7 @@ pub fn options(program: &str) -> Option<&'static Opts> {
         "sudo" => &Opts {
             short_value: "aCcDgpRrTtUu",
             short_optional: "h",
+            assignments: true,
             long: &[
                 ("askpass", No),
                 ("auth-type", Required),
@@ -170,11 +184,13 @@ pub fn options(program: &str) -> Option<&'static Opts> {
         "doas" => &Opts {
             short_value: "aCu",
             short_optional: "",
+            assignments: false,
             long: &[],
         },
         "stdbuf" => &Opts {
             short_value: "ioe",
             short_optional: "",
+            assignments: false,
             long: &[
                 ("input", Required),
                 ("output", Required),
@@ -186,6 +202,7 @@ pub fn options(program: &str) -> Option<&'static Opts> {
         "ionice" => &Opts {
             short_value: "cnpPu",
             short_optional: "",
+            assignments: false,
             long: &[
                 ("class", Required),
                 ("classdata", Required),
@@ -200,6 +217,7 @@ pub fn options(program: &str) -> Option<&'static Opts> {
         "xargs" => &Opts {
             short_value: "adEILnPs",
             short_optional: "eil",
+            assignments: false,
             long: &[
                 ("null", No),
                 ("arg-file", Required),
@@ -382,6 +400,7 @@ mod tests {
         let one = Opts {
             short_value: "",
             short_optional: "",
+            assignments: false,
             long: &[("only", Arg::Required)],
         };
         assert_eq!(long(&one, "on"), Some(("only", Arg::Required)));
