@@ -486,6 +486,58 @@ fn mounts(mountinfo: &str) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// A program the sandbox's first process cannot start is reported as a shell reports it: the
+/// kernel's reason on stderr and status 127 when there is no such file, 126 when there is one
+/// but it cannot be executed. An external tool's program is PROGRAM itself, with no shell
+/// between, so these are the sandbox's words.
+#[test]
+fn a_program_the_sandbox_cannot_start_is_127_when_missing_and_126_when_not_executable() {
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        let w = who.label();
+        for (name, program) in [
+            ("missing", "/nonexistent/openmax-tool"),
+            ("plain", "/etc/passwd"),
+        ] {
+            env.write(
+                &format!(".openmax/tools/{name}.json"),
+                &format!(
+                    r#"{{"name":"{name}","description":"d","parameters":{{"type":"object"}},"command":["{program}"]}}"#
+                ),
+            );
+        }
+        mock.push(tool_reply("c0", "missing", json!({})));
+        mock.push(tool_reply("c1", "plain", json!({})));
+        mock.push(text_reply("done"));
+        let mut s = env.stdio(&[]);
+        s.user("run them");
+        let (evs, reason) = s.turn();
+        assert_eq!(reason, "end_turn", "{w}: {:?}", types(&evs));
+        assert_eq!(s.finish().0, Some(0));
+        for (id, program, why, status) in [
+            (
+                "c0",
+                "/nonexistent/openmax-tool",
+                "No such file or directory",
+                127,
+            ),
+            ("c1", "/etc/passwd", "Permission denied", 126),
+        ] {
+            let end = evs
+                .iter()
+                .find(|e| e["type"] == "tool_end" && e["call_id"] == id)
+                .unwrap_or_else(|| panic!("{w}: no tool_end for {id}"));
+            let out = end["output"].as_str().unwrap_or_default();
+            assert_eq!(end["ok"], false, "{w}: {out}");
+            assert!(
+                out.contains(&format!("openmax: cannot run {program}: {why}"))
+                    && out.trim_end().ends_with(&format!("exit status: {status}")),
+                "{w}: {out}"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_mount_of_the_view_is_nosuid_and_the_root_and_proc_are_read_only() {
     // The kernel's own account of the view (its mount flags), not what a write happens to be

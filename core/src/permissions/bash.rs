@@ -547,8 +547,9 @@ mod tests {
     }
 
     /// A numeric escape takes up to its most digits (`\x` 2 hex, `\u` 4, `\U` 8, octal 3) and
-    /// no more, as bash reads them (`$'\x726'` is `r6`); a code that is no character is not
-    /// read.
+    /// no more, as bash reads them (`$'\x726'` is `r6`), and ends early at a character that
+    /// is no digit of its base (`$'\x7z'` is BEL then `z`, `$'\18'` is `\x01` then `8`); a
+    /// code that is no character is not read.
     #[test]
     fn each_numeric_escape_takes_its_most_digits() {
         for (src, want) in [
@@ -560,6 +561,11 @@ mod tests {
             ("\\U000000726", "r6"),
             ("\\162", "r"),
             ("\\1621", "r1"),
+            ("\\x7z", "\x07z"),
+            ("\\u72\\u6d", "rm"),
+            ("\\U6dg", "mg"),
+            ("\\18", "\x018"),
+            ("\\x7", "\x07"),
         ] {
             assert_eq!(decode_ansi_c(src).as_deref(), Some(want), "{src}");
         }

@@ -57,6 +57,9 @@ pub enum Spelling {
     AnsiCHex,
     AnsiCOctal,
     AnsiCUnicode,
+    /// `$'\u72\u6d'`: each character as `\u` with the fewest hex digits, so each escape ends
+    /// at the next backslash, short of its four.
+    AnsiCShortUnicode,
     Translated,
     AbsolutePath,
     DottedPath,
@@ -85,7 +88,7 @@ pub enum Spelling {
 }
 
 impl Spelling {
-    pub const ALL: [Spelling; 28] = [
+    pub const ALL: [Spelling; 29] = [
         Spelling::Plain,
         Spelling::SingleQuoted,
         Spelling::DoubleQuoted,
@@ -99,6 +102,7 @@ impl Spelling {
         Spelling::AnsiCHex,
         Spelling::AnsiCOctal,
         Spelling::AnsiCUnicode,
+        Spelling::AnsiCShortUnicode,
         Spelling::Translated,
         Spelling::AbsolutePath,
         Spelling::DottedPath,
@@ -170,6 +174,12 @@ pub fn spell(p: &str, s: Spelling, dir: &str) -> String {
             first
                 .chars()
                 .map(|c| format!("\\u{:04x}", c as u32))
+                .collect::<String>()
+        ),
+        Spelling::AnsiCShortUnicode => format!(
+            "$'{}'",
+            p.chars()
+                .map(|c| format!("\\u{:x}", c as u32))
                 .collect::<String>()
         ),
         Spelling::Translated => format!("$\"{p}\""),

@@ -597,6 +597,14 @@ mod tests {
         assert!(root.join("a/b").is_dir());
         let sock = std::fs::symlink_metadata(root.join("a/s.sock")).unwrap();
         assert!(sock.is_file() && sock.len() == 0);
+        // A file's place already holding a file is left as it is; a directory there becomes one.
+        std::fs::write(root.join("f"), "kept").unwrap();
+        std::fs::create_dir(root.join("e")).unwrap();
+        for rel in ["f", "e"] {
+            make_beneath(&fd, Path::new(rel), false).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(root.join("f")).unwrap(), "kept");
+        assert!(std::fs::symlink_metadata(root.join("e")).unwrap().is_file());
         // Whatever else is in the way of the last component is replaced: a file, a symlink.
         std::fs::write(root.join("c"), "x").unwrap();
         std::os::unix::fs::symlink(&outside, root.join("m")).unwrap();
