@@ -11,11 +11,16 @@
 # adds its counters to target/coverage-policy/profiles; llvm-profdata merges them and llvm-cov
 # exports lcov, which is read against the mutants' lines.
 #
-# Blind spot: the sandbox helper's own processes (the first process execs the command, and the
-# helper runs where the profile directory is not writable), so a mutant under
-# shell/src/sandbox/helper/ listed here may still be caught end to end; every other one listed
-# is a test to write or dead code to remove. Two tests of the scratch tree fail by design (they
-# check the exact environment a child gets, which now holds LLVM_PROFILE_FILE).
+# The sandbox's first process ends inside the sandbox, where the profile directory is not
+# writable: in the scratch tree, and only there, it hands its counters to the helper through a
+# memfd made before the clone (shell/src/sandbox/helper/profile_relay.rs, written below), and
+# the helper, which writes its own at exit, keeps the larger of each. The profile directory's
+# default ACL makes every profile file writable by all (openmax refuses a world-writable
+# $OPENMAX_HOME, so a umask cannot do it), so that the processes of the ordinary test user add
+# to the files root's made. Still unseen: what runs between a fork and its exec (PROGRAM's child before it
+# becomes PROGRAM) and processes killed rather than ended. Every mutant listed is a test to
+# write, dead code to remove or an equivalent to argue. Two tests of the scratch tree fail by
+# design (they check the exact environment a child gets, which now holds LLVM_PROFILE_FILE).
 #
 #   bench/coverage-policy.sh                 # build, run the suite, report
 #   REPORT_ONLY=1 bench/coverage-policy.sh   # report again from the last run's counters
@@ -30,6 +35,106 @@ tools=$(echo "$sysroot"/lib/rustlib/*/bin)
 if [ ! -x "$tools/llvm-profdata" ]; then
   rustup component add llvm-tools
 fi
+
+# `insert FILE PATTERN WHERE TEXT`: TEXT as a line before or after the one line of FILE that
+# matches PATTERN (awk); fails, naming it, unless exactly one line matches.
+insert() {
+  local file=$1 pattern=$2 where=$3 text=$4
+  if [ "$(grep -c -- "$pattern" "$file")" != 1 ]; then
+    echo "coverage-policy: not exactly one line of $file matches $pattern" >&2
+    exit 1
+  fi
+  awk -v p="$pattern" -v w="$where" -v t="$text" \
+    '$0 ~ p && w == "before" { print t } { print } $0 ~ p && w == "after" { print t }' \
+    "$file" >"$file.new"
+  mv "$file.new" "$file"
+}
+
+# `relay DIR`: the sandbox's first process hands its counters to the helper (see above).
+relay() {
+  local dir=$1
+  cat >"$dir/profile_relay.rs" <<'EOF'
+//! Coverage runs only (bench/coverage-policy.sh writes this file into its scratch tree): the
+//! sandbox's first process cannot write its counters where the profile runtime would, so it
+//! writes them into a memfd the helper made before the clone, and the helper keeps the larger
+//! of each counter before it writes its own at exit.
+use std::sync::atomic::{AtomicI32, Ordering};
+
+extern "C" {
+    fn __llvm_profile_begin_counters() -> *mut u64;
+    fn __llvm_profile_end_counters() -> *mut u64;
+    fn __llvm_profile_set_dumped();
+}
+
+static FD: AtomicI32 = AtomicI32::new(-1);
+
+fn counters() -> &'static mut [u64] {
+    // SAFETY: the profile runtime's counter section, alive for the whole process.
+    unsafe {
+        let (b, e) = (__llvm_profile_begin_counters(), __llvm_profile_end_counters());
+        std::slice::from_raw_parts_mut(b, e.offset_from(b) as usize)
+    }
+}
+
+/// In the helper before the clone.
+pub fn open() {
+    // SAFETY: memfd_create with a C string and flags.
+    let fd = unsafe { libc::memfd_create(c"openmax-coverage".as_ptr(), libc::MFD_CLOEXEC) };
+    FD.store(fd, Ordering::Relaxed);
+}
+
+/// In the sandbox's first process before it exits: its counters into the memfd, and none
+/// written at exit (the runtime's attempt would fail and say so on the command's stderr).
+pub fn emit() {
+    // SAFETY: marks the profile written; takes nothing.
+    unsafe { __llvm_profile_set_dumped() };
+    let fd = FD.load(Ordering::Relaxed);
+    if fd < 0 {
+        return;
+    }
+    let c = counters();
+    let (p, len) = (c.as_ptr().cast::<u8>(), c.len() * 8);
+    let mut at = 0;
+    while at < len {
+        // SAFETY: within the counter section.
+        let n = unsafe { libc::pwrite(fd, p.add(at).cast(), len - at, at as libc::off_t) };
+        if n <= 0 {
+            return;
+        }
+        at += n as usize;
+    }
+}
+
+/// In the helper once the first process has ended: the larger of each counter.
+pub fn absorb() {
+    let fd = FD.swap(-1, Ordering::Relaxed);
+    if fd < 0 {
+        return;
+    }
+    let c = counters();
+    let mut theirs = vec![0u64; c.len()];
+    let (p, len) = (theirs.as_mut_ptr().cast::<u8>(), c.len() * 8);
+    let mut at = 0;
+    while at < len {
+        // SAFETY: within `theirs`.
+        let n = unsafe { libc::pread(fd, p.add(at).cast(), len - at, at as libc::off_t) };
+        if n <= 0 {
+            break;
+        }
+        at += n as usize;
+    }
+    for (own, t) in c.iter_mut().zip(&theirs) {
+        *own = (*own).max(*t);
+    }
+    // SAFETY: our own descriptor.
+    unsafe { libc::close(fd) };
+}
+EOF
+  insert "$dir/mod.rs" '^pub mod privileges;$' after 'pub mod profile_relay;'
+  insert "$dir/mod.rs" '^    let pid = clone_init[(]' before '    profile_relay::open();'
+  insert "$dir/mod.rs" '^    let status = reap[(]pid[)];$' after '    profile_relay::absorb();'
+  insert "$dir/init.rs" '^    std::process::exit[(]code[)]$' before '    super::profile_relay::emit();'
+}
 
 if [ -z "${REPORT_ONLY:-}" ]; then
   mkdir -p "$out"
@@ -46,8 +151,15 @@ if [ -z "${REPORT_ONLY:-}" ]; then
   fi
   rm -rf "$profiles"
   mkdir -p "$profiles"
-  # Processes of the ordinary test user write here too.
+  # Processes of the ordinary test user write here too, into files root's made.
   chmod 1777 "$profiles"
+  if ! command -v setfacl >/dev/null; then
+    apt-get install -y -qq acl >/dev/null || {
+      echo "coverage-policy: setfacl is missing and apt-get could not install acl" >&2
+      exit 1
+    }
+  fi
+  setfacl -d -m u::rw,g::rw,o::rw "$profiles"
   pattern=$profiles/%8m.profraw
   (
     cd "$tree"
@@ -55,6 +167,7 @@ if [ -z "${REPORT_ONLY:-}" ]; then
       xargs sed -i "s|\.env_clear()|.env_clear().env(\"LLVM_PROFILE_FILE\", \"$pattern\")|g"
     sed -i "s|(\"TERM\".into(), \"tmux-256color\".into()),|&\n            (\"LLVM_PROFILE_FILE\".into(), \"$pattern\".into()),|" \
       tests/src/tmux.rs
+    relay shell/src/sandbox/helper
     export RUSTFLAGS="-C instrument-coverage" LLVM_PROFILE_FILE=$pattern
     cargo build -q --workspace --all-targets
     cargo build -q -p openmax-shell --bin openmax --features panic-trigger
