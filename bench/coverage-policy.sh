@@ -36,17 +36,20 @@ if [ ! -x "$tools/llvm-profdata" ]; then
   rustup component add llvm-tools
 fi
 
-# `insert FILE PATTERN WHERE TEXT`: TEXT as a line before or after the one line of FILE that
-# matches PATTERN (awk); fails, naming it, unless exactly one line matches.
+# `insert FILE PATTERN WHERE TEXT`: TEXT put before (after the indentation) or after the one
+# line of FILE that matches PATTERN, on that same line, so that every line keeps its number
+# (the mutants' lines are read against the counters by number); fails, naming it, unless
+# exactly one line matches.
 insert() {
   local file=$1 pattern=$2 where=$3 text=$4
   if [ "$(grep -c -- "$pattern" "$file")" != 1 ]; then
     echo "coverage-policy: not exactly one line of $file matches $pattern" >&2
     exit 1
   fi
-  awk -v p="$pattern" -v w="$where" -v t="$text" \
-    '$0 ~ p && w == "before" { print t } { print } $0 ~ p && w == "after" { print t }' \
-    "$file" >"$file.new"
+  awk -v p="$pattern" -v w="$where" -v t="$text" '
+    $0 ~ p && w == "before" { match($0, /^ */); $0 = substr($0, 1, RLENGTH) t " " substr($0, RLENGTH + 1) }
+    $0 ~ p && w == "after" { $0 = $0 " " t }
+    { print }' "$file" >"$file.new"
   mv "$file.new" "$file"
 }
 
@@ -63,7 +66,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 extern "C" {
     fn __llvm_profile_begin_counters() -> *mut u64;
     fn __llvm_profile_end_counters() -> *mut u64;
-    fn __llvm_profile_set_dumped();
+    fn __llvm_profile_set_filename(name: *const libc::c_char);
 }
 
 static FD: AtomicI32 = AtomicI32::new(-1);
@@ -83,11 +86,12 @@ pub fn open() {
     FD.store(fd, Ordering::Relaxed);
 }
 
-/// In the sandbox's first process before it exits: its counters into the memfd, and none
-/// written at exit (the runtime's attempt would fail and say so on the command's stderr).
+/// In the sandbox's first process before it exits: its counters into the memfd, and the
+/// runtime's own write at exit into /dev/null (the profile directory cannot be written there,
+/// and a failed write, or one marked done, says so on the command's stderr).
 pub fn emit() {
-    // SAFETY: marks the profile written; takes nothing.
-    unsafe { __llvm_profile_set_dumped() };
+    // SAFETY: a C string the runtime copies.
+    unsafe { __llvm_profile_set_filename(c"/dev/null".as_ptr()) };
     let fd = FD.load(Ordering::Relaxed);
     if fd < 0 {
         return;
@@ -131,9 +135,9 @@ pub fn absorb() {
 }
 EOF
   insert "$dir/mod.rs" '^pub mod privileges;$' after 'pub mod profile_relay;'
-  insert "$dir/mod.rs" '^    let pid = clone_init[(]' before '    profile_relay::open();'
-  insert "$dir/mod.rs" '^    let status = reap[(]pid[)];$' after '    profile_relay::absorb();'
-  insert "$dir/init.rs" '^    std::process::exit[(]code[)]$' before '    super::profile_relay::emit();'
+  insert "$dir/mod.rs" '^    let pid = clone_init[(]' before 'profile_relay::open();'
+  insert "$dir/mod.rs" '^    let status = reap[(]pid[)];$' after 'profile_relay::absorb();'
+  insert "$dir/init.rs" '^    std::process::exit[(]code[)]$' before 'super::profile_relay::emit();'
 }
 
 if [ -z "${REPORT_ONLY:-}" ]; then
