@@ -17,10 +17,11 @@
 # the helper, which writes its own at exit, keeps the larger of each. The profile directory's
 # default ACL makes every profile file writable by all (openmax refuses a world-writable
 # $OPENMAX_HOME, so a umask cannot do it), so that the processes of the ordinary test user add
-# to the files root's made. Still unseen: what runs between a fork and its exec (PROGRAM's child before it
-# becomes PROGRAM) and processes killed rather than ended. Every mutant listed is a test to
-# write, dead code to remove or an equivalent to argue. Two tests of the scratch tree fail by
-# design (they check the exact environment a child gets, which now holds LLVM_PROFILE_FILE).
+# to the files root's made. Still unseen: what runs between a fork and its exec (PROGRAM's
+# child before it becomes PROGRAM) and processes killed rather than ended. Every mutant listed
+# is a test to write, dead code to remove or an equivalent to argue. One test of the scratch
+# tree fails by design (it checks the exact environment a child gets, which there holds
+# LLVM_PROFILE_FILE).
 #
 #   bench/coverage-policy.sh                 # build, run the suite, report
 #   REPORT_ONLY=1 bench/coverage-policy.sh   # report again from the last run's counters
