@@ -160,6 +160,39 @@ fn a_refused_connection_names_the_provider_and_the_url() {
     s.finish();
 }
 
+/// A provider whose listener never completes the handshake (its backlog full, nothing
+/// accepting: the kernel drops each SYN) is a connection that never reached the server once
+/// the connect timeout (10 s) passes, named like a refused one, not a turn that waits on.
+#[test]
+fn a_connect_that_is_never_answered_ends_at_the_connect_timeout() {
+    use std::os::fd::AsRawFd;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    // SAFETY: listen(2) again on our own listening socket, to set its backlog to one.
+    assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+    let addr = listener.local_addr().unwrap();
+    let _queued = std::net::TcpStream::connect(addr).unwrap();
+    let url = format!("http://{addr}");
+    let env = keys_only(&[(KEY_VAR, "test-key")]);
+    env.user_config(&format!(
+        "[provider]\nname = \"anthropic\"\nmodel = \"test-model\"\nbase_url = \"{url}\"\n\
+         api_key_env = \"{KEY_VAR}\"\nmax_attempts = 1\n"
+    ));
+    let mut s = env.stdio(&[]);
+    s.user("hi");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "error");
+    let error = find(&evs, "error")["message"].as_str().unwrap().to_string();
+    // The connect timeout's own words (the kernel gives up on its own only after about two
+    // minutes of SYN retries, as "Connection timed out").
+    assert!(
+        error.contains(&format!(
+            "could not connect to anthropic at {url}/v1/messages"
+        )) && error.contains("tcp connect error: deadline has elapsed"),
+        "{error}"
+    );
+    s.finish();
+}
+
 #[test]
 fn a_501_html_page_is_one_short_line() {
     let page = format!(

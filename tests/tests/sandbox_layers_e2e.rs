@@ -391,6 +391,43 @@ fn a_signal_to_the_helper_is_forwarded_to_a_command_that_traps_it() {
     }
 }
 
+/// A forwarded signal that lands on the connect broker's thread, whose `poll` it interrupts
+/// (`SA_RESTART` does not restart `poll`), leaves the broker answering: each of the helper's
+/// threads gets `SIGUSR1` (the command ignores it), then the command connects and is answered.
+#[test]
+fn a_signal_interrupting_the_broker_leaves_it_answering() {
+    let command = "trap '' USR1; touch started; while [ ! -e signalled ]; do sleep 0.02; done; \
+                   timeout 10 python3 connect.py";
+    for who in runners() {
+        let (env, mock) = setup(who, "");
+        env.write(
+            "connect.py",
+            "import socket\ntry:\n    socket.socket(socket.AF_UNIX).connect('absent.sock')\n\
+             except OSError as e:\n    print('answered', e.errno)\n",
+        );
+        let signalled = env.project.join("signalled");
+        let (threads, out) = while_a_call_runs(&env, &mock, command, move |helper| {
+            let tasks: Vec<i32> = std::fs::read_dir(format!("/proc/{helper}/task"))
+                .unwrap()
+                .flatten()
+                .filter_map(|t| t.file_name().to_str()?.parse().ok())
+                .collect();
+            for tid in &tasks {
+                // SAFETY: plain syscall to a thread of our session's helper, alive (its
+                // command waits for the marker).
+                let r =
+                    unsafe { libc::syscall(libc::SYS_tgkill, helper as i32, *tid, libc::SIGUSR1) };
+                assert_eq!(r, 0, "tgkill of thread {tid}");
+            }
+            std::fs::write(&signalled, "").unwrap();
+            tasks.len()
+        });
+        let w = who.label();
+        assert!(threads > 1, "{w}: the helper has no broker thread");
+        assert!(out.0 && out.1.contains("answered 2"), "{w}: {}", out.1);
+    }
+}
+
 /// The sandbox's first process killed from outside (as an out-of-memory kill would): it sends
 /// the helper no report, so the helper ends as the kernel says it ended, and the call's
 /// result names that signal.
