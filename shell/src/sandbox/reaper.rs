@@ -91,8 +91,8 @@ pub fn track(pgid: i32, running_dir: Option<&Path>) -> Tracked {
 
 /// Kill every tracked group (the MCP servers, the tool calls running now) and remove their
 /// records: for an exit that will not run their guards' drops (the forced exit on a second
-/// signal). Returns how many groups were signalled.
-pub fn kill_tracked() -> usize {
+/// signal).
+pub fn kill_tracked() {
     let live = LIVE
         .lock()
         .map(|mut l| std::mem::take(&mut *l))
@@ -108,7 +108,6 @@ pub fn kill_tracked() -> usize {
             let _ = std::fs::remove_file(r);
         }
     }
-    live.len()
 }
 
 /// Exit at once with `code` (a second SIGINT/SIGTERM), leaving no process behind: every
