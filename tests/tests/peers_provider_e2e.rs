@@ -19,6 +19,18 @@ fn keys_only(vars: &[(&str, &str)]) -> TestEnv {
     env
 }
 
+/// One turn of "hi" in a session of `env` that ends in an error: its events and the error's
+/// message.
+fn failed_turn(env: &TestEnv) -> (Vec<serde_json::Value>, String) {
+    let mut s = env.stdio(&[]);
+    s.user("hi");
+    let (evs, reason) = s.turn();
+    assert_eq!(reason, "error");
+    let error = find(&evs, "error")["message"].as_str().unwrap().to_string();
+    s.finish();
+    (evs, error)
+}
+
 fn model_of(req: &openmax_sim::mock::LoggedRequest) -> String {
     req.body["model"].as_str().unwrap_or_default().to_string()
 }
@@ -145,11 +157,7 @@ fn a_refused_connection_names_the_provider_and_the_url() {
         ("ANTHROPIC_API_KEY", "sk-ant-e2e"),
         ("ANTHROPIC_BASE_URL", &url),
     ]);
-    let mut s = env.stdio(&[]);
-    s.user("hi");
-    let (evs, reason) = s.turn();
-    assert_eq!(reason, "error");
-    let error = find(&evs, "error")["message"].as_str().unwrap().to_string();
+    let (evs, error) = failed_turn(&env);
     let endpoint = format!("anthropic at {url}/v1/messages");
     assert!(
         error.contains(&format!("could not connect to {endpoint}")),
@@ -157,7 +165,6 @@ fn a_refused_connection_names_the_provider_and_the_url() {
     );
     let retry = find(&evs, "retry")["reason"].as_str().unwrap().to_string();
     assert!(retry.contains(&endpoint), "{retry}");
-    s.finish();
 }
 
 /// A provider whose listener never completes the handshake (its backlog full, nothing
@@ -177,11 +184,7 @@ fn a_connect_that_is_never_answered_ends_at_the_connect_timeout() {
         "[provider]\nname = \"anthropic\"\nmodel = \"test-model\"\nbase_url = \"{url}\"\n\
          api_key_env = \"{KEY_VAR}\"\nmax_attempts = 1\n"
     ));
-    let mut s = env.stdio(&[]);
-    s.user("hi");
-    let (evs, reason) = s.turn();
-    assert_eq!(reason, "error");
-    let error = find(&evs, "error")["message"].as_str().unwrap().to_string();
+    let (_, error) = failed_turn(&env);
     // The connect timeout's own words (the kernel gives up on its own only after about two
     // minutes of SYN retries, as "Connection timed out").
     assert!(
@@ -190,7 +193,6 @@ fn a_connect_that_is_never_answered_ends_at_the_connect_timeout() {
         )) && error.contains("tcp connect error: deadline has elapsed"),
         "{error}"
     );
-    s.finish();
 }
 
 #[test]
@@ -210,11 +212,7 @@ fn a_501_html_page_is_one_short_line() {
         ("ANTHROPIC_API_KEY", "sk-ant-e2e"),
         ("ANTHROPIC_BASE_URL", &base),
     ]);
-    let mut s = env.stdio(&[]);
-    s.user("hi");
-    let (evs, reason) = s.turn();
-    assert_eq!(reason, "error");
-    let error = find(&evs, "error")["message"].as_str().unwrap().to_string();
+    let (_, error) = failed_turn(&env);
     assert!(
         error.starts_with("HTTP 501: 501 Not Implemented 501 Not Implemented nginx/1.24.0 lorem"),
         "{error}"
@@ -224,7 +222,6 @@ fn a_501_html_page_is_one_short_line() {
         "{error}"
     );
     assert!(error.chars().count() <= "HTTP 501: ".len() + 201, "{error}");
-    s.finish();
     let out = env.run(&["-p", "hi"]);
     let last: Vec<&str> = out.stderr.lines().filter(|l| l.contains("501")).collect();
     assert!(
