@@ -529,37 +529,36 @@ fn mounts(mountinfo: &str) -> Vec<(String, Vec<String>)> {
 /// between, so these are the sandbox's words.
 #[test]
 fn a_program_the_sandbox_cannot_start_is_127_when_missing_and_126_when_not_executable() {
+    // Each tool: its call, its name, its program, the kernel's reason and the status.
+    let tools = [
+        (
+            "c0",
+            "missing",
+            "/nonexistent/openmax-tool",
+            "No such file or directory",
+            127,
+        ),
+        ("c1", "plain", "/etc/passwd", "Permission denied", 126),
+    ];
     for who in runners() {
         let (env, mock) = setup(who, "");
         let w = who.label();
-        for (name, program) in [
-            ("missing", "/nonexistent/openmax-tool"),
-            ("plain", "/etc/passwd"),
-        ] {
+        for (id, name, program, _, _) in tools {
             env.write(
                 &format!(".openmax/tools/{name}.json"),
                 &format!(
                     r#"{{"name":"{name}","description":"d","parameters":{{"type":"object"}},"command":["{program}"]}}"#
                 ),
             );
+            mock.push(tool_reply(id, name, json!({})));
         }
-        mock.push(tool_reply("c0", "missing", json!({})));
-        mock.push(tool_reply("c1", "plain", json!({})));
         mock.push(text_reply("done"));
         let mut s = env.stdio(&[]);
         s.user("run them");
         let (evs, reason) = s.turn();
         assert_eq!(reason, "end_turn", "{w}: {:?}", types(&evs));
         assert_eq!(s.finish().0, Some(0));
-        for (id, program, why, status) in [
-            (
-                "c0",
-                "/nonexistent/openmax-tool",
-                "No such file or directory",
-                127,
-            ),
-            ("c1", "/etc/passwd", "Permission denied", 126),
-        ] {
+        for (id, _, program, why, status) in tools {
             let end = evs
                 .iter()
                 .find(|e| e["type"] == "tool_end" && e["call_id"] == id)
