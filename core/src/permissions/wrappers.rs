@@ -41,6 +41,14 @@ const NONE: Opts = Opts {
     long: &[("help", No), ("version", No)],
 };
 
+/// No options at all (`command`, `builtin`, `busybox`, a reserved word read as a command name).
+const BARE: Opts = Opts {
+    short_value: "",
+    short_optional: "",
+    assignments: false,
+    long: &[],
+};
+
 /// `env`'s options (its `-S` and `NAME=VALUE` operands are read by the caller).
 pub const ENV: Opts = Opts {
     short_value: "uCSa",
@@ -66,29 +74,13 @@ pub const ENV: Opts = Opts {
 /// The options of a wrapper other than `env`; `None` for a program that is not one.
 pub fn options(program: &str) -> Option<&'static Opts> {
     Some(match program {
-        "command" => &Opts {
-            short_value: "",
-            short_optional: "",
-            assignments: false,
-            long: &[],
-        },
-        "builtin" | "busybox" => &Opts {
-            short_value: "",
-            short_optional: "",
-            assignments: false,
-            long: &[],
-        },
+        "command" | "builtin" | "busybox" => &BARE,
         // A reserved word the grammar took for a command name (`! if …`, `time { …; }`), or
         // one bash runs as a program where it reads no reserved word (after an assignment or
         // a redirection: `a=1 ! x` runs a program `!`, which no system has): what follows it
         // is read as a command too, the stricter reading.
         "!" | "{" | "}" | "if" | "then" | "else" | "elif" | "fi" | "do" | "done" | "while"
-        | "until" | "esac" | "coproc" => &Opts {
-            short_value: "",
-            short_optional: "",
-            assignments: false,
-            long: &[],
-        },
+        | "until" | "esac" | "coproc" => &BARE,
         "nohup" => &NONE,
         "setsid" => &Opts {
             short_value: "",
